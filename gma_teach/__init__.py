@@ -1,0 +1,15 @@
+"""gma_teach: Gaussian Mixture Attention from first principles.
+
+The public API (a contract with the book and with courses; names are extended, never renamed):
+
+* :func:`responsibilities`, :func:`log_responsibilities`, :class:`GaussianMixture` -- the GMM posterior (ch. 2);
+* :func:`affinity`, :func:`gma`, :func:`gma_from_responsibilities` -- GMA itself in every form (ch. 3, 4, 6);
+* :class:`GaussianMixtureAttention` -- the multi-head layer with recurrent decoding (ch. 5, 6);
+* :func:`scale`, :func:`preset`, :func:`env_report` -- the book's scale switch and environment report.
+"""
+__version__ = "0.1.0"
+
+from .gmm import GaussianMixture, log_responsibilities, responsibilities
+from .mixing import IMPLS, GMAState, affinity, gma, gma_from_responsibilities
+from .layer import GaussianMixtureAttention
+from .scale import cache_dir, device, env_report, preset, scale, seed_everything

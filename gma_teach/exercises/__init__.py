@@ -1,0 +1,8 @@
+"""Checkers for the chapters' exercises: call one on your own implementation.
+
+A checker compares your function with the package's reference on random inputs and raises
+:class:`ExerciseError` with a message that says *what* is wrong (shape, dtype, which entries, by how much);
+it returns a short success message otherwise. One module per chapter (``ch02``, ``ch03``, ...); every checker is
+also importable from here.
+"""
+from ._common import ExerciseError

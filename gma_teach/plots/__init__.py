@@ -1,0 +1,5 @@
+"""Figures shared by the chapters, so the book looks like one book.
+
+Every function returns a matplotlib ``Figure`` (or draws on an ``ax=`` it is given) and uses :func:`book_style`.
+"""
+from ._style import COLORS, book_style, new_figure

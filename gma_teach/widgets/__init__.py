@@ -1,0 +1,5 @@
+"""Interactive explorers (ipywidgets) for the chapters.
+
+Each explorer draws a static figure first (so the HTML book shows a sensible picture) and then wires sliders to
+redraw it when a live kernel is attached.
+"""
