@@ -1,0 +1,287 @@
+r"""Chapter 2: diagonal Gaussian mixtures and their posterior (the *responsibilities*).
+
+For a routing vector :math:`x \in \mathbb{R}^d` and :math:`K` diagonal Gaussians with means :math:`\mu_k`,
+variances :math:`\sigma^2_k` and log priors :math:`\log \pi_k`,
+
+.. math::
+
+    \log p(x, k) = \log\pi_k - \tfrac12 \sum_d \log(2\pi\sigma^2_{kd}) - \tfrac12 \sum_d (x_d-\mu_{kd})^2/\sigma^2_{kd},
+    \qquad \gamma_k(x) = \operatorname{softmax}_k \log p(x, k).
+
+Expanding the square gives the *GEMM form* used everywhere in the package: one matrix product of the features
+:math:`[x \odot x, x]` (``(N, 2d)``) with a ``(2d, K)`` coefficient matrix, plus a per-component constant:
+
+.. math::
+
+    \log p(x, k) = (x\odot x)\cdot(-\tfrac{1}{2\sigma^2_k}) + x \cdot (\mu_k/\sigma^2_k) + c_k,\quad
+    c_k = \log\pi_k - \tfrac12\sum_d \log(2\pi\sigma^2_{kd}) - \tfrac12\sum_d \mu_{kd}^2/\sigma^2_{kd}.
+
+The three terms cancel heavily (chapter 2 measures how much), so the logits are always computed in at least
+float32, with autocast switched off, whatever the input dtype.
+
+Shapes: one mixture has ``means``/``variances`` ``(K, d)`` and ``log_priors`` ``(K,)`` and takes ``x`` of shape
+``(..., N, d)``; one mixture per head has ``(H, K, d)`` and ``(H, K)`` and takes ``x`` of shape ``(..., H, N, d)``.
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+from torch import nn
+
+from . import _checks
+
+_LOG_2PI = math.log(2.0 * math.pi)
+
+
+def _check_mixture(x, means, variances, log_priors, *, check_values: bool = True) -> None:
+    """Validate the shapes (and, when asked, the values) of a mixture and its inputs."""
+    _checks.tensor("x", x, min_rank=2)
+    _checks.tensor("means", means, min_rank=2)
+    _checks.tensor("variances", variances, min_rank=2)
+    _checks.tensor("log_priors", log_priors, min_rank=1)
+    _checks.same_device(x=x, means=means, variances=variances, log_priors=log_priors)
+    if means.dim() not in (2, 3):
+        raise ValueError(f"means must be (K, d) or (H, K, d), got shape {tuple(means.shape)}")
+    if variances.shape != means.shape:
+        raise ValueError(
+            f"variances must have the shape of means {tuple(means.shape)}, got {tuple(variances.shape)}"
+        )
+    if log_priors.shape != means.shape[:-1]:
+        raise ValueError(
+            f"log_priors must have shape {tuple(means.shape[:-1])} (the K of means/variances), "
+            f"got {tuple(log_priors.shape)}"
+        )
+    if x.shape[-1] != means.shape[-1]:
+        raise ValueError(
+            f"x has feature dim {x.shape[-1]} but means/variances have d={means.shape[-1]} "
+            f"(x {tuple(x.shape)}, means {tuple(means.shape)})"
+        )
+    if means.dim() == 3:
+        n_heads = means.shape[0]
+        if x.dim() < 3 or x.shape[-3] != n_heads:
+            raise ValueError(
+                f"with one mixture per head (means {tuple(means.shape)}) x must be (..., H={n_heads}, N, d), "
+                f"got shape {tuple(x.shape)}"
+            )
+    if check_values:
+        if not bool((variances > 0).all()):
+            raise ValueError(f"variances must be > 0, got minimum {variances.min().item():.3g}")
+        total = torch.logsumexp(log_priors.detach().double(), dim=-1)
+        if not bool((total.abs() < 1e-4).all()):
+            raise ValueError(
+                f"log_priors must be normalized (logsumexp over K equal to 0), got logsumexp {total.tolist()}"
+            )
+
+
+def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
+    """At least float32: the GEMM-form logits cancel too much for half precision."""
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _head_axis(x: torch.Tensor, params: torch.Tensor) -> torch.Tensor:
+    """Reshape per-head parameters ``(H, K, *)`` so they broadcast against ``x``'s ``(..., H, N, d)``."""
+    return params.unsqueeze(-3) if params.dim() == 3 else params
+
+
+def gemm_coefficients(means, variances, log_priors):
+    """The ``(.., K, 2d)`` coefficient matrix ``W`` and ``(.., K)`` constant ``c`` of the GEMM form.
+
+    ``log p(x, k) = [x*x, x] @ W[k] + c[k]`` (see the module docstring), computed in at least float32.
+    """
+    dtype = _compute_dtype(means.dtype)
+    means, variances, log_priors = means.to(dtype), variances.to(dtype), log_priors.to(dtype)
+    precision = 1.0 / variances
+    weight = torch.cat([-0.5 * precision, means * precision], dim=-1)
+    constant = log_priors - 0.5 * (
+        torch.log(variances).sum(-1) + (means * means * precision).sum(-1) + means.shape[-1] * _LOG_2PI
+    )
+    return weight, constant
+
+
+def gemm_logits(x, means, variances, log_priors):
+    """``log p(x, k)`` in GEMM form, without validation: ``(..., [H,] N, K)`` in float32 or float64."""
+    dtype = _compute_dtype(x.dtype)
+    with torch.autocast(x.device.type, enabled=False):
+        weight, constant = gemm_coefficients(means, variances, log_priors)
+        x = x.to(dtype)
+        features = torch.cat([x * x, x], dim=-1)
+        return features @ weight.transpose(-1, -2) + constant.unsqueeze(-2)
+
+
+def log_joint(x, means, variances, log_priors):
+    """``log p(x, z=k)`` for every token and component, ``(..., [H,] N, K)``, in GEMM form.
+
+    Args:
+        x: ``(..., N, d)``, or ``(..., H, N, d)`` with one mixture per head.
+        means, variances: ``(K, d)`` or ``(H, K, d)``; variances > 0.
+        log_priors: ``(K,)`` or ``(H, K)``, normalized (``logsumexp == 0``).
+    """
+    _check_mixture(x, means, variances, log_priors)
+    return gemm_logits(x, means, variances, log_priors)
+
+
+def log_likelihood(x, means, variances, log_priors):
+    """``log p(x) = logsumexp_k log p(x, k)`` per token: ``(..., [H,] N)``."""
+    return torch.logsumexp(log_joint(x, means, variances, log_priors), dim=-1)
+
+
+def log_responsibilities(x, means, variances, log_priors):
+    """``log gamma_k(x) = log p(z=k | x)``: ``(..., [H,] N, K)`` (at least float32), computed in GEMM form.
+
+    Shapes as in :func:`log_joint`.
+    """
+    return torch.log_softmax(log_joint(x, means, variances, log_priors), dim=-1)
+
+
+def responsibilities(x, means, variances, log_priors):
+    """Posterior responsibilities ``gamma_k(x) = p(z=k | x)``: ``(..., [H,] N, K)``, rows sum to 1.
+
+    Computed as one GEMM of ``[x*x, x]`` followed by a stable softmax, in at least float32 (float64 stays float64).
+
+    Args:
+        x: ``(..., N, d)``, or ``(..., H, N, d)`` when the mixture has one set of components per head.
+        means, variances: ``(K, d)`` or ``(H, K, d)``; variances > 0.
+        log_priors: ``(K,)`` or ``(H, K)``, normalized.
+    """
+    return torch.softmax(log_joint(x, means, variances, log_priors), dim=-1)
+
+
+def direct_log_joint(x, means, variances, log_priors):
+    """``log p(x, k)`` by broadcasting ``(x - mu)`` into ``(..., [H,] N, K, d)``: the slow, transparent spec."""
+    _check_mixture(x, means, variances, log_priors)
+    dtype = _compute_dtype(x.dtype)
+    x, means, variances, log_priors = (t.to(dtype) for t in (x, means, variances, log_priors))
+    diff = x.unsqueeze(-2) - _head_axis(x, means)
+    variances = _head_axis(x, variances)
+    per_dim = diff * diff / variances + torch.log(variances) + _LOG_2PI
+    priors = log_priors.unsqueeze(-2) if log_priors.dim() == 2 else log_priors
+    return priors - 0.5 * per_dim.sum(-1)
+
+
+def responsibilities_direct(x, means, variances, log_priors):
+    """The slow spec of :func:`responsibilities`: same shapes, memory ``O(N K d)`` instead of ``O(N K)``."""
+    return torch.softmax(direct_log_joint(x, means, variances, log_priors), dim=-1)
+
+
+def inverse_softplus(y: torch.Tensor) -> torch.Tensor:
+    """The ``r`` with ``softplus(r) == y`` for ``y > 0`` (stable for large ``y``)."""
+    return y + torch.log(-torch.expm1(-y))
+
+
+class GaussianMixture(nn.Module):
+    """A learnable diagonal Gaussian mixture with unconstrained parameters.
+
+    * ``means``: ``(K, d)`` or ``(H, K, d)``, initialized from ``N(0, init_std^2)``;
+    * ``variances = softplus(raw_variances) + min_variance`` (the floor keeps the responsibility map Lipschitz),
+      initialized to ``1 + min_variance``;
+    * ``log_priors = log_softmax(prior_logits)``, uniform at initialization.
+
+    Args:
+        n_components: K.
+        dim: d, the routing dimension.
+        n_heads: ``None`` for one mixture, else H independent mixtures (one per attention head).
+        min_variance: the variance floor (> 0).
+        init_std: standard deviation of the initial means (> 0).
+
+    Calling the module (``mixture(x)``) returns :meth:`responsibilities`.
+    """
+
+    def __init__(self, n_components: int, dim: int, n_heads: int | None = None, min_variance: float = 1e-3,
+                 init_std: float = 1.0):
+        super().__init__()
+        self.n_components = _checks.positive_int("n_components", n_components)
+        self.dim = _checks.positive_int("dim", dim)
+        self.n_heads = None if n_heads is None else _checks.positive_int("n_heads", n_heads)
+        self.min_variance = _checks.positive_number("min_variance", min_variance)
+        init_std = _checks.positive_number("init_std", init_std)
+        shape = (self.n_components, self.dim) if n_heads is None else (self.n_heads, self.n_components, self.dim)
+        self.means = nn.Parameter(torch.randn(shape) * init_std)
+        self.raw_variances = nn.Parameter(inverse_softplus(torch.ones(shape)))
+        self.prior_logits = nn.Parameter(torch.zeros(shape[:-1]))
+
+    @property
+    def variances(self) -> torch.Tensor:
+        """``softplus(raw_variances) + min_variance``: ``(K, d)`` or ``(H, K, d)``."""
+        return F.softplus(self.raw_variances) + self.min_variance
+
+    @property
+    def log_priors(self) -> torch.Tensor:
+        """``log_softmax(prior_logits)``: ``(K,)`` or ``(H, K)``."""
+        return torch.log_softmax(self.prior_logits, dim=-1)
+
+    def log_responsibilities(self, x: torch.Tensor) -> torch.Tensor:
+        """``log gamma``: x ``(..., N, d)`` (or ``(..., H, N, d)`` per head) -> ``(..., [H,] N, K)``."""
+        _check_mixture(x, self.means, self.raw_variances, self.prior_logits, check_values=False)
+        return torch.log_softmax(gemm_logits(x, self.means, self.variances, self.log_priors), dim=-1)
+
+    def responsibilities(self, x: torch.Tensor) -> torch.Tensor:
+        """``gamma``: x ``(..., N, d)`` (or ``(..., H, N, d)`` per head) -> ``(..., [H,] N, K)``."""
+        _check_mixture(x, self.means, self.raw_variances, self.prior_logits, check_values=False)
+        return torch.softmax(gemm_logits(x, self.means, self.variances, self.log_priors), dim=-1)
+
+    def forward(self, x: torch.Tensor) -> torch.Tensor:
+        return self.responsibilities(x)
+
+    def extra_repr(self) -> str:
+        heads = "" if self.n_heads is None else f", n_heads={self.n_heads}"
+        return f"n_components={self.n_components}, dim={self.dim}{heads}, min_variance={self.min_variance}"
+
+
+@dataclass
+class EMResult:
+    """What :func:`fit_em` returns. Shapes: means/variances ``(K, d)``, log_priors ``(K,)``."""
+
+    means: torch.Tensor
+    variances: torch.Tensor
+    log_priors: torch.Tensor
+    log_likelihoods: list[float]  # mean log-likelihood per sample after each iteration
+    n_iter: int
+    converged: bool
+
+
+def fit_em(x: torch.Tensor, n_components: int, *, n_iter: int = 100, tol: float = 1e-6,
+           min_variance: float = 1e-6, seed: int = 0) -> EMResult:
+    """Classic expectation-maximization for a diagonal GMM, the contrast to gradient learning in chapter 2.
+
+    Initialization: means are ``K`` distinct data points drawn with ``seed``; variances are the data variance;
+    priors are uniform. Each iteration computes responsibilities (E-step, GEMM form) and the closed-form
+    weighted means, variances (floored at ``min_variance``) and priors (M-step). Stops when the mean
+    log-likelihood improves by less than ``tol``.
+
+    Args:
+        x: ``(N, d)`` data, N >= n_components.
+        n_components: K.
+    """
+    _checks.tensor("x", x, min_rank=2)
+    if x.dim() != 2:
+        raise ValueError(f"x must be (N, d), got shape {tuple(x.shape)}")
+    n_components = _checks.positive_int("n_components", n_components)
+    n_iter = _checks.positive_int("n_iter", n_iter)
+    tol = _checks.positive_number("tol", tol)
+    min_variance = _checks.positive_number("min_variance", min_variance)
+    n_samples = x.shape[0]
+    if n_samples < n_components:
+        raise ValueError(f"x must have at least n_components={n_components} rows, got {n_samples}")
+    data = x.detach().double()
+    generator = torch.Generator().manual_seed(seed)
+    means = data[torch.randperm(n_samples, generator=generator)[:n_components]].clone()
+    variances = data.var(0, unbiased=False).clamp_min(min_variance).expand(n_components, -1).clone()
+    log_priors = torch.full((n_components,), -math.log(n_components), dtype=torch.float64)
+    history: list[float] = []
+    converged = False
+    for _ in range(n_iter):
+        logits = gemm_logits(data, means, variances, log_priors)
+        history.append(torch.logsumexp(logits, -1).mean().item())
+        gamma = torch.softmax(logits, dim=-1)
+        counts = gamma.sum(0).clamp_min(1e-12)
+        means = gamma.T @ data / counts[:, None]
+        variances = (gamma.T @ (data * data) / counts[:, None] - means * means).clamp_min(min_variance)
+        log_priors = torch.log(counts / n_samples)
+        if len(history) > 1 and history[-1] - history[-2] < tol:
+            converged = True
+            break
+    return EMResult(means.to(x.dtype), variances.to(x.dtype), log_priors.to(x.dtype), history, len(history),
+                    converged)

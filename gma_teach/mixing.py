@@ -1,0 +1,325 @@
+r"""Chapters 3, 4 and 6: Gaussian Mixture Attention in every form.
+
+Given query responsibilities :math:`\Gamma_Q` ``(N_q, K)``, key responsibilities :math:`\Gamma_K` ``(N_k, K)`` and
+values :math:`V` ``(N_k, d_v)``, GMA returns
+
+.. math::
+
+    O = \frac{\Gamma_Q S}{\Gamma_Q z + \varepsilon},\qquad S = \Gamma_K^\top V \ (K \times d_v),\quad
+    z = \Gamma_K^\top \mathbf 1 \ (K),
+
+which equals :math:`A V` for the row-normalized affinity :math:`A_{ij} = \gamma^Q_i\cdot\gamma^K_j /
+(\sum_{j'} \gamma^Q_i\cdot\gamma^K_{j'} + \varepsilon)`. Causal GMA replaces :math:`S, z` at position ``i`` by their
+prefix sums over ``j <= i``. The implementations (``impl=``) all compute this same function:
+
+* ``"naive"``: materializes the ``N_q x N_k`` affinity -- the spec, ``O(N^2)`` memory;
+* ``"linear"``: the associative order, memory ``(K, d_v)`` -- bidirectional only;
+* ``"cumsum"``: the paper's prefix sums over a materialized ``(N, K, d_v)`` tensor;
+* ``"chunked"``: chunks of ``chunk_size`` tokens; a masked ``C x C`` block inside each chunk and a carried
+  ``(K, d_v)`` state between chunks -- memory ``O(N C + (N/C) K d_v)``;
+* ``"recurrent"``: token by token with a ``(K, d_v)`` state -- the decoding form;
+* ``"triton"``: the fused kernels of :mod:`gma_teach.kernels` (only through :func:`gma`, which owns the mixture);
+* ``"auto"``: ``"triton"`` on CUDA when the kernels are available, else ``"chunked"`` (causal) or ``"linear"``.
+
+For ``causal=False`` the prefix forms use their final (total) state, so every ``impl`` serves both settings
+except ``"linear"``, which is bidirectional by construction. Cross-attention (``N_q != N_k``) needs
+``causal=False``. Half-precision inputs are mixed in float32 and returned in the values' dtype.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+import torch.nn.functional as F
+
+from . import _checks
+from .gmm import _check_mixture, gemm_logits
+
+IMPLS = ("naive", "linear", "cumsum", "chunked", "recurrent", "triton")
+_TORCH_IMPLS = IMPLS[:-1]
+
+
+# ----------------------------------------------------------------------------------------------- the pieces
+def write_memory(gamma_k: torch.Tensor, v: torch.Tensor):
+    """Keys write values into K slots: ``S = Gamma_K^T V`` ``(..., K, d_v)`` and ``z = Gamma_K^T 1`` ``(..., K)``.
+
+    Args:
+        gamma_k: ``(..., N_k, K)``; v: ``(..., N_k, d_v)``.
+    """
+    return gamma_k.transpose(-1, -2) @ v, gamma_k.sum(-2)
+
+
+def read_memory(gamma_q: torch.Tensor, memory: torch.Tensor, normalizer: torch.Tensor, eps: float):
+    """Queries read the memory: ``O = Gamma_Q S / (Gamma_Q z + eps)``.
+
+    Args:
+        gamma_q: ``(..., N_q, K)``; memory: ``(..., K, d_v)``; normalizer: ``(..., K)``.
+
+    Returns:
+        ``(..., N_q, d_v)``.
+    """
+    return (gamma_q @ memory) / ((gamma_q @ normalizer.unsqueeze(-1)) + eps)
+
+
+def affinity(gamma_q, gamma_k, *, causal: bool = False, eps: float = 1e-6) -> torch.Tensor:
+    """The row-normalized ``(..., N_q, N_k)`` affinity that GMA induces (for pictures and checks).
+
+    ``A = M / (M 1 + eps)`` with ``M = Gamma_Q Gamma_K^T`` (lower-triangular if ``causal``), so that
+    ``gma_from_responsibilities(gamma_q, gamma_k, v) == affinity(gamma_q, gamma_k) @ v``.
+    Rows sum to slightly less than 1 (by ``eps``); entries are non-negative; the rank is at most K.
+    """
+    _check_responsibilities(gamma_q, gamma_k, None, causal=causal, eps=eps)
+    scores = _scores(gamma_q, gamma_k, causal)
+    return scores / (scores.sum(-1, keepdim=True) + eps)
+
+
+def _scores(gamma_q, gamma_k, causal):
+    scores = gamma_q @ gamma_k.transpose(-1, -2)
+    return scores.tril() if causal else scores
+
+
+# ------------------------------------------------------------------------------------------- the recurrence
+@dataclass
+class GMAState:
+    """The recurrent state of causal GMA after ``position`` tokens: constant size whatever the position.
+
+    Attributes:
+        memory: ``(..., K, d_v)`` running ``sum_j gamma^K_j v_j^T``.
+        normalizer: ``(..., K)`` running ``sum_j gamma^K_j``.
+        position: number of tokens written so far.
+    """
+
+    memory: torch.Tensor
+    normalizer: torch.Tensor
+    position: int = 0
+
+    @classmethod
+    def zeros(cls, batch_shape, n_components: int, d_value: int, *, dtype=torch.float32, device=None):
+        """The empty state for ``batch_shape`` (for a layer: ``(B, H)``)."""
+        batch_shape = tuple(batch_shape)
+        return cls(torch.zeros(*batch_shape, n_components, d_value, dtype=dtype, device=device),
+                   torch.zeros(*batch_shape, n_components, dtype=dtype, device=device), 0)
+
+    def write(self, gamma_k_t: torch.Tensor, v_t: torch.Tensor) -> "GMAState":
+        """The state after writing one token: ``gamma_k_t`` ``(..., K)``, ``v_t`` ``(..., d_v)`` (not in place)."""
+        return GMAState(self.memory + gamma_k_t.unsqueeze(-1) * v_t.unsqueeze(-2),
+                        self.normalizer + gamma_k_t, self.position + 1)
+
+    def nbytes(self) -> int:
+        """Bytes held by the state's tensors."""
+        return self.memory.numel() * self.memory.element_size() + \
+            self.normalizer.numel() * self.normalizer.element_size()
+
+
+def recurrent_step(gamma_q_t, gamma_k_t, v_t, state: GMAState, eps: float = 1e-6):
+    """One decoding step of causal GMA: write token ``t``, then read it.
+
+    Args:
+        gamma_q_t, gamma_k_t: ``(..., K)``; v_t: ``(..., d_v)``; state: a :class:`GMAState` over ``...``.
+
+    Returns:
+        ``(o_t (..., d_v), new_state)``; the input state is not modified (autograd-safe).
+    """
+    state = state.write(gamma_k_t, v_t)
+    output = read_memory(gamma_q_t.unsqueeze(-2), state.memory, state.normalizer, eps).squeeze(-2)
+    return output, state
+
+
+# --------------------------------------------------------------------------------------- implementations
+def _naive(gamma_q, gamma_k, v, causal, eps, chunk_size):
+    scores = _scores(gamma_q, gamma_k, causal)
+    return (scores @ v) / (scores.sum(-1, keepdim=True) + eps)
+
+
+def _linear(gamma_q, gamma_k, v, causal, eps, chunk_size):
+    if causal:
+        raise ValueError("impl='linear' is the bidirectional associative form; for causal=True use "
+                         "'chunked', 'cumsum' or 'recurrent' (or 'auto')")
+    memory, normalizer = write_memory(gamma_k, v)
+    return read_memory(gamma_q, memory, normalizer, eps)
+
+
+def _cumsum(gamma_q, gamma_k, v, causal, eps, chunk_size):
+    outer = gamma_k.unsqueeze(-1) * v.unsqueeze(-2)  # (..., N, K, d_v): the paper's materialized tensor
+    if not causal:
+        return read_memory(gamma_q, outer.sum(-3), gamma_k.sum(-2), eps)
+    memory = outer.cumsum(-3)
+    normalizer = gamma_k.cumsum(-2)
+    numerator = (gamma_q.unsqueeze(-2) @ memory).squeeze(-2)
+    return numerator / ((gamma_q * normalizer).sum(-1, keepdim=True) + eps)
+
+
+def _chunked(gamma_q, gamma_k, v, causal, eps, chunk_size):
+    n_tokens = gamma_k.shape[-2]
+    n_chunks = -(-n_tokens // chunk_size)
+    pad = n_chunks * chunk_size - n_tokens
+
+    def chunks(t):  # (..., N, F) -> (..., n_chunks, C, F); padded keys have gamma = 0 and write nothing
+        t = F.pad(t, (0, 0, 0, pad)) if pad else t
+        return t.reshape(*t.shape[:-2], n_chunks, chunk_size, t.shape[-1])
+
+    keys, values = chunks(gamma_k), chunks(v)
+    chunk_memory, chunk_normalizer = write_memory(keys, values)  # (..., n_chunks, K, d_v), (..., n_chunks, K)
+    if not causal:
+        return read_memory(gamma_q, chunk_memory.sum(-3), chunk_normalizer.sum(-2), eps)
+    queries = chunks(gamma_q)
+    # the state carried into each chunk: exclusive prefix sums over chunks
+    memory = chunk_memory.cumsum(-3) - chunk_memory
+    normalizer = chunk_normalizer.cumsum(-2) - chunk_normalizer
+    inside = (queries @ keys.transpose(-1, -2)).tril()  # (..., n_chunks, C, C), causal within the chunk
+    numerator = queries @ memory + inside @ values
+    denominator = queries @ normalizer.unsqueeze(-1) + inside.sum(-1, keepdim=True)
+    output = numerator / (denominator + eps)
+    output = output.reshape(*output.shape[:-3], n_chunks * chunk_size, output.shape[-1])
+    return output[..., :n_tokens, :]
+
+
+def _recurrent(gamma_q, gamma_k, v, causal, eps, chunk_size):
+    state = GMAState.zeros(gamma_k.shape[:-2], gamma_k.shape[-1], v.shape[-1], dtype=v.dtype, device=v.device)
+    if not causal:
+        for t in range(gamma_k.shape[-2]):
+            state = state.write(gamma_k[..., t, :], v[..., t, :])
+        return read_memory(gamma_q, state.memory, state.normalizer, eps)
+    outputs = []
+    for t in range(gamma_k.shape[-2]):
+        output, state = recurrent_step(gamma_q[..., t, :], gamma_k[..., t, :], v[..., t, :], state, eps)
+        outputs.append(output)
+    return torch.stack(outputs, dim=-2)
+
+
+_IMPLEMENTATIONS = {"naive": _naive, "linear": _linear, "cumsum": _cumsum, "chunked": _chunked,
+                    "recurrent": _recurrent}
+
+
+# ------------------------------------------------------------------------------------------ validation
+def _check_options(causal, eps, impl, chunk_size):
+    if not isinstance(causal, bool):
+        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    _checks.positive_number("eps", eps)
+    if impl != "auto" and impl not in IMPLS:
+        raise ValueError(f"impl must be 'auto' or one of {IMPLS}, got {impl!r}")
+    _checks.positive_int("chunk_size", chunk_size)
+
+
+def _check_responsibilities(gamma_q, gamma_k, v, *, causal, eps):
+    _checks.tensor("gamma_q", gamma_q, min_rank=2)
+    _checks.tensor("gamma_k", gamma_k, min_rank=2)
+    named = {"gamma_q": gamma_q, "gamma_k": gamma_k}
+    if v is not None:
+        _checks.tensor("v", v, min_rank=2)
+        named["v"] = v
+    _checks.same_device(**named)
+    _checks.positive_number("eps", eps)
+    if gamma_q.shape[-1] != gamma_k.shape[-1]:
+        raise ValueError(f"gamma_q and gamma_k must have the same K (last dim), got gamma_q "
+                         f"{tuple(gamma_q.shape)} and gamma_k {tuple(gamma_k.shape)}")
+    if v is not None and v.shape[-2] != gamma_k.shape[-2]:
+        raise ValueError(f"v must have one row per key: gamma_k has N_k={gamma_k.shape[-2]} "
+                         f"({tuple(gamma_k.shape)}), v has {v.shape[-2]} ({tuple(v.shape)})")
+    if causal and gamma_q.shape[-2] != gamma_k.shape[-2]:
+        raise ValueError(f"causal=True needs as many queries as keys, got N_q={gamma_q.shape[-2]} and "
+                         f"N_k={gamma_k.shape[-2]}; cross-attention (N_q != N_k) needs causal=False")
+    _checks.leading_shape(**named)
+
+
+def _mixing_dtype(dtype):
+    return torch.float64 if dtype == torch.float64 else torch.float32
+
+
+def _auto_impl(causal: bool, device: torch.device, fused: bool) -> str:
+    if fused and device.type == "cuda":
+        try:
+            from . import kernels
+        except ImportError:
+            kernels = None
+        if kernels is not None and kernels.is_available(device):
+            return "triton"
+    return "chunked" if causal else "linear"
+
+
+# ----------------------------------------------------------------------------------------- public entry
+def gma_from_responsibilities(gamma_q, gamma_k, v, *, causal: bool = False, eps: float = 1e-6,
+                              impl: str = "auto", chunk_size: int = 64) -> torch.Tensor:
+    """GMA given responsibilities: ``O = Gamma_Q (Gamma_K^T V) / (Gamma_Q (Gamma_K^T 1) + eps)``.
+
+    Args:
+        gamma_q: ``(..., N_q, K)`` query responsibilities (non-negative rows).
+        gamma_k: ``(..., N_k, K)`` key responsibilities.
+        v: ``(..., N_k, d_v)`` values. Leading dims of the three must be equal or broadcastable.
+        causal: position ``i`` reads only keys ``j <= i`` (needs ``N_q == N_k``).
+        eps: the normalizer's floor (> 0).
+        impl: ``"auto"`` or one of :data:`IMPLS` except ``"triton"`` (which fuses the responsibilities: use
+            :func:`gma`); see the module docstring.
+        chunk_size: tokens per chunk for ``impl="chunked"``.
+
+    Returns:
+        ``(..., N_q, d_v)`` in ``v``'s dtype (computed in at least float32).
+    """
+    _check_options(causal, eps, impl, chunk_size)
+    _check_responsibilities(gamma_q, gamma_k, v, causal=causal, eps=eps)
+    if impl == "triton":
+        raise ValueError("impl='triton' fuses the responsibilities into the kernel: call gma(q, k, v, means, "
+                         "variances, log_priors, impl='triton') instead of gma_from_responsibilities")
+    if impl == "auto":
+        impl = _auto_impl(causal, v.device, fused=False)
+    dtype = _mixing_dtype(v.dtype)
+    with torch.autocast(v.device.type, enabled=False):
+        output = _IMPLEMENTATIONS[impl](gamma_q.to(dtype), gamma_k.to(dtype), v.to(dtype), causal, eps, chunk_size)
+    return output.to(v.dtype)
+
+
+def gma(q, k, v, means, variances, log_priors, *, causal: bool = False, eps: float = 1e-6, impl: str = "auto",
+        chunk_size: int = 64) -> torch.Tensor:
+    """Gaussian Mixture Attention from routing vectors: responsibilities, then :func:`gma_from_responsibilities`.
+
+    Args:
+        q: ``(..., N_q, d)`` queries, or ``(..., H, N_q, d)`` with one mixture per head.
+        k: ``(..., N_k, d)`` keys (``(..., H, N_k, d)`` per head).
+        v: ``(..., N_k, d_v)`` values (``(..., H, N_k, d_v)`` per head).
+        means, variances: ``(K, d)`` or ``(H, K, d)``; variances > 0.
+        log_priors: ``(K,)`` or ``(H, K)``, normalized.
+        causal, eps, impl, chunk_size: as in :func:`gma_from_responsibilities`; ``impl="triton"`` runs the fused
+            kernels (Gamma never stored), and ``"auto"`` picks them on CUDA when available.
+
+    Returns:
+        ``(..., N_q, d_v)`` (``(..., H, N_q, d_v)`` per head) in ``v``'s dtype.
+    """
+    _check_options(causal, eps, impl, chunk_size)
+    _check_mixture(q, means, variances, log_priors)
+    _check_mixture(k, means, variances, log_priors, check_values=False)
+    _checks.tensor("v", v, min_rank=2)
+    if v.shape[-2] != k.shape[-2]:
+        raise ValueError(f"v must have one row per key: k has N_k={k.shape[-2]} ({tuple(k.shape)}), "
+                         f"v has {v.shape[-2]} ({tuple(v.shape)})")
+    if impl == "auto":
+        impl = _auto_impl(causal, v.device, fused=True)
+    if impl == "triton":
+        return _gma_triton(q, k, v, means, variances, log_priors, causal=causal, eps=eps)
+    gamma_q = torch.softmax(gemm_logits(q, means, variances, log_priors), dim=-1)
+    gamma_k = torch.softmax(gemm_logits(k, means, variances, log_priors), dim=-1)
+    return gma_from_responsibilities(gamma_q, gamma_k, v, causal=causal, eps=eps, impl=impl,
+                                     chunk_size=chunk_size)
+
+
+def _gma_triton(q, k, v, means, variances, log_priors, *, causal, eps):
+    """Bring any accepted layout to the kernels' ``(B, H, N, d)`` with ``(H, K, d)`` mixtures, and back."""
+    try:
+        from . import kernels
+    except ImportError as error:
+        raise ValueError(f"impl='triton' needs the triton package ({error}); install it with "
+                         "`pip install triton` (Linux) or use impl='auto'") from None
+    if causal and q.shape[-2] != k.shape[-2]:
+        raise ValueError(f"causal=True needs as many queries as keys, got N_q={q.shape[-2]} and N_k={k.shape[-2]}")
+    per_head = means.dim() == 3
+    if not per_head:  # one shared mixture: treat it as a single head
+        q, k, v = q.unsqueeze(-3), k.unsqueeze(-3), v.unsqueeze(-3)
+        means, variances, log_priors = means[None], variances[None], log_priors[None]
+    lead = _checks.leading_shape(q=q, k=k, v=v)
+    q, k, v = (t.expand(*lead, *t.shape[-2:]) for t in (q, k, v))
+
+    def flat(t):
+        return t.reshape(-1, *t.shape[-3:])
+
+    output = kernels.gma_triton(flat(q), flat(k), flat(v), means, variances, log_priors, causal=causal, eps=eps)
+    output = output.reshape(*lead, *output.shape[-2:])
+    return output if per_head else output.squeeze(-3)
