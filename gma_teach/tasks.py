@@ -1,0 +1,173 @@
+"""Synthetic sequence tasks small enough to train on a CPU in seconds (chapter 5).
+
+Both tasks put a *query token* at the last position and ask for one class label there, so a one-block model must
+move information from the rest of the sequence to the last position through its sequence mixer:
+
+* :func:`majority_task` -- "are there more ``a`` tokens than ``b`` tokens?". Counting needs only a *pooled*
+  summary of the sequence, which GMA's K-slot memory stores well: route ``a`` and ``b`` keys to different slots
+  and the read-out sees the two counts.
+* :func:`recall_task` -- associative recall: the sequence holds ``(key, value)`` pairs and the query names one key;
+  the answer is that key's value. Softmax attention matches the query with every key; GMA must route each key to
+  its own memory slot, so it struggles once there are many more distinct keys than components ``K``.
+
+Tokens have one or more *fields* (``tokens[..., c]``); :class:`TaskModel` embeds each field with its own table and
+adds them, so a recall token carries its key and its value at one position.
+"""
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import torch
+from torch import nn
+
+
+@dataclass
+class TaskData:
+    """A labelled set of sequences.
+
+    Attributes:
+        tokens: ``(n_samples, N, n_fields)`` int64; the query token is at position ``N - 1``.
+        labels: ``(n_samples,)`` int64 in ``[0, n_classes)``.
+        vocab_sizes: the number of ids in each field, ``len(vocab_sizes) == n_fields``.
+        n_classes: the number of labels.
+    """
+
+    tokens: torch.Tensor
+    labels: torch.Tensor
+    vocab_sizes: tuple[int, ...]
+    n_classes: int
+
+    def __len__(self) -> int:
+        return self.labels.shape[0]
+
+    def batch(self, index) -> tuple[torch.Tensor, torch.Tensor]:
+        """``(tokens[index], labels[index])``."""
+        return self.tokens[index], self.labels[index]
+
+
+def _check_int(name: str, value, minimum: int) -> None:
+    if isinstance(value, bool) or not isinstance(value, int):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+
+
+def majority_task(n_samples: int, seq_len: int, *, n_distractors: int = 4, seed: int = 0) -> TaskData:
+    """Sequences of ``a``, ``b`` and distractor tokens; the label says whether ``a`` outnumbers ``b``.
+
+    Token ids: ``0`` = ``a``, ``1`` = ``b``, ``2 .. 1 + n_distractors`` = distractors, ``2 + n_distractors`` = the
+    query token (last position only). Each sequence draws its own share ``p`` of ``a`` among the ``a``/``b`` tokens,
+    so both labels are equally likely and some sequences are close calls. Ties never occur: a tied sequence has its
+    first token changed (to ``a`` unless it already was ``a``, then to ``b``).
+
+    Args:
+        n_samples: number of sequences (>= 1).
+        seq_len: positions per sequence including the query token (>= 2).
+        n_distractors: number of distractor token types (>= 0); about half of the tokens are distractors.
+        seed: seed of the generator; the same seed gives the same data.
+
+    Returns:
+        :class:`TaskData` with ``tokens`` of shape ``(n_samples, seq_len, 1)`` and 2 classes (1 means more ``a``).
+    """
+    _check_int("n_samples", n_samples, 1)
+    _check_int("seq_len", seq_len, 2)
+    _check_int("n_distractors", n_distractors, 0)
+    generator = torch.Generator().manual_seed(seed)
+    body = seq_len - 1
+    share_a = torch.rand(n_samples, 1, generator=generator)
+    a_or_b = (torch.rand(n_samples, body, generator=generator) >= share_a).long()  # 0 = a with probability p
+    if n_distractors:
+        distractor = torch.randint(2, 2 + n_distractors, (n_samples, body), generator=generator)
+        is_distractor = torch.rand(n_samples, body, generator=generator) < 0.5
+        tokens = torch.where(is_distractor, distractor, a_or_b)
+    else:
+        tokens = a_or_b
+    tied = (tokens == 0).sum(1) == (tokens == 1).sum(1)
+    tokens[tied, 0] = torch.where(tokens[tied, 0] == 0, 1, 0)
+    labels = ((tokens == 0).sum(1) > (tokens == 1).sum(1)).long()
+    query = torch.full((n_samples, 1), 2 + n_distractors, dtype=torch.long)
+    tokens = torch.cat([tokens, query], dim=1).unsqueeze(-1)
+    return TaskData(tokens, labels, (3 + n_distractors,), 2)
+
+
+def recall_task(n_samples: int, n_pairs: int, *, n_keys: int, n_values: int, seed: int = 0) -> TaskData:
+    """Associative recall: ``n_pairs`` (key, value) tokens with distinct keys, then a query naming one of the keys.
+
+    Field 0 is the key id in ``[0, n_keys)``; field 1 is the value id in ``[0, n_values)``, or ``n_values`` (the
+    "?" value) at the query position. The label is the value stored with the queried key.
+
+    Args:
+        n_samples: number of sequences (>= 1).
+        n_pairs: stored pairs per sequence (>= 1, <= n_keys); sequences have ``n_pairs + 1`` positions.
+        n_keys: size of the key vocabulary. Compare it with GMA's number of components ``K``.
+        n_values: number of value classes (>= 2).
+        seed: seed of the generator.
+
+    Returns:
+        :class:`TaskData` with ``tokens`` of shape ``(n_samples, n_pairs + 1, 2)`` and ``n_values`` classes.
+    """
+    _check_int("n_samples", n_samples, 1)
+    _check_int("n_pairs", n_pairs, 1)
+    _check_int("n_keys", n_keys, 1)
+    _check_int("n_values", n_values, 2)
+    if n_pairs > n_keys:
+        raise ValueError(f"n_pairs must be <= n_keys (keys are distinct), got n_pairs={n_pairs}, n_keys={n_keys}")
+    generator = torch.Generator().manual_seed(seed)
+    keys = torch.rand(n_samples, n_keys, generator=generator).argsort(dim=1)[:, :n_pairs]
+    values = torch.randint(0, n_values, (n_samples, n_pairs), generator=generator)
+    asked = torch.randint(0, n_pairs, (n_samples,), generator=generator)
+    rows = torch.arange(n_samples)
+    query = torch.stack([keys[rows, asked], torch.full((n_samples,), n_values)], dim=-1)
+    tokens = torch.cat([torch.stack([keys, values], dim=-1), query[:, None, :]], dim=1)
+    return TaskData(tokens, values[rows, asked], (n_keys, n_values + 1), n_values)
+
+
+class TaskModel(nn.Module):
+    """One pre-norm mixing block with a read-out at the last (query) position.
+
+    ``h = e + mixer(norm(e))`` where ``e`` sums one embedding per token field; the logits are
+    ``head(norm(h[:, -1]))``. With no position embedding, only the mixer can bring information to the query.
+
+    Args:
+        vocab_sizes: ids per token field (``TaskData.vocab_sizes``).
+        d_model: width of the embeddings.
+        mixer: a module mapping ``(B, N, d_model)`` to ``(B, N, d_model)`` (GMA, softmax attention, ...).
+        n_classes: number of output classes.
+    """
+
+    def __init__(self, vocab_sizes, d_model: int, mixer: nn.Module, n_classes: int):
+        super().__init__()
+        _check_int("d_model", d_model, 1)
+        _check_int("n_classes", n_classes, 2)
+        if not isinstance(mixer, nn.Module):
+            raise TypeError(f"mixer must be a torch.nn.Module, got {type(mixer).__name__}")
+        self.embeddings = nn.ModuleList(nn.Embedding(size, d_model) for size in vocab_sizes)
+        self.mixer = mixer
+        self.mixer_norm = nn.LayerNorm(d_model)
+        self.head_norm = nn.LayerNorm(d_model)
+        self.head = nn.Linear(d_model, n_classes)
+
+    def forward(self, tokens: torch.Tensor) -> torch.Tensor:
+        """tokens ``(B, N, n_fields)`` (or ``(B, N)`` for one field) -> logits ``(B, n_classes)``."""
+        if tokens.dim() == 2:
+            tokens = tokens.unsqueeze(-1)
+        if tokens.dim() != 3 or tokens.shape[-1] != len(self.embeddings):
+            raise ValueError(
+                f"tokens must have shape (B, N, {len(self.embeddings)}), got {tuple(tokens.shape)}"
+            )
+        embedded = sum(table(tokens[..., field]) for field, table in enumerate(self.embeddings))
+        hidden = embedded + self.mixer(self.mixer_norm(embedded))
+        return self.head(self.head_norm(hidden[:, -1]))
+
+
+def accuracy(model: nn.Module, data: TaskData, *, batch_size: int = 512) -> float:
+    """Fraction of ``data`` that ``model`` labels correctly (evaluated without gradients, in eval mode)."""
+    was_training = model.training
+    model.eval()
+    correct = 0
+    with torch.no_grad():
+        for start in range(0, len(data), batch_size):
+            tokens, labels = data.batch(slice(start, start + batch_size))
+            correct += (model(tokens).argmax(-1) == labels).sum().item()
+    model.train(was_training)
+    return correct / len(data)
