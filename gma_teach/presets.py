@@ -5,4 +5,36 @@ two minutes on two CPU cores (CI runs every notebook twice), ``small`` within ab
 """
 
 PRESETS: dict[str, dict[str, dict]] = {
+    # ch04: sequence lengths of the time/memory sweep (naive stops at naive_max_len: its N x N matrix), routing
+    # and value widths per head, K, and timing repeats.
+    "ch04": {
+        "tiny": dict(seq_lens=[128, 256, 512, 1024, 2048], naive_max_len=2048, batch=1, n_heads=2, d_route=16,
+                     d_value=16, n_components=32, repeat=3),
+        "small": dict(seq_lens=[128, 256, 512, 1024, 2048, 4096, 8192], naive_max_len=4096, batch=1, n_heads=4,
+                      d_route=32, d_value=32, n_components=64, repeat=5),
+        "full": dict(seq_lens=[256, 512, 1024, 2048, 4096, 8192, 16384, 32768], naive_max_len=16384, batch=1,
+                     n_heads=8, d_route=64, d_value=64, n_components=128, repeat=10),
+    },
+    # ch05: the layer shown, the Lipschitz sweep, and the training runs on the synthetic tasks (gma_teach.tasks).
+    "ch05": {
+        "tiny": dict(d_model=32, n_heads=2, n_components=8, min_variances=[1.0, 0.1, 0.01, 0.001],
+                     n_probe=400, seq_len=32, n_pairs=12, n_keys_few=8, n_keys_many=64, n_values=8,
+                     n_train=4096, n_test=1024, batch_size=64, n_steps=300, lr=3e-3),
+        "small": dict(d_model=64, n_heads=4, n_components=16, min_variances=[1.0, 0.1, 0.01, 0.001, 0.0001],
+                      n_probe=2000, seq_len=64, n_pairs=24, n_keys_few=16, n_keys_many=256, n_values=16,
+                      n_train=16384, n_test=2048, batch_size=64, n_steps=1500, lr=2e-3),
+        "full": dict(d_model=128, n_heads=4, n_components=32, min_variances=[1.0, 0.1, 0.01, 0.001, 0.0001],
+                     n_probe=4000, seq_len=128, n_pairs=48, n_keys_few=32, n_keys_many=1024, n_values=32,
+                     n_train=65536, n_test=4096, batch_size=128, n_steps=5000, lr=1e-3),
+    },
+    # ch06: the causal memory sweep (cumsum materializes (N, K, d_v)), the chunk size, and the decoding demo.
+    "ch06": {
+        "tiny": dict(seq_lens=[128, 256, 512, 1024, 2048], naive_max_len=2048, batch=1, n_heads=2, d_route=16,
+                     d_value=16, n_components=32, chunk_size=64, d_model=32, decode_len=48),
+        "small": dict(seq_lens=[128, 256, 512, 1024, 2048, 4096, 8192], naive_max_len=4096, batch=1, n_heads=4,
+                      d_route=32, d_value=32, n_components=64, chunk_size=64, d_model=64, decode_len=256),
+        "full": dict(seq_lens=[256, 512, 1024, 2048, 4096, 8192, 16384, 32768], naive_max_len=16384, batch=1,
+                     n_heads=8, d_route=64, d_value=64, n_components=128, chunk_size=64, d_model=256,
+                     decode_len=1024),
+    },
 }
