@@ -16,7 +16,6 @@ import os
 import random
 import sys
 import sysconfig
-from collections import Counter
 from typing import Sequence
 
 import torch
@@ -101,30 +100,31 @@ def stdlib_docstrings(groups: Sequence[str] = STDLIB_GROUPS, *, min_chars: int =
     can appear in two splits or under two labels. The result depends only on the Python version.
     """
     root = stdlib_root()
-    by_text: dict[str, set] = {}
-    order: list[str] = []
+    groups_of: dict[str, list] = {}
     for group in groups:
         folder = os.path.join(root, group)
         if not os.path.isdir(folder):
             raise ValueError(f"group {group!r} is not a package of this Python's standard library ({root})")
-        for dirpath, dirnames, filenames in os.walk(folder):
-            dirnames[:] = sorted(d for d in dirnames if d not in _EXCLUDED_DIRS)
-            for filename in sorted(f for f in filenames if f.endswith(".py")):
-                try:
-                    with open(os.path.join(dirpath, filename), encoding="utf-8") as handle:
-                        tree = ast.parse(handle.read())
-                except (SyntaxError, UnicodeDecodeError):
-                    continue
-                for node in ast.walk(tree):
-                    if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                        text = ast.get_docstring(node)
-                        if text and len(text) >= min_chars:
-                            if text not in by_text:
-                                by_text[text] = set()
-                                order.append(text)
-                            by_text[text].add(group)
-    counts = Counter(order)
-    return [(next(iter(by_text[text])), text) for text in order if len(by_text[text]) == 1 and counts[text] == 1]
+        for text in _docstrings_under(folder, min_chars):
+            groups_of.setdefault(text, []).append(group)
+    return [(found[0], text) for text, found in groups_of.items() if len(found) == 1]
+
+
+def _docstrings_under(folder: str, min_chars: int):
+    """Yield the docstrings of every ``.py`` file under ``folder`` (sorted walk, test folders skipped)."""
+    for dirpath, dirnames, filenames in os.walk(folder):
+        dirnames[:] = sorted(d for d in dirnames if d not in _EXCLUDED_DIRS)
+        for filename in sorted(f for f in filenames if f.endswith(".py")):
+            try:
+                with open(os.path.join(dirpath, filename), encoding="utf-8") as handle:
+                    tree = ast.parse(handle.read())
+            except (SyntaxError, UnicodeDecodeError, ValueError):
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                    text = ast.get_docstring(node)
+                    if text and len(text) >= min_chars:
+                        yield text
 
 
 def splits(n_train: int, n_test: int, *, source: str = "stdlib", max_length: int = 1000, seed: int = 0,

@@ -1,0 +1,368 @@
+"""Language-modelling data: WikiText, GPT-2's BPE, an offline English corpus, packing and vocabulary compaction.
+
+* **WikiText** (``Salesforce/wikitext``, raw configs ``wikitext-103-raw-v1`` and ``wikitext-2-raw-v1``; one column
+  ``text``, one row per line) through ``datasets``: :func:`load_wikitext`.
+* **Tokenizer** (:func:`get_tokenizer`): GPT-2's BPE (50,257 ids) through ``tiktoken``. ``tiktoken`` downloads
+  the vocabulary on first use; offline we build the same encoding from ``whisper/assets/gpt2.tiktoken`` of the
+  ``openai-whisper`` package when it is installed (``pip install --no-deps openai-whisper``; the file's SHA-256 is
+  checked: it is tiktoken's ``r50k_base``, i.e. GPT-2). Without either, a byte-level tokenizer (256 bytes + an
+  end-of-text id) serves; ``tokenizer.name`` always says which one is in force.
+* **Offline corpus** (:func:`stdlib_corpus`): real English shipped with every Python -- the ``pydoc_data`` help
+  topics and the docstrings of the standard library (tests excluded), about 2.2 MB of text.
+* :func:`pack` cuts a token stream into blocks; :func:`compact` maps the ids that occur to ``0..V-1`` so that a
+  tiny model does not carry a 50,257-row embedding, keeping the way back to the BPE strings
+  (``token_strings``) that chapter 11 reads.
+"""
+from __future__ import annotations
+
+import ast
+import hashlib
+import importlib.util
+import os
+import random
+import sys
+from dataclasses import dataclass, field
+from typing import Sequence
+
+import torch
+
+HUB_REPO = "Salesforce/wikitext"
+CONFIGS = {"wikitext-103": "wikitext-103-raw-v1", "wikitext-2": "wikitext-2-raw-v1"}
+GPT2_TIKTOKEN_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
+TIKTOKEN_HOST = "openaipublic.blob.core.windows.net"
+_EXCLUDED_DIRS = {"test", "tests", "idle_test", "site-packages", "dist-packages", "__pycache__"}
+
+
+# --------------------------------------------------------------------------------------------- tokenizers
+class Tokenizer:
+    """The interface every tokenizer here offers: ``encode``, ``decode``, ``token_strings``, ``n_vocab``,
+    ``eos_id`` and ``name`` (which tokenizer is in force)."""
+
+    name: str
+    n_vocab: int
+    eos_id: int
+
+    def encode(self, text: str) -> list[int]:
+        raise NotImplementedError
+
+    def decode(self, ids: Sequence[int]) -> str:
+        raise NotImplementedError
+
+    def token_strings(self, ids: Sequence[int]) -> list[str]:
+        """The surface string of each id (for BPE: the piece with its leading space, e.g. ``" the"``)."""
+        raise NotImplementedError
+
+    def __repr__(self) -> str:
+        return f"{type(self).__name__}(name={self.name!r}, n_vocab={self.n_vocab})"
+
+
+def _as_ids(ids) -> list[int]:
+    if isinstance(ids, torch.Tensor):
+        return [int(i) for i in ids.flatten().tolist()]
+    return [int(i) for i in ids]
+
+
+class TiktokenTokenizer(Tokenizer):
+    """GPT-2's BPE through a ``tiktoken.Encoding``; ``<|endoftext|>`` (50256) ends each document."""
+
+    def __init__(self, encoding, name: str):
+        self.encoding, self.name = encoding, name
+        self.n_vocab = encoding.n_vocab
+        self.eos_id = encoding.eot_token
+
+    def encode(self, text: str) -> list[int]:
+        return self.encoding.encode_ordinary(text)
+
+    def decode(self, ids) -> str:
+        return self.encoding.decode(_as_ids(ids))
+
+    def token_strings(self, ids) -> list[str]:
+        return [self.encoding.decode_single_token_bytes(i).decode("utf-8", errors="replace") for i in _as_ids(ids)]
+
+
+class ByteTokenizer(Tokenizer):
+    """UTF-8 bytes as ids 0..255 and an end-of-text id 256 (the fallback when GPT-2's BPE is unavailable)."""
+
+    name = "bytes (UTF-8, 256 + end-of-text)"
+    n_vocab = 257
+    eos_id = 256
+
+    def encode(self, text: str) -> list[int]:
+        return list(text.encode("utf-8"))
+
+    def decode(self, ids) -> str:
+        return bytes(i for i in _as_ids(ids) if i < 256).decode("utf-8", errors="replace")
+
+    def token_strings(self, ids) -> list[str]:
+        return ["<|endoftext|>" if i == 256 else bytes([i]).decode("latin-1") for i in _as_ids(ids)]
+
+
+def whisper_gpt2_file() -> str | None:
+    """Path of ``gpt2.tiktoken`` inside an installed ``openai-whisper`` (found without importing whisper)."""
+    spec = importlib.util.find_spec("whisper")
+    if spec is None or spec.origin is None:
+        return None
+    path = os.path.join(os.path.dirname(spec.origin), "assets", "gpt2.tiktoken")
+    return path if os.path.isfile(path) else None
+
+
+def _gpt2_from_file(path: str):
+    import tiktoken
+    from tiktoken.load import load_tiktoken_bpe
+    from tiktoken_ext.openai_public import r50k_pat_str
+
+    with open(path, "rb") as handle:
+        digest = hashlib.sha256(handle.read()).hexdigest()
+    if digest != GPT2_TIKTOKEN_SHA256:
+        raise ValueError(f"{path} has SHA-256 {digest}, not GPT-2's r50k_base ({GPT2_TIKTOKEN_SHA256})")
+    ranks = load_tiktoken_bpe(path)
+    return tiktoken.Encoding(name="gpt2", pat_str=r50k_pat_str, mergeable_ranks=ranks,
+                             special_tokens={"<|endoftext|>": 50256}, explicit_n_vocab=50257)
+
+
+def _tiktoken_reachable(timeout: float = 2.0) -> bool:
+    import socket
+
+    if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy")):
+        return True
+    try:
+        with socket.create_connection((TIKTOKEN_HOST, 443), timeout=timeout):
+            return True
+    except OSError:
+        return False
+
+
+def _tiktoken_cached(url: str) -> bool:
+    import tempfile
+
+    folder = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") or os.path.join(
+        tempfile.gettempdir(), "data-gym-cache")
+    return os.path.exists(os.path.join(folder, hashlib.sha1(url.encode()).hexdigest()))
+
+
+def get_tokenizer(kind: str = "auto") -> Tokenizer:
+    """A tokenizer: ``"gpt2"`` (GPT-2's BPE, or an error saying how to get it offline), ``"bytes"``, or
+    ``"auto"`` (GPT-2 when it can be had without waiting on the network, else bytes). ``.name`` says which."""
+    if kind not in ("auto", "gpt2", "bytes"):
+        raise ValueError(f"kind must be 'auto', 'gpt2' or 'bytes', got {kind!r}")
+    if kind == "bytes":
+        return ByteTokenizer()
+    try:
+        import tiktoken
+    except ImportError:
+        if kind == "gpt2":
+            raise ImportError("GPT-2's BPE needs tiktoken: pip install 'tiktoken>=0.6'") from None
+        return ByteTokenizer()
+    path = whisper_gpt2_file()
+    if path is not None:
+        return TiktokenTokenizer(_gpt2_from_file(path), "gpt2 (tiktoken, vocabulary from openai-whisper's file)")
+    vocab_url = "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/vocab.bpe"
+    if _tiktoken_cached(vocab_url) or _tiktoken_reachable():
+        return TiktokenTokenizer(tiktoken.get_encoding("gpt2"), "gpt2 (tiktoken)")
+    if kind == "gpt2":
+        raise RuntimeError("GPT-2's BPE is not cached and its host cannot be reached. Offline, install the file "
+                           "with `pip install --no-deps openai-whisper`, or use kind='bytes'.")
+    return ByteTokenizer()
+
+
+@dataclass(repr=False)
+class CompactTokenizer(Tokenizer):
+    """A base tokenizer restricted to the ids in ``kept`` (sorted), renumbered ``0..len(kept)-1``; one more id,
+    ``len(kept)``, stands for any other base id (``<unk>``)."""
+
+    base: Tokenizer
+    kept: torch.Tensor
+    _old_to_new: dict = field(init=False, repr=False)
+
+    def __post_init__(self):
+        self.kept = torch.as_tensor(self.kept, dtype=torch.long)
+        self._old_to_new = {int(old): new for new, old in enumerate(self.kept.tolist())}
+        self.n_vocab = len(self.kept) + 1
+        self.unk_id = len(self.kept)
+        self.name = f"{self.base.name}, compacted to {self.n_vocab} ids"
+        self.eos_id = self._old_to_new.get(self.base.eos_id, self.unk_id)
+
+    def to_new(self, base_ids) -> torch.Tensor:
+        """Base ids -> compact ids (unknown ones -> ``unk_id``)."""
+        return torch.tensor([self._old_to_new.get(i, self.unk_id) for i in _as_ids(base_ids)], dtype=torch.long)
+
+    def to_base(self, ids) -> list[int | None]:
+        """Compact ids -> base ids (``None`` for ``unk_id``)."""
+        out = []
+        for i in _as_ids(ids):
+            if not 0 <= i < self.n_vocab:
+                raise ValueError(f"id {i} is outside the compact vocabulary 0..{self.n_vocab - 1}")
+            out.append(None if i == self.unk_id else int(self.kept[i]))
+        return out
+
+    def encode(self, text: str) -> list[int]:
+        return self.to_new(self.base.encode(text)).tolist()
+
+    def decode(self, ids) -> str:
+        pieces, run = [], []
+        for base_id in self.to_base(ids):
+            if base_id is None:
+                pieces.append(self.base.decode(run) + "<unk>")
+                run = []
+            else:
+                run.append(base_id)
+        return "".join(pieces) + self.base.decode(run)
+
+    def token_strings(self, ids) -> list[str]:
+        return ["<unk>" if b is None else self.base.token_strings([b])[0] for b in self.to_base(ids)]
+
+
+def compact(base: Tokenizer, *streams: torch.Tensor) -> CompactTokenizer:
+    """A :class:`CompactTokenizer` keeping exactly the base ids that occur in ``streams`` (and end-of-text)."""
+    if not streams:
+        raise ValueError("compact needs at least one id stream")
+    present = torch.unique(torch.cat([s.flatten() for s in streams] + [torch.tensor([base.eos_id])]))
+    return CompactTokenizer(base, present)
+
+
+# --------------------------------------------------------------------------------------------- corpora
+def stdlib_corpus(*, min_chars: int = 40) -> list[str]:
+    """Documents of real English from the running Python: the ``pydoc_data`` help topics (sorted by name), then
+    every module's, class's and function's docstring of at least ``min_chars`` characters (sorted file walk of the
+    standard library, test folders and site-packages excluded). Depends only on the Python version."""
+    import sysconfig
+
+    from pydoc_data.topics import topics
+
+    documents = [topics[name] for name in sorted(topics)]
+    root = sysconfig.get_paths()["stdlib"]
+    for dirpath, dirnames, filenames in os.walk(root):
+        dirnames[:] = sorted(d for d in dirnames if d not in _EXCLUDED_DIRS and not d.startswith("."))
+        for filename in sorted(f for f in filenames if f.endswith(".py")):
+            try:
+                with open(os.path.join(dirpath, filename), encoding="utf-8") as handle:
+                    tree = ast.parse(handle.read())
+            except (SyntaxError, UnicodeDecodeError, ValueError):
+                continue
+            for node in ast.walk(tree):
+                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
+                    text = ast.get_docstring(node)
+                    if text and len(text) >= min_chars:
+                        documents.append(text)
+    return documents
+
+
+def load_wikitext(name: str = "wikitext-103", *, data_files: dict | None = None) -> dict[str, str]:
+    """WikiText's raw splits ``{"train", "validation", "test"}`` as one string each (rows joined as given).
+
+    Args:
+        name: ``"wikitext-103"`` or ``"wikitext-2"`` (the ``-raw-v1`` configs, meant for BPE).
+        data_files: local files in the hub's format (column ``text``) instead of the hub.
+
+    Raises:
+        DataUnavailableError: quickly when the hub cannot be reached (offline: ``source="stdlib"``).
+    """
+    if name not in CONFIGS:
+        raise ValueError(f"name must be one of {sorted(CONFIGS)}, got {name!r}")
+    from ._hub import load_hub_dataset
+
+    hint = "Offline, use the standard-library corpus: gma_teach.data.wikitext.lm_data(source='stdlib', ...)."
+    raw = load_hub_dataset(HUB_REPO, CONFIGS[name], data_files=data_files, offline_hint=hint)
+    result = {}
+    for split in raw:
+        if "text" not in raw[split].column_names:
+            raise ValueError(f"split {split!r} has columns {raw[split].column_names}, expected 'text'")
+        result[split] = "".join(line if line.endswith("\n") else line + "\n" for line in raw[split]["text"])
+    return result
+
+
+# --------------------------------------------------------------------------------------------- packing
+def encode_documents(tokenizer: Tokenizer, documents: Sequence[str], *, max_tokens: int | None = None) -> torch.Tensor:
+    """One stream ``(n_tokens,)``: each document's ids followed by end-of-text, cut at ``max_tokens``."""
+    ids: list[int] = []
+    for document in documents:
+        ids.extend(tokenizer.encode(document))
+        ids.append(tokenizer.eos_id)
+        if max_tokens is not None and len(ids) >= max_tokens:
+            return torch.tensor(ids[:max_tokens], dtype=torch.long)
+    return torch.tensor(ids, dtype=torch.long)
+
+
+def pack(stream: torch.Tensor, block_size: int) -> torch.Tensor:
+    """Non-overlapping blocks ``(n_blocks, block_size + 1)`` of a 1-D ``stream``: block ``i`` is
+    ``stream[i*block_size : (i+1)*block_size + 1]``, so inputs ``b[:-1]`` and targets ``b[1:]`` cover the stream
+    once; the tail that does not fill a block is dropped."""
+    if not isinstance(stream, torch.Tensor) or stream.dim() != 1:
+        raise ValueError(f"stream must be a 1-D tensor, got {type(stream).__name__} "
+                         f"{tuple(getattr(stream, 'shape', ()))}")
+    if not isinstance(block_size, int) or block_size < 1:
+        raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
+    n_blocks = (stream.numel() - 1) // block_size
+    if n_blocks < 1:
+        raise ValueError(f"stream of {stream.numel()} tokens is too short for one block of {block_size} + 1")
+    index = torch.arange(n_blocks)[:, None] * block_size + torch.arange(block_size + 1)[None, :]
+    return stream[index]
+
+
+@dataclass
+class LMData:
+    """Packed language-modelling data: ``train`` and ``val`` blocks ``(n, block_size + 1)`` of ids in
+    ``tokenizer``'s vocabulary, the streams they came from, and a description of the source."""
+
+    tokenizer: Tokenizer
+    train: torch.Tensor
+    val: torch.Tensor
+    train_ids: torch.Tensor
+    val_ids: torch.Tensor
+    source: str
+
+
+def split_documents(documents: Sequence[str], val_fraction: float, seed: int) -> tuple[list[str], list[str]]:
+    """Shuffle documents with ``seed`` and hold out the last ``val_fraction`` of them (at least one)."""
+    if not 0 < val_fraction < 1:
+        raise ValueError(f"val_fraction must be in (0, 1), got {val_fraction!r}")
+    order = list(range(len(documents)))
+    random.Random(seed).shuffle(order)
+    n_val = max(1, int(round(val_fraction * len(documents))))
+    return [documents[i] for i in order[:-n_val]], [documents[i] for i in order[-n_val:]]
+
+
+def lm_data(*, source: str = "stdlib", tokenizer: str = "auto", block_size: int = 128,
+            max_train_tokens: int | None = None, max_val_tokens: int | None = None, compact_vocab: bool = True,
+            val_fraction: float = 0.05, seed: int = 0, data_files: dict | None = None) -> LMData:
+    """Tokenized, packed LM data, cached on disk under ``gma_teach.cache_dir()``.
+
+    Args:
+        source: ``"stdlib"`` (offline corpus; documents split train/val with ``seed``), ``"wikitext-2"``,
+            ``"wikitext-103"`` (hub) or ``"files"`` (WikiText-format local ``data_files``).
+        tokenizer: ``"auto"``, ``"gpt2"`` or ``"bytes"`` (see :func:`get_tokenizer`).
+        block_size: context length; blocks hold ``block_size + 1`` ids.
+        max_train_tokens, max_val_tokens: cut the streams (None: all).
+        compact_vocab: renumber the ids that occur in train or val to ``0..V-1`` (+ ``<unk>``).
+    """
+    if source not in ("stdlib", "wikitext-2", "wikitext-103", "files"):
+        raise ValueError(f"source must be 'stdlib', 'wikitext-2', 'wikitext-103' or 'files', got {source!r}")
+    if source == "files" and data_files is None:
+        raise ValueError("source='files' needs data_files={split: path}")
+    base = get_tokenizer(tokenizer)
+    from ._hub import cached
+
+    fields = dict(source=source, tokenizer=base.name, max_train_tokens=max_train_tokens,
+                  max_val_tokens=max_val_tokens, val_fraction=val_fraction, seed=seed, python=sys.version_info[:2],
+                  data_files=sorted((k, str(v)) for k, v in (data_files or {}).items()))
+
+    def build() -> dict:
+        if source == "stdlib":
+            train_docs, val_docs = split_documents(stdlib_corpus(), val_fraction, seed)
+        else:
+            text = load_wikitext("wikitext-2" if source == "files" else source,
+                                 data_files=data_files if source == "files" else None)
+            train_docs, val_docs = [text["train"]], [text["validation"]]
+        return {"train": encode_documents(base, train_docs, max_tokens=max_train_tokens),
+                "val": encode_documents(base, val_docs, max_tokens=max_val_tokens)}
+
+    streams = cached("lm", fields, build)
+    train_ids, val_ids = streams["train"], streams["val"]
+    chosen: Tokenizer = base
+    if compact_vocab:
+        chosen = compact(base, train_ids, val_ids)
+        lookup = torch.full((int(chosen.kept.max()) + 1,), chosen.unk_id, dtype=torch.long)
+        lookup[chosen.kept] = torch.arange(len(chosen.kept))
+        train_ids, val_ids = lookup[train_ids], lookup[val_ids]
+    description = "Python standard library (pydoc topics + docstrings)" if source == "stdlib" else source
+    return LMData(chosen, pack(train_ids, block_size), pack(val_ids, block_size), train_ids, val_ids, description)
