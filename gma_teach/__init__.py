@@ -13,3 +13,4 @@ from .gmm import GaussianMixture, log_responsibilities, responsibilities
 from .mixing import IMPLS, GMAState, affinity, gma, gma_from_responsibilities
 from .layer import GaussianMixtureAttention
 from .scale import cache_dir, device, env_report, preset, scale, seed_everything
+from .baselines import make_mixer
