@@ -1,0 +1,75 @@
+"""Whether Triton is installed, and whether it compiles for a GPU or runs in its CPU interpreter.
+
+On a machine without CUDA, Triton can still run every kernel in its interpreter (``TRITON_INTERPRET=1``): each
+program runs one after another as NumPy code on CPU tensors. Triton reads that variable when a kernel is
+*defined* (decorated), so :func:`configure` sets it before ``gma_teach.kernels`` defines its kernels, even
+when another library imported Triton first; it then records that fact for :func:`status`.
+"""
+from __future__ import annotations
+
+import importlib.util
+import os
+import sys
+
+import torch
+
+_STATE: dict = {}
+
+
+def configure() -> dict:
+    """Decide the mode once per process; returns ``{"installed", "version", "interpreting", "note", "error"}``."""
+    if _STATE:
+        return _STATE
+    _STATE.update(installed=False, version=None, interpreting=False, note="", error="")
+    if importlib.util.find_spec("triton") is None:
+        return _STATE
+    imported_before = "triton" in sys.modules
+    requested = os.environ.get("TRITON_INTERPRET", "").strip().lower() in ("1", "true", "yes", "on")
+    if requested:
+        _STATE["note"] = "TRITON_INTERPRET=1 was set in the environment"
+    elif not torch.cuda.is_available():
+        os.environ["TRITON_INTERPRET"] = "1"
+        _STATE["note"] = ("TRITON_INTERPRET=1 set by gma_teach after triton had already been imported elsewhere; "
+                          "kernels defined before that are compiled, ours are interpreted"
+                          if imported_before else "TRITON_INTERPRET=1 set by gma_teach: no CUDA GPU")
+    try:
+        import triton
+    except Exception as error:  # installed but broken (e.g. a missing compiler runtime)
+        _STATE["error"] = f"{type(error).__name__}: {error}"
+        return _STATE
+    _STATE.update(installed=True, version=triton.__version__, interpreting=requested or not torch.cuda.is_available())
+    return _STATE
+
+
+def interpreting() -> bool:
+    """True when the kernels run in Triton's CPU interpreter in this process."""
+    return configure()["interpreting"]
+
+
+def status() -> str:
+    """One line: Triton's version and mode, or why it is unavailable and how to install it."""
+    state = configure()
+    if state["error"]:
+        return f"installed but failed to import ({state['error']})"
+    if not state["installed"]:
+        return "not installed: pip install triton (Linux; or pip install 'gma_teach[triton]')"
+    if state["interpreting"]:
+        return f"{state['version']}, interpreted on CPU ({state['note']})"
+    major, minor = torch.cuda.get_device_capability()
+    return f"{state['version']}, compiled for sm_{major}{minor} ({torch.cuda.get_device_name()})"
+
+
+def is_available(device=None) -> bool:
+    """Whether :func:`gma_teach.kernels.gma_triton` can run on tensors of ``device`` (default: CUDA if present).
+
+    True on CUDA when Triton compiles for the GPU; True on CPU when Triton runs interpreted.
+    """
+    state = configure()
+    if not state["installed"]:
+        return False
+    if device is None:
+        device = "cuda" if torch.cuda.is_available() else "cpu"
+    device = torch.device(device)
+    if state["interpreting"]:
+        return device.type == "cpu"
+    return device.type == "cuda" and torch.cuda.is_available()
