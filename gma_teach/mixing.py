@@ -163,9 +163,10 @@ def _chunked(gamma_q, gamma_k, v, causal, eps, chunk_size):
     if not causal:
         return read_memory(gamma_q, chunk_memory.sum(-3), chunk_normalizer.sum(-2), eps)
     queries = chunks(gamma_q)
-    # the state carried into each chunk: exclusive prefix sums over chunks
-    memory = chunk_memory.cumsum(-3) - chunk_memory
-    normalizer = chunk_normalizer.cumsum(-2) - chunk_normalizer
+    # the state carried into each chunk: exclusive prefix sums over chunks (shifted, never "inclusive minus
+    # own chunk", whose rounding would leak the chunk's later tokens into its earlier outputs)
+    memory = F.pad(chunk_memory.cumsum(-3)[..., :-1, :, :], (0, 0, 0, 0, 1, 0))
+    normalizer = F.pad(chunk_normalizer.cumsum(-2)[..., :-1, :], (0, 0, 1, 0))
     inside = (queries @ keys.transpose(-1, -2)).tril()  # (..., n_chunks, C, C), causal within the chunk
     numerator = queries @ memory + inside @ values
     denominator = queries @ normalizer.unsqueeze(-1) + inside.sum(-1, keepdim=True)
