@@ -9,3 +9,7 @@ from ._common import ExerciseError
 from .ch01 import check_causal_attention, check_softmax_attention
 from .ch02 import check_gemm_coefficients, check_log_responsibilities
 from .ch03 import check_affinity, check_affinity_rank
+from .ch04 import check_flop_count, check_read_memory, check_write_memory
+from .ch05 import check_raw_for_variance, check_responsibility_jacobian
+from .ch06 import check_causal_gma, check_recurrent_step
+from .ch11 import check_mutual_information, check_purity, check_token_entropy

@@ -1,0 +1,149 @@
+"""Chapter 4's exercises: the K-slot memory written and read by hand, and the FLOP count of both orders.
+
+Each checker calls your function on random float64 inputs of odd sizes (with batch and head axes, and with
+``N_q != N_k`` where that makes sense) and compares it with an independent reference; it raises
+:class:`~gma_teach.exercises.ExerciseError` saying what is wrong, or returns a short success message.
+"""
+from __future__ import annotations
+
+import torch
+from torch.utils.flop_counter import FlopCounterMode
+
+from ..mixing import gma_from_responsibilities
+from ._common import ExerciseError, compare
+
+__all__ = ["check_flop_count", "check_read_memory", "check_write_memory"]
+
+
+def _call(fn, *args):
+    """Call the reader's ``fn``; any exception it raises becomes an :class:`ExerciseError` naming its cause."""
+    if not callable(fn):
+        raise TypeError(f"fn must be a function, got {type(fn).__name__}")
+    try:
+        return fn(*args)
+    except ExerciseError:
+        raise
+    except Exception as error:  # the reader's bug: report it as the exercise's failure, with its cause
+        raise ExerciseError(f"your function raised {type(error).__name__}: {error}") from error
+
+
+def _responsibility_cases(seed: int):
+    """Random ``(gamma_q, gamma_k, v)``: rows of gamma on the simplex; plain, batched and (batch, head) shapes."""
+    generator = torch.Generator().manual_seed(seed)
+    for prefix, n_q, n_k, k, d_v in (((), 7, 7, 3, 5), ((2,), 5, 11, 4, 3), ((2, 3), 9, 13, 5, 6)):
+        gamma_q = torch.randn(*prefix, n_q, k, generator=generator, dtype=torch.float64).mul(2).softmax(-1)
+        gamma_k = torch.randn(*prefix, n_k, k, generator=generator, dtype=torch.float64).mul(2).softmax(-1)
+        v = torch.randn(*prefix, n_k, d_v, generator=generator, dtype=torch.float64)
+        yield gamma_q, gamma_k, v
+
+
+def check_write_memory(fn, *, seed: int = 0) -> str:
+    """Check ``fn(gamma_k, v) -> (memory, normalizer)``: ``memory = Gamma_K^T V``, ``normalizer = Gamma_K^T 1``.
+
+    Args:
+        fn: your function; ``gamma_k`` ``(..., N_k, K)``, ``v`` ``(..., N_k, d_v)`` -> ``memory`` ``(..., K, d_v)``
+            and ``normalizer`` ``(..., K)``.
+        seed: seed of the random inputs.
+    """
+    for _, gamma_k, v in _responsibility_cases(seed):
+        got = _call(fn, gamma_k, v)
+        if not isinstance(got, tuple) or len(got) != 2:
+            raise ExerciseError(f"return a pair (memory, normalizer), got {type(got).__name__}")
+        memory, normalizer = got
+        # the spec, one slot at a time: slot k holds sum_j gamma_k[j, k] * v[j]
+        expected_memory = torch.stack(
+            [(gamma_k[..., :, slot, None] * v).sum(-2) for slot in range(gamma_k.shape[-1])], dim=-2
+        )
+        if isinstance(memory, torch.Tensor) and memory.shape == expected_memory.mT.shape != expected_memory.shape:
+            raise ExerciseError(
+                f"memory has shape {tuple(memory.shape)}: that is V^T Gamma_K; the memory is Gamma_K^T V, "
+                f"one row per slot: {tuple(expected_memory.shape)}"
+            )
+        compare(f"memory for gamma_k of shape {tuple(gamma_k.shape)}", memory, expected_memory)
+        if isinstance(normalizer, torch.Tensor) and normalizer.shape == gamma_k.shape[:-1]:
+            raise ExerciseError(
+                "normalizer sums over the components (dim=-1); it must sum each component's key mass over the "
+                f"tokens (dim=-2), giving shape {tuple(gamma_k.shape[:-2] + gamma_k.shape[-1:])}"
+            )
+        compare(f"normalizer for gamma_k of shape {tuple(gamma_k.shape)}", normalizer, gamma_k.sum(-2))
+    return "write_memory: correct -- K slots of values and their key mass, whatever N is."
+
+
+def check_read_memory(fn, *, seed: int = 0, eps: float = 1e-6) -> str:
+    """Check ``fn(gamma_q, memory, normalizer, eps) -> O = Gamma_Q S / (Gamma_Q z + eps)``.
+
+    The memory comes from random keys and values, so the output must also equal the ``N x N`` form of chapter 3.
+    One case has a query whose responsibilities miss every key's component: only ``eps`` keeps it finite.
+
+    Args:
+        fn: your function; ``gamma_q`` ``(..., N_q, K)``, ``memory`` ``(..., K, d_v)``, ``normalizer``
+            ``(..., K)``, ``eps`` a float -> ``(..., N_q, d_v)``.
+        seed: seed of the random inputs.
+        eps: the normalizer's floor passed to ``fn``.
+    """
+    for gamma_q, gamma_k, v in _responsibility_cases(seed):
+        memory, normalizer = gamma_k.mT @ v, gamma_k.sum(-2)
+        got = _call(fn, gamma_q, memory, normalizer, eps)
+        expected = gma_from_responsibilities(gamma_q, gamma_k, v, eps=eps, impl="naive")
+        if isinstance(got, torch.Tensor) and got.shape == expected.shape:
+            unnormalized = gamma_q @ memory
+            if torch.allclose(got.double(), unnormalized, atol=1e-10):
+                raise ExerciseError("the output is Gamma_Q S without dividing by Gamma_Q z + eps: each query's "
+                                    "weights must sum to 1 over the keys")
+        compare(f"output for gamma_q of shape {tuple(gamma_q.shape)}", got, expected)
+    # a query on component 0 while every key sits on component 1: numerator and normalizer are both 0
+    gamma_q = torch.tensor([[1.0, 0.0], [0.5, 0.5]], dtype=torch.float64)
+    gamma_k = torch.tensor([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]], dtype=torch.float64)
+    v = torch.tensor([[1.0], [2.0], [3.0]], dtype=torch.float64)
+    got = _call(fn, gamma_q, gamma_k.mT @ v, gamma_k.sum(-2), eps)
+    if isinstance(got, torch.Tensor) and not torch.isfinite(got).all():
+        raise ExerciseError("a query whose components hold no key mass gave a non-finite output: add eps to the "
+                            "denominator Gamma_Q z, as in O = Gamma_Q S / (Gamma_Q z + eps)")
+    compare("output when a query's components hold no key mass", got,
+            gma_from_responsibilities(gamma_q, gamma_k, v, eps=eps, impl="naive"))
+    return "read_memory: correct, equal to the N x N form, and finite when a query finds no keys."
+
+
+def _measured_flops(form: str, n_q: int, n_k: int, n_components: int, d_value: int) -> int:
+    """Matrix-product FLOPs that torch's counter records for the package's ``naive``/``linear`` form."""
+    gamma_q = torch.rand(n_q, n_components).softmax(-1)
+    gamma_k = torch.rand(n_k, n_components).softmax(-1)
+    v = torch.randn(n_k, d_value)
+    with FlopCounterMode(display=False) as counter:
+        gma_from_responsibilities(gamma_q, gamma_k, v, impl=form)
+    return counter.get_total_flops()
+
+
+def check_flop_count(fn, *, seed: int = 0) -> str:
+    """Check ``fn(form, n_q, n_k, n_components, d_value) -> int``: the matrix-product FLOPs of one GMA head.
+
+    ``form`` is ``"naive"`` (``(Gamma_Q Gamma_K^T) V`` and its row sums) or ``"linear"`` (``Gamma_K^T V``, then
+    ``Gamma_Q S`` and ``Gamma_Q z``). A product of an ``(a, b)`` and a ``(b, c)`` matrix costs ``2 a b c`` FLOPs
+    (a multiply and an add per term); sums and divisions are not counted. The checker *measures* the package's
+    forms with ``torch.utils.flop_counter.FlopCounterMode`` at random sizes and compares.
+
+    Args:
+        fn: your formula.
+        seed: seed of the random sizes.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    for _ in range(4):
+        n_q, n_k, n_components, d_value = (int(x) for x in torch.randint(3, 40, (4,), generator=generator))
+        for form in ("naive", "linear"):
+            got = _call(fn, form, n_q, n_k, n_components, d_value)
+            expected = _measured_flops(form, n_q, n_k, n_components, d_value)
+            if isinstance(got, torch.Tensor):
+                got = got.item()
+            if not isinstance(got, (int, float)):
+                raise ExerciseError(f"return a number, got {type(got).__name__}")
+            if got != expected:
+                hint = ""
+                if form == "naive" and got * 2 == expected:
+                    hint = " -- count 2 FLOPs (multiply and add) per term of each product"
+                elif form == "linear" and got == expected - 2 * n_q * n_components:
+                    hint = " -- the normalizer read Gamma_Q z is a product too (2 N_q K)"
+                raise ExerciseError(
+                    f"form={form!r}, n_q={n_q}, n_k={n_k}, n_components={n_components}, d_value={d_value}: "
+                    f"you count {got} FLOPs, torch measured {expected}{hint}"
+                )
+    return "flop_count: your formula matches torch's FLOP counter for both orders."
