@@ -37,4 +37,31 @@ PRESETS: dict[str, dict[str, dict]] = {
                      n_heads=8, d_route=64, d_value=64, n_components=128, chunk_size=64, d_model=256,
                      decode_len=1024),
     },
+    # ch01: the quadratic wall -- softmax attention's time and memory against N (GMA and SDPA alongside).
+    "ch01": {
+        "tiny": dict(seq_lens=[256, 512, 1024, 2048], batch=1, n_heads=2, d_head=32, n_components=16, repeat=3,
+                     n_demo=10, d_demo=4),
+        "small": dict(seq_lens=[256, 512, 1024, 2048, 4096, 8192], batch=1, n_heads=4, d_head=64,
+                      n_components=32, repeat=5, n_demo=10, d_demo=4),
+        "full": dict(seq_lens=[1024, 2048, 4096, 8192, 16384], batch=1, n_heads=8, d_head=64, n_components=64,
+                     repeat=10, n_demo=10, d_demo=4),
+    },
+    # ch02: diagonal GMMs -- the cancellation trap, scikit-learn agreement, EM against Adam.
+    "ch02": {
+        "tiny": dict(n_samples=600, dim=2, n_components=3, n_em_iter=60, n_adam_steps=300, lr=0.05,
+                     trap_points=512, trap_dim=8, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0]),
+        "small": dict(n_samples=3000, dim=2, n_components=4, n_em_iter=200, n_adam_steps=1500, lr=0.05,
+                      trap_points=4096, trap_dim=16, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
+        "full": dict(n_samples=20000, dim=2, n_components=5, n_em_iter=300, n_adam_steps=3000, lr=0.05,
+                     trap_points=16384, trap_dim=32, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
+    },
+    # ch03: the induced affinity -- heatmaps against softmax, rank and sign checks.
+    "ch03": {
+        "tiny": dict(n_tokens=48, d_route=2, n_components=4, rank_tokens=64, rank_components=[1, 2, 4, 8, 16, 32],
+                     d_value=8),
+        "small": dict(n_tokens=64, d_route=2, n_components=4, rank_tokens=128,
+                      rank_components=[1, 2, 4, 8, 16, 32, 64], d_value=8),
+        "full": dict(n_tokens=64, d_route=2, n_components=4, rank_tokens=256,
+                     rank_components=[1, 2, 4, 8, 16, 32, 64, 128], d_value=8),
+    },
 }
