@@ -7,16 +7,18 @@ timeout, failing within seconds with a message that says what to do.
 """
 from __future__ import annotations
 
+import contextlib
 import hashlib
 import json
 import os
 import socket
 from pathlib import Path
 from typing import Callable
+from urllib.parse import urlparse
 
 import torch
 
-HUB_HOST = "huggingface.co"
+DEFAULT_ENDPOINT = "https://huggingface.co"
 _LOCAL_BUILDERS = {".parquet": "parquet", ".json": "json", ".jsonl": "json", ".arrow": "arrow", ".csv": "csv",
                    ".tsv": "csv"}
 
@@ -34,15 +36,38 @@ def hub_offline() -> bool:
     return _truthy("HF_HUB_OFFLINE") or _truthy("HF_DATASETS_OFFLINE")
 
 
+def hub_host() -> tuple[str, int]:
+    """Host and port of the hub endpoint in force (``HF_ENDPOINT``, as ``huggingface_hub`` reads it)."""
+    parsed = urlparse(os.environ.get("HF_ENDPOINT") or DEFAULT_ENDPOINT)
+    return parsed.hostname or "huggingface.co", parsed.port or (80 if parsed.scheme == "http" else 443)
+
+
 def hub_reachable(timeout: float = 2.0) -> bool:
     """Whether a TCP connection to the hub opens within ``timeout`` seconds (assumed True behind a proxy)."""
     if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy", "ALL_PROXY", "all_proxy")):
         return True
     try:
-        with socket.create_connection((os.environ.get("GMA_TEACH_HUB_HOST", HUB_HOST), 443), timeout=timeout):
+        with socket.create_connection(hub_host(), timeout=timeout):
             return True
     except OSError:
         return False
+
+
+@contextlib.contextmanager
+def _offline_mode():
+    """Force cache-only access even when ``datasets`` was imported before the offline variables were set."""
+    import datasets.config
+    import huggingface_hub.constants
+
+    saved = (datasets.config.HF_HUB_OFFLINE, datasets.config.HF_DATASETS_OFFLINE,
+             huggingface_hub.constants.HF_HUB_OFFLINE)
+    datasets.config.HF_HUB_OFFLINE = datasets.config.HF_DATASETS_OFFLINE = True
+    huggingface_hub.constants.HF_HUB_OFFLINE = True
+    try:
+        yield
+    finally:
+        (datasets.config.HF_HUB_OFFLINE, datasets.config.HF_DATASETS_OFFLINE,
+         huggingface_hub.constants.HF_HUB_OFFLINE) = saved
 
 
 def local_builder(path: str | os.PathLike) -> tuple[str, dict]:
@@ -76,23 +101,25 @@ def load_hub_dataset(repo: str, config: str | None = None, *, data_files: dict |
     if data_files is not None:
         if not isinstance(data_files, dict) or not data_files:
             raise TypeError(f"data_files must be a non-empty dict {{split: path}}, got {data_files!r}")
-        builders = {local_builder(path) for path in data_files.values()}
+        builders = [local_builder(path) for path in data_files.values()]
         if len({name for name, _ in builders}) != 1:
             raise ValueError(f"data_files must share one format, got {sorted(str(p) for p in data_files.values())}")
-        builder, options = builders.pop()
+        builder, options = builders[0]
         files = {split: str(path) for split, path in data_files.items()}
-        return datasets.load_dataset(builder, data_files=files, cache_dir=str(_hf_cache()), **dict(options))
-    if not hub_offline() and not hub_reachable():
+        return datasets.load_dataset(builder, data_files=files, cache_dir=str(_hf_cache()), **options)
+    offline = hub_offline()
+    if not offline and not hub_reachable():
         raise DataUnavailableError(
-            f"cannot reach {HUB_HOST} to download {repo!r} (no network?). Set HF_DATASETS_OFFLINE=1 to use a "
+            f"cannot reach {hub_host()[0]} to download {repo!r} (no network?). Set HF_DATASETS_OFFLINE=1 to use a "
             f"cached copy, pass data_files= with local files, or use an offline source. {offline_hint}"
         )
     try:
-        return datasets.load_dataset(repo, config)
+        with _offline_mode() if offline else contextlib.nullcontext():
+            return datasets.load_dataset(repo, config)
     except (ConnectionError, OSError, FileNotFoundError) as error:
+        state = "offline mode is on and it is not cached" if offline else "the hub did not serve it"
         raise DataUnavailableError(
-            f"{repo!r} is not available ({type(error).__name__}: {str(error)[:200]}). "
-            f"Offline mode {'is' if hub_offline() else 'is not'} on. {offline_hint}"
+            f"{repo!r} is not available: {state} ({type(error).__name__}: {str(error)[:200]}). {offline_hint}"
         ) from error
 
 

@@ -1,0 +1,93 @@
+"""LM data: tokenizers, the offline corpus, packing, compaction, WikiText-format local files, offline errors."""
+import time
+
+import pytest
+import torch
+
+from gma_teach.data import DataUnavailableError, wikitext
+
+
+def test_byte_tokenizer_roundtrip():
+    tok = wikitext.get_tokenizer("bytes")
+    sample = "na\u00efve caf\u00e9\n"
+    ids = tok.encode(sample)
+    assert tok.decode(ids + [tok.eos_id]) == sample and tok.n_vocab == 257
+    assert "".join(tok.token_strings(tok.encode("abc"))) == "abc"
+
+
+def test_gpt2_tokenizer_when_available():
+    tok = wikitext.get_tokenizer("auto")
+    if not tok.name.startswith("gpt2"):
+        pytest.skip(f"GPT-2's BPE is not available offline here ({tok.name})")
+    assert tok.encode("Hello world") == [15496, 995] and tok.n_vocab == 50257 and tok.eos_id == 50256
+    assert tok.token_strings(tok.encode("Hello world, the")) == ["Hello", " world", ",", " the"]
+
+
+def test_pack_covers_the_stream_once():
+    stream = torch.arange(23)
+    blocks = wikitext.pack(stream, 5)
+    assert blocks.shape == (4, 6)
+    assert torch.equal(blocks[:, :-1].flatten(), stream[:20]) and torch.equal(blocks[:, 1:].flatten(), stream[1:21])
+    with pytest.raises(ValueError, match="block_size"):
+        wikitext.pack(stream, 0)
+    with pytest.raises(ValueError, match="too short"):
+        wikitext.pack(torch.arange(3), 5)
+    with pytest.raises(ValueError, match="1-D"):
+        wikitext.pack(torch.zeros(2, 3, dtype=torch.long), 1)
+
+
+def test_compaction_roundtrip_and_unknowns():
+    base = wikitext.get_tokenizer("bytes")
+    stream = torch.tensor(base.encode("the cat sat on the mat"))
+    tok = wikitext.compact(base, stream)
+    assert tok.n_vocab == len(set(stream.tolist())) + 2  # + end-of-text + <unk>
+    new = tok.to_new(stream)
+    assert new.max() < tok.n_vocab and tok.decode(new) == "the cat sat on the mat"
+    assert tok.token_strings(tok.encode("cat")) == ["c", "a", "t"]
+    assert tok.decode(tok.encode("dog")).count("<unk>") == 2  # 'd' and 'g' never occurred; 'o' did
+    assert tok.to_base([tok.unk_id]) == [None] and tok.eos_id != tok.unk_id
+    with pytest.raises(ValueError, match="outside"):
+        tok.to_base([tok.n_vocab])
+
+
+def test_stdlib_corpus_lm_data(tmp_path, monkeypatch):
+    monkeypatch.setenv("GMA_TEACH_CACHE", str(tmp_path))
+    data = wikitext.lm_data(source="stdlib", tokenizer="bytes", block_size=32, max_train_tokens=20_000,
+                            max_val_tokens=5_000)
+    assert data.train.shape == ((20_000 - 1) // 32, 33) and data.val.shape == ((5_000 - 1) // 32, 33)
+    assert int(data.train.max()) < data.tokenizer.n_vocab
+    text = data.tokenizer.decode(data.train[0])
+    assert sum(c.isalpha() for c in text) > 0.5 * len(text)  # real English
+    train_docs, val_docs = wikitext.split_documents(wikitext.stdlib_corpus(), 0.05, 0)
+    assert len(train_docs) > 5000 and all(isinstance(d, str) and d for d in val_docs)
+    assert len(val_docs) == round(0.05 * (len(train_docs) + len(val_docs)))
+    assert len(list((tmp_path / "data").glob("lm-*.pt"))) == 1
+
+
+def test_wikitext_local_files(tmp_path, monkeypatch):
+    import pandas as pd
+
+    monkeypatch.setenv("GMA_TEACH_CACHE", str(tmp_path / "cache"))
+    lines = ["", " = Valkyria Chronicles = \n", "", " The game began development in 2010 . \n"] * 30
+    files = {}
+    for split in ("train", "validation", "test"):
+        files[split] = tmp_path / f"{split}.parquet"
+        pd.DataFrame({"text": lines}).to_parquet(files[split])
+    raw = wikitext.load_wikitext("wikitext-2", data_files=files)
+    assert raw["train"].startswith("\n = Valkyria") and raw["validation"].count("\n") == len(lines)
+    data = wikitext.lm_data(source="files", data_files=files, tokenizer="bytes", block_size=16, compact_vocab=False)
+    assert torch.equal(data.train_ids[:20], torch.tensor(list(raw["train"].encode()[:20])))
+    assert data.val.shape[1] == 17
+
+
+def test_offline_errors_are_fast_and_say_what_to_do(monkeypatch):
+    monkeypatch.setenv("HF_HUB_OFFLINE", "1")
+    monkeypatch.setenv("HF_DATASETS_OFFLINE", "1")
+    start = time.perf_counter()
+    with pytest.raises(DataUnavailableError, match="stdlib"):
+        wikitext.load_wikitext("wikitext-103")
+    assert time.perf_counter() - start < 10
+    with pytest.raises(ValueError, match="name"):
+        wikitext.load_wikitext("wikitext-3")
+    with pytest.raises(ValueError, match="source"):
+        wikitext.lm_data(source="web")
