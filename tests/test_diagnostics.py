@@ -389,3 +389,51 @@ def test_permutation_baseline_rejects_bad_arguments():
     with pytest.raises(ValueError, match="n_components"):
         responsibility_pca(resp, n_components=3)
     assert diagnostics.hard_assignments(resp).tolist() == [0, 0, 0, 0]
+
+
+# ----------------------------------------------------------------------------------------------- figures
+
+
+def test_figures_draw_the_numbers_they_claim():
+    import matplotlib
+
+    matplotlib.use("Agg")
+    import matplotlib.pyplot as plt
+
+    from gma_teach.plots import (
+        plot_component_categories,
+        plot_component_usage,
+        plot_responsibility_heatmap,
+        plot_responsibility_pca,
+        plot_token_strip,
+    )
+    from gma_teach.widgets.routing_explorer import RoutingExplorer
+
+    resp, categories = _correlated_sample(n_tokens=90, n_heads=2, n_components=12, seed=8)
+    averaged = resp.mean(dim=1)
+    tokens = [f"Ġw{i % 7}" for i in range(90)]
+    fig = plot_responsibility_heatmap(resp[:40], tokens[:40], top=5)
+    top = torch.argsort(averaged[:40].sum(0), descending=True)[:5]
+    np.testing.assert_allclose(fig.axes[0].images[0].get_array(), averaged[:40, top].T.numpy())
+    fig = plot_component_categories(resp, categories, top=4)
+    counts, _ = contingency_table(resp, categories)
+    shown = np.asarray(fig.axes[0].images[0].get_array())
+    np.testing.assert_allclose(shown.sum(axis=1), 1.0)
+    largest = int(counts.sum(1).argmax())
+    np.testing.assert_allclose(shown[0], (counts[largest] / counts[largest].sum()).numpy())
+    fig = plot_component_usage(resp, categories, top=6)
+    heights = sorted((patch.get_height() for patch in fig.axes[0].patches), reverse=True)
+    np.testing.assert_allclose(heights, np.sort(averaged.mean(0).numpy())[::-1])
+    fig = plot_token_strip(tokens[:30], resp[:30])
+    assert len([text for text in fig.axes[0].texts if text.get_text().startswith(" w")]) == 30
+    fig = plot_responsibility_pca(resp, categories, max_points=50)
+    assert sum(len(collection.get_offsets()) for collection in fig.axes[0].collections) == 50
+    explorer = RoutingExplorer(resp[:30], tokens[:30], position=4)
+    assert explorer.component == int(averaged[4].argmax())
+    fig = explorer.figure()
+    assert f"position 4" in fig.axes[0].get_title()
+    with pytest.raises(ValueError, match="position must be"):
+        explorer.set_position(30)
+    with pytest.raises(ValueError, match="tokens has 3 entries"):
+        plot_token_strip(tokens[:3], resp[:30])
+    plt.close("all")

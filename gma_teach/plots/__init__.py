@@ -11,3 +11,12 @@ from .attention import (
     plot_responsibilities_2d,
     plot_scaling,
 )
+from .routing import (
+    CATEGORY_COLORS,
+    dominant_component_colors,
+    plot_component_categories,
+    plot_component_usage,
+    plot_responsibility_heatmap,
+    plot_responsibility_pca,
+    plot_token_strip,
+)

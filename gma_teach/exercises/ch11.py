@@ -1,0 +1,137 @@
+"""Chapter 11's exercises: weighted purity, mutual information and normalized token entropy, by hand.
+
+Each checker calls your function on random inputs of odd sizes (and on corner cases) and compares it with
+:func:`gma_teach.diagnostics.routing_metrics`; it raises :class:`~gma_teach.exercises.ExerciseError` saying what
+is wrong, or returns a short success message.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .. import diagnostics
+from ._common import ExerciseError
+from .ch01 import _call
+
+__all__ = ["check_mutual_information", "check_purity", "check_token_entropy"]
+
+
+def _as_number(name: str, got) -> float:
+    if isinstance(got, torch.Tensor):
+        if got.numel() != 1:
+            raise ExerciseError(f"{name}: expected a single number, got a tensor of shape {tuple(got.shape)}")
+        got = got.item()
+    if isinstance(got, bool) or not isinstance(got, (int, float)):
+        raise ExerciseError(f"{name}: expected a float, got {type(got).__name__}")
+    if not math.isfinite(got):
+        raise ExerciseError(f"{name}: got a non-finite value {got} (0 * log 0 must count as 0)")
+    return float(got)
+
+
+_TOLERANCE = 1e-6  # absolute; float32 answers pass, the mistakes named below differ by far more
+
+
+def _tables(seed: int):
+    """Hard assignments and integer categories: random, correlated, and the corner cases."""
+    generator = torch.Generator().manual_seed(seed)
+    for n_tokens, n_components, n_categories in ((13, 3, 2), (101, 7, 5), (257, 11, 10)):
+        assignments = torch.randint(0, n_components, (n_tokens,), generator=generator)
+        noise = torch.randint(0, n_categories, (n_tokens,), generator=generator)
+        follow = torch.rand(n_tokens, generator=generator) < 0.5
+        yield assignments, torch.where(follow, assignments % n_categories, noise), n_components
+    yield torch.zeros(9, dtype=torch.long), torch.arange(9) % 3, 2  # one component takes every token
+    yield torch.arange(12) % 4, torch.arange(12) % 4, 4  # perfect alignment
+
+
+def _reference(assignments, categories, n_components) -> dict:
+    resp = torch.nn.functional.one_hot(assignments, n_components).double()
+    return diagnostics.routing_metrics(resp, categories.tolist())
+
+
+def _macro_purity(assignments, categories) -> float:
+    values = []
+    for component in assignments.unique():
+        mine = categories[assignments == component]
+        values.append(torch.bincount(mine).max().item() / mine.numel())
+    return sum(values) / len(values)
+
+
+def check_purity(fn, *, seed: int = 0) -> str:
+    """Check ``fn(assignments, categories) -> purity``, the weighted purity of hard assignments.
+
+    Args:
+        fn: your function; ``assignments`` ``(T,)`` long (the winning component of each token), ``categories``
+            ``(T,)`` long (the category of each token) -> a float,
+            :math:`\\frac1T\\sum_k \\max_c n_{k,c}`.
+        seed: seed of the random inputs.
+    """
+    for assignments, categories, n_components in _tables(seed):
+        expected = _reference(assignments, categories, n_components)["purity"]
+        got = _as_number("purity", _call(fn, assignments.clone(), categories.clone()))
+        if abs(got - expected) > _TOLERANCE:
+            if abs(got - _macro_purity(assignments, categories)) < _TOLERANCE:
+                raise ExerciseError(
+                    f"you averaged the per-component purities ({got:.4f}); weight each component by its number of "
+                    f"tokens instead: sum over components of the dominant count, divided by T (expected {expected:.4f})"
+                )
+            if abs(got - expected * assignments.numel()) < 1e-6:
+                raise ExerciseError(f"you returned a count ({got:g}); divide by the number of tokens T")
+            raise ExerciseError(
+                f"purity for T={assignments.numel()} tokens, K={n_components}: got {got:.6f}, expected {expected:.6f}"
+            )
+    return "purity: correct (weighted by component size)."
+
+
+def check_mutual_information(fn, *, seed: int = 0) -> str:
+    """Check ``fn(assignments, categories) -> I(Z; C)`` in nats from hard assignments.
+
+    Args:
+        fn: your function; ``assignments`` and ``categories`` ``(T,)`` long -> a float,
+            :math:`\\sum_{k,c} p(k,c) \\ln \\frac{p(k,c)}{p(k)\\,p(c)}`.
+        seed: seed of the random inputs.
+    """
+    for assignments, categories, n_components in _tables(seed):
+        reference = _reference(assignments, categories, n_components)
+        expected = reference["mi"]
+        got = _as_number("mutual information", _call(fn, assignments.clone(), categories.clone()))
+        if abs(got - expected) > _TOLERANCE:
+            if expected > 0 and abs(got - expected / math.log(2)) < _TOLERANCE:
+                raise ExerciseError("your value is in bits: use the natural logarithm (nats), as the paper does")
+            if expected > 0 and abs(got - reference["nmi_category"]) < _TOLERANCE:
+                raise ExerciseError("you returned MI / H(C), the normalized MI; return the MI itself")
+            raise ExerciseError(
+                f"mutual information for T={assignments.numel()} tokens, K={n_components}: got {got:.6f}, "
+                f"expected {expected:.6f} nats"
+            )
+    return "mutual information: correct (nats)."
+
+
+def check_token_entropy(fn, *, seed: int = 0) -> str:
+    """Check ``fn(resp) -> normalized token entropy``, the mean of each row's entropy divided by ``ln K``.
+
+    Args:
+        fn: your function; ``resp`` ``(T, K)`` float64 responsibilities (rows sum to 1, some rows one-hot)
+            -> a float in [0, 1].
+        seed: seed of the random inputs.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    for n_tokens, n_components in ((5, 2), (31, 7), (64, 128)):
+        logits = 3.0 * torch.randn(n_tokens, n_components, generator=generator, dtype=torch.float64)
+        resp = torch.softmax(logits, dim=-1)
+        resp[0] = 0.0
+        resp[0, n_components - 1] = 1.0  # a one-hot row: 0 * log 0 must count as 0
+        metrics = diagnostics.routing_metrics(resp, [0] * n_tokens)
+        expected = metrics["token_entropy"]
+        got = _as_number("token entropy", _call(fn, resp.clone()))
+        if abs(got - expected) > _TOLERANCE:
+            if abs(got - expected * math.log(n_components)) < _TOLERANCE:
+                raise ExerciseError("you did not normalize: divide each row's entropy by ln K")
+            if abs(got - metrics["usage_entropy"]) < _TOLERANCE:
+                raise ExerciseError(
+                    "you computed the entropy of the mean row (the usage entropy); average the rows' entropies"
+                )
+            raise ExerciseError(
+                f"token entropy for T={n_tokens}, K={n_components}: got {got:.6f}, expected {expected:.6f}"
+            )
+    return "token entropy: correct (normalized by ln K, with 0 log 0 = 0)."

@@ -1,0 +1,147 @@
+"""Chapter 11's explorer: pick a position to see where its token routes, pick a component to see what it collects.
+
+:func:`routing_explorer` first displays a static figure (so a rendered HTML page shows a picture even without a
+kernel) and then two sliders that redraw that same figure in place when a live kernel is attached.
+"""
+from __future__ import annotations
+
+from typing import Sequence
+
+import numpy as np
+
+from .. import diagnostics
+
+__all__ = ["RoutingExplorer", "routing_explorer"]
+
+
+class RoutingExplorer:
+    """Head-averaged query responsibilities of one sequence, viewed one position and one component at a time.
+
+    Attributes:
+        resp: ``(N, K)`` float64 NumPy array of responsibilities.
+        tokens: the ``N`` token strings.
+        position, component: what the figure shows now.
+        controls: the ipywidgets box (position, component) once shown.
+    """
+
+    def __init__(self, resp, tokens: Sequence[str], *, position: int = 0, component: int | None = None):
+        self.resp = diagnostics._as_resp(resp).numpy()
+        if isinstance(tokens, str) or len(tokens) != self.resp.shape[0]:
+            raise ValueError(
+                f"tokens must be a sequence of {self.resp.shape[0]} token strings (one per row of resp), "
+                f"got {len(tokens) if not isinstance(tokens, str) else 'a single str'}"
+            )
+        self.tokens = [str(token) for token in tokens]
+        self.position = 0
+        self.component = 0
+        self.set_position(position)
+        self.set_component(int(self.resp[position].argmax()) if component is None else component)
+        self.controls = None
+        self._handle = None
+
+    def set_position(self, position: int) -> None:
+        """Show the routing of the token at ``position`` (0 to N-1)."""
+        if not isinstance(position, (int, np.integer)) or not 0 <= position < self.resp.shape[0]:
+            raise ValueError(f"position must be an int in [0, {self.resp.shape[0] - 1}], got {position!r}")
+        self.position = int(position)
+
+    def set_component(self, component: int) -> None:
+        """Show what component ``component`` (0 to K-1) collects along the sequence."""
+        if not isinstance(component, (int, np.integer)) or not 0 <= component < self.resp.shape[1]:
+            raise ValueError(f"component must be an int in [0, {self.resp.shape[1] - 1}], got {component!r}")
+        self.component = int(component)
+
+    def figure(self):
+        """A new matplotlib ``Figure``: the chosen token's responsibility vector, and the chosen component's
+        responsibility at every position (positions where it wins are marked)."""
+        from ..plots import new_figure
+        from ..plots.routing import dominant_component_colors
+
+        n_tokens, n_components = self.resp.shape
+        colors = dominant_component_colors(n_components)
+        fig, axes = new_figure(nrows=2, width=8.0, height=5.4)
+        upper, lower = axes[0, 0], axes[1, 0]
+        row = self.resp[self.position]
+        upper.bar(range(n_components), row, color=colors, width=1.0)
+        upper.bar([self.component], [row[self.component]], color="none", edgecolor="k", width=1.0, linewidth=1.2)
+        upper.axhline(1 / n_components, color="k", linestyle="--", linewidth=1, label="uniform 1/K")
+        upper.set_xlabel("component k (outlined: the component shown below)")
+        upper.set_ylabel(r"$\bar\gamma^Q_{t,k}$")
+        token = self.tokens[self.position].replace("Ġ", " ").replace("\n", "\\n")
+        upper.set_title(f"position {self.position}: {token!r} routes mostly to component {int(row.argmax())} "
+                        f"(max {row.max():.3f})")
+        upper.legend(fontsize=8)
+        column = self.resp[:, self.component]
+        wins = np.flatnonzero(self.resp.argmax(axis=1) == self.component)
+        lower.plot(range(n_tokens), column, color=colors[self.component], linewidth=1.2)
+        lower.scatter(wins, column[wins], color="k", s=12, zorder=3, label="positions it wins")
+        lower.axvline(self.position, color="0.5", linestyle=":", linewidth=1)
+        lower.set_xlabel("position t")
+        lower.set_ylabel(rf"$\bar\gamma^Q_{{t,{self.component}}}$")
+        examples = ", ".join(repr(self.tokens[i].replace("Ġ", " ")) for i in wins[:8])
+        lower.set_title(f"component {self.component} wins {len(wins)} of {n_tokens} tokens"
+                        + (f": {examples}" if examples else ""), fontsize=9)
+        if len(wins):
+            lower.legend(fontsize=8)
+        return fig
+
+    def _redraw(self) -> None:
+        import matplotlib.pyplot as plt
+
+        fig = self.figure()
+        if self._handle is not None:
+            self._handle.update(fig)
+        plt.close(fig)
+
+    def _build_controls(self):
+        import ipywidgets as widgets
+
+        style = {"description_width": "90px"}
+        position = widgets.IntSlider(value=self.position, min=0, max=self.resp.shape[0] - 1,
+                                     description="position", style=style, continuous_update=False)
+        component = widgets.IntSlider(value=self.component, min=0, max=self.resp.shape[1] - 1,
+                                      description="component", style=style, continuous_update=False)
+
+        def on_position(change):
+            self.set_position(change["new"])
+            self._redraw()
+
+        def on_component(change):
+            self.set_component(change["new"])
+            self._redraw()
+
+        position.observe(on_position, names="value")
+        component.observe(on_component, names="value")
+        return widgets.VBox([position, component])
+
+    def show(self) -> "RoutingExplorer":
+        """Display the static figure, then the sliders that redraw it in place."""
+        import matplotlib.pyplot as plt
+        from IPython.display import display
+
+        fig = self.figure()
+        self._handle = display(fig, display_id=True)
+        plt.close(fig)
+        self.controls = self._build_controls()
+        display(self.controls)
+        return self
+
+
+def routing_explorer(resp, tokens: Sequence[str], *, position: int = 0,
+                     component: int | None = None) -> RoutingExplorer:
+    """Display an interactive explorer of one sequence's routing and return it.
+
+    A static figure comes first (the chosen token's responsibility vector over the ``K`` components, and the
+    chosen component's responsibility along the sequence with the positions where it wins), then two sliders:
+    the position and the component. Without a live kernel (the HTML book) the figure is what you see.
+
+    Args:
+        resp: ``(N, K)`` or ``(N, H, K)`` query responsibilities of one sequence (heads are averaged).
+        tokens: the sequence's ``N`` token strings.
+        position: the token shown first.
+        component: the component shown first; ``None`` means the chosen token's dominant component.
+
+    Returns:
+        The :class:`RoutingExplorer` (assign it, ``explorer = routing_explorer(...)``, to avoid printing its repr).
+    """
+    return RoutingExplorer(resp, tokens, position=position, component=component).show()

@@ -1,0 +1,69 @@
+"""Chapter 11's checkers accept correct answers and name the common mistakes."""
+import math
+
+import pytest
+import torch
+
+from gma_teach.exercises import ExerciseError, check_mutual_information, check_purity, check_token_entropy
+
+
+def _purity(assignments, categories):
+    total = 0
+    for component in assignments.unique():
+        total += torch.bincount(categories[assignments == component]).max().item()
+    return total / assignments.numel()
+
+
+def _mutual_information(assignments, categories, log=math.log):
+    n = assignments.numel()
+    joint = {}
+    for z, c in zip(assignments.tolist(), categories.tolist()):
+        joint[(z, c)] = joint.get((z, c), 0) + 1
+    p_z = {z: (assignments == z).sum().item() / n for z in set(assignments.tolist())}
+    p_c = {c: (categories == c).sum().item() / n for c in set(categories.tolist())}
+    return sum(v / n * log(v / n / (p_z[z] * p_c[c])) for (z, c), v in joint.items())
+
+
+def _token_entropy(resp):
+    return (-torch.special.xlogy(resp, resp).sum(-1) / math.log(resp.shape[-1])).mean().item()
+
+
+def test_correct_answers_pass():
+    assert "correct" in check_purity(_purity)
+    assert "correct" in check_mutual_information(_mutual_information)
+    assert "correct" in check_token_entropy(_token_entropy)
+    assert "correct" in check_token_entropy(lambda resp: torch.tensor(_token_entropy(resp)))
+
+
+def test_purity_mistakes_are_named():
+    def macro(assignments, categories):
+        values = [torch.bincount(categories[assignments == k]).max().item() / (assignments == k).sum().item()
+                  for k in assignments.unique()]
+        return sum(values) / len(values)
+
+    with pytest.raises(ExerciseError, match="averaged the per-component purities"):
+        check_purity(macro)
+    with pytest.raises(ExerciseError, match="returned a count"):
+        check_purity(lambda a, c: _purity(a, c) * a.numel())
+    with pytest.raises(ExerciseError, match="expected a float"):
+        check_purity(lambda a, c: "0.5")
+    with pytest.raises(ExerciseError, match="raised ZeroDivisionError"):
+        check_purity(lambda a, c: 1 / 0)
+
+
+def test_mutual_information_mistakes_are_named():
+    with pytest.raises(ExerciseError, match="bits"):
+        check_mutual_information(lambda a, c: _mutual_information(a, c, log=math.log2))
+    with pytest.raises(ExerciseError, match="expected"):
+        check_mutual_information(lambda a, c: _mutual_information(a, c) + 0.01)
+
+
+def test_token_entropy_mistakes_are_named():
+    with pytest.raises(ExerciseError, match="did not normalize"):
+        check_token_entropy(lambda resp: (-torch.special.xlogy(resp, resp).sum(-1)).mean().item())
+    with pytest.raises(ExerciseError, match="usage entropy"):
+        check_token_entropy(lambda resp: _token_entropy(resp.mean(0, keepdim=True)))
+    with pytest.raises(ExerciseError, match="non-finite"):
+        check_token_entropy(lambda resp: (-(resp * resp.log()).sum(-1) / math.log(resp.shape[-1])).mean().item())
+    with pytest.raises(ExerciseError, match="single number"):
+        check_token_entropy(lambda resp: -torch.special.xlogy(resp, resp).sum(-1))
