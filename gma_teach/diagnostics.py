@@ -84,6 +84,8 @@ def token_category(token: str) -> str:
         character.isdigit() or character in ".," for character in word
     ):
         return "numeric"
+    if "\ufffd" in word:
+        return "other"
     if all(_is_punctuation_or_symbol(character) for character in word):
         return "punctuation"
     lowered = word.lower()
@@ -112,17 +114,19 @@ def token_categories(tokens: Sequence[str]) -> list[str]:
     1. ``eos``: the token is an end-of-sequence marker (:data:`EOS_STRINGS`, e.g. ``"<|endoftext|>"``);
     2. ``newline_or_space``: the token is only whitespace (spaces, newlines, tabs);
     3. ``numeric``: the word has a digit and only digits, ``.`` and ``,`` (``" 1997"``, ``"000"``, ``"3.5"``);
-    4. ``punctuation``: every character of the word is Unicode punctuation or a symbol (``","``, ``" @-@"``,
+    4. ``other``: the token holds U+FFFD, i.e. it is a fragment of a multi-byte UTF-8 character that decodes to
+       the replacement character;
+    5. ``punctuation``: every character of the word is Unicode punctuation or a symbol (``","``, ``" @-@"``,
        ``" ="``, ``"("``);
-    5. ``function_word``: a clitic (:data:`CLITICS`, ``"'s"``) or a word-start alphabetic token whose lower-cased
+    6. ``function_word``: a clitic (:data:`CLITICS`, ``"'s"``) or a word-start alphabetic token whose lower-cased
        word is in :data:`FUNCTION_WORDS` (``" the"``, ``" The"``, ``" I"``);
-    6. ``other``: the word mixes letters with digits or punctuation (``"1st"``, ``" U.S"``);
-    7. ``subword_alpha``: an alphabetic token without a leading space, i.e. the continuation of a word
+    7. ``other``: the word mixes letters with digits or punctuation (``"1st"``, ``" U.S"``);
+    8. ``subword_alpha``: an alphabetic token without a leading space, i.e. the continuation of a word
        (``"ing"``, ``"Sh"`` in the middle of a word);
-    8. ``all_caps``: a word-start alphabetic word of two or more letters, all upper-case (``" NASA"``);
-    9. ``capitalized``: a word-start alphabetic word with an upper-case first letter (``" Paris"``, ``" M"``);
-    10. ``lower_alpha``: a word-start alphabetic word with a lower-case first letter (``" city"``, ``" iPhone"``);
-    11. ``other``: anything left (letters without case, e.g. CJK).
+    9. ``all_caps``: a word-start alphabetic word of two or more letters, all upper-case (``" NASA"``);
+    10. ``capitalized``: a word-start alphabetic word with an upper-case first letter (``" Paris"``, ``" M"``);
+    11. ``lower_alpha``: a word-start alphabetic word with a lower-case first letter (``" city"``, ``" iPhone"``);
+    12. ``other``: anything left (letters without case, e.g. CJK).
 
     Args:
         tokens: a sequence of ``T`` token strings.
@@ -541,3 +545,25 @@ def responsibility_pca(resp, n_components: int = 2) -> tuple[torch.Tensor, torch
     total = variance.sum()
     explained = variance[:n_components] / total if total > 0 else torch.zeros(n_components, dtype=resp.dtype)
     return centred @ right[:n_components].T, explained
+
+
+def routing_report(resp, categories, *, n_shuffles: int = 100, seed: int = 0) -> dict:
+    """Table 4, its permutation baseline and the distance between them, in one dict.
+
+    Args:
+        resp: responsibilities ``(T, K)`` or ``(T, H, K)``.
+        categories: ``T`` labels.
+        n_shuffles, seed: passed to :func:`permutation_baseline`.
+
+    Returns:
+        ``{"metrics": routing_metrics(...), "baseline": permutation_baseline(...), "separation_sd": {name: sd}}``
+        where ``sd`` is :func:`separation` of the observed purity, MI and both NMIs from their baselines.
+    """
+    metrics = routing_metrics(resp, categories)
+    baseline = permutation_baseline(resp, categories, n_shuffles=n_shuffles, seed=seed)
+    names = ("purity", "mi", "nmi_category", "nmi_arithmetic")
+    return {
+        "metrics": metrics,
+        "baseline": baseline,
+        "separation_sd": {name: separation(metrics[name], baseline[name]) for name in names},
+    }

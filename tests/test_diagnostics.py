@@ -247,6 +247,8 @@ _EXPECTED_CATEGORIES = [
     ("ing", "subword_alpha"),
     ("Sh", "subword_alpha"),
     ("1st", "other"),
+    ("\ufffd", "other"),
+    ("<unk>", "other"),
     ("ĠU.S", "other"),
     ("ĠNASA", "all_caps"),
     ("ĠM", "capitalized"),
@@ -437,3 +439,12 @@ def test_figures_draw_the_numbers_they_claim():
     with pytest.raises(ValueError, match="tokens has 3 entries"):
         plot_token_strip(tokens[:3], resp[:30])
     plt.close("all")
+
+
+def test_routing_report_combines_the_pieces():
+    resp, categories = _correlated_sample(n_tokens=120, n_heads=2, n_components=6, seed=9)
+    report = diagnostics.routing_report(resp, categories, n_shuffles=5, seed=3)
+    assert report["metrics"] == routing_metrics(resp, categories)
+    assert report["baseline"] == permutation_baseline(resp, categories, n_shuffles=5, seed=3)
+    for name, sd in report["separation_sd"].items():
+        assert sd == separation(report["metrics"][name], report["baseline"][name])
