@@ -9,11 +9,14 @@ PRESETS: dict[str, dict[str, dict]] = {
     # and value widths per head, K, and timing repeats.
     "ch04": {
         "tiny": dict(seq_lens=[128, 256, 512, 1024, 2048], naive_max_len=2048, batch=1, n_heads=2, d_route=16,
-                     d_value=16, n_components=32, repeat=3),
+                     d_value=16, n_components=32, repeat=5,
+                     demo=dict(n_tokens=10, n_components=4, d_route=2, d_value=3)),
         "small": dict(seq_lens=[128, 256, 512, 1024, 2048, 4096, 8192], naive_max_len=4096, batch=1, n_heads=4,
-                      d_route=32, d_value=32, n_components=64, repeat=5),
+                      d_route=32, d_value=32, n_components=64, repeat=7,
+                      demo=dict(n_tokens=10, n_components=4, d_route=2, d_value=3)),
         "full": dict(seq_lens=[256, 512, 1024, 2048, 4096, 8192, 16384, 32768], naive_max_len=16384, batch=1,
-                     n_heads=8, d_route=64, d_value=64, n_components=128, repeat=10),
+                     n_heads=8, d_route=64, d_value=64, n_components=128, repeat=10,
+                     demo=dict(n_tokens=10, n_components=4, d_route=2, d_value=3)),
     },
     # ch05: the layer shown, the Lipschitz sweep, and the training runs on the synthetic tasks (gma_teach.tasks).
     "ch05": {
@@ -39,7 +42,7 @@ PRESETS: dict[str, dict[str, dict]] = {
     },
     # ch01: the quadratic wall -- softmax attention's time and memory against N (GMA and SDPA alongside).
     "ch01": {
-        "tiny": dict(seq_lens=[256, 512, 1024, 2048], batch=1, n_heads=2, d_head=32, n_components=16, repeat=3,
+        "tiny": dict(seq_lens=[256, 512, 1024, 2048], batch=1, n_heads=2, d_head=32, n_components=16, repeat=5,
                      n_demo=10, d_demo=4),
         "small": dict(seq_lens=[256, 512, 1024, 2048, 4096, 8192], batch=1, n_heads=4, d_head=64,
                       n_components=32, repeat=5, n_demo=10, d_demo=4),
