@@ -67,4 +67,14 @@ PRESETS: dict[str, dict[str, dict]] = {
         "full": dict(n_tokens=64, d_route=2, n_components=4, rank_tokens=256,
                      rank_components=[1, 2, 4, 8, 16, 32, 64, 128], d_value=8),
     },
+    # ch11: reading the routing of chapter 10's LM -- validation tokens analysed (the paper: 65,536), permutation
+    # shuffles, and the sizes of the pictures (tokens in the heatmap/strip, points in the PCA, components shown).
+    "ch11": {
+        "tiny": dict(n_tokens=4096, n_shuffles=30, heatmap_tokens=48, strip_tokens=96, pca_points=1500,
+                     top_components=16, seed=0),
+        "small": dict(n_tokens=16384, n_shuffles=100, heatmap_tokens=64, strip_tokens=160, pca_points=4000,
+                      top_components=20, seed=0),
+        "full": dict(n_tokens=65536, n_shuffles=100, heatmap_tokens=64, strip_tokens=160, pca_points=6000,
+                     top_components=24, seed=0),
+    },
 }
