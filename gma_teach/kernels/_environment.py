@@ -21,7 +21,11 @@ def configure() -> dict:
     if _STATE:
         return _STATE
     _STATE.update(installed=False, version=None, interpreting=False, note="", error="")
-    if importlib.util.find_spec("triton") is None:
+    try:
+        found = importlib.util.find_spec("triton") is not None
+    except (ImportError, ValueError):  # blocked, or a broken entry in sys.modules
+        found = False
+    if not found:
         return _STATE
     imported_before = "triton" in sys.modules
     requested = os.environ.get("TRITON_INTERPRET", "").strip().lower() in ("1", "true", "yes", "on")
@@ -29,16 +33,37 @@ def configure() -> dict:
         _STATE["note"] = "TRITON_INTERPRET=1 was set in the environment"
     elif not torch.cuda.is_available():
         os.environ["TRITON_INTERPRET"] = "1"
-        _STATE["note"] = ("TRITON_INTERPRET=1 set by gma_teach after triton had already been imported elsewhere; "
-                          "kernels defined before that are compiled, ours are interpreted"
-                          if imported_before else "TRITON_INTERPRET=1 set by gma_teach: no CUDA GPU")
+        _STATE["note"] = "TRITON_INTERPRET=1 set by gma_teach: no CUDA GPU"
     try:
         import triton
     except Exception as error:  # installed but broken (e.g. a missing compiler runtime)
         _STATE["error"] = f"{type(error).__name__}: {error}"
         return _STATE
-    _STATE.update(installed=True, version=triton.__version__, interpreting=requested or not torch.cuda.is_available())
+    interpret = requested or not torch.cuda.is_available()
+    _STATE.update(installed=True, version=triton.__version__, interpreting=interpret)
+    if interpret and imported_before and _interpret_library_functions():
+        _STATE["note"] += ("; triton had been imported before (e.g. by torch.compile), so gma_teach switched "
+                           "triton.language's library functions to the interpreter")
     return _STATE
+
+
+def _interpret_library_functions() -> int:
+    """Make Triton's own ``@triton.jit`` library functions (``tl.sum``, ``tl.max``, ``tl.cdiv``, ...) callable from
+    interpreted kernels when Triton was imported before ``TRITON_INTERPRET=1`` was set: they were then defined
+    for the compiler, and the interpreter refuses to call them. Only done without a GPU, where compiled Triton
+    kernels cannot run anyway. Returns how many functions were switched."""
+    from triton.runtime.interpreter import InterpretedFunction
+    from triton.runtime.jit import JITFunction
+
+    switched = 0
+    modules = [module for name, module in list(sys.modules.items())
+               if module is not None and (name == "triton.language" or name.startswith("triton.language."))]
+    for module in modules:
+        for name, value in list(vars(module).items()):
+            if isinstance(value, JITFunction):
+                setattr(module, name, InterpretedFunction(value.fn))
+                switched += 1
+    return switched
 
 
 def interpreting() -> bool:
