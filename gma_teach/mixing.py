@@ -131,12 +131,22 @@ def _naive(gamma_q, gamma_k, v, causal, eps, chunk_size):
     return (scores @ v) / (scores.sum(-1, keepdim=True) + eps)
 
 
+def _with_count(v):
+    """Append a column of ones to the values: ``Gamma_K^T [V, 1] = [S, z]``, so one product yields both the
+    numerator and the normalizer (a single pass over ``Gamma_Q`` instead of two)."""
+    return F.pad(v, (0, 1), value=1.0)
+
+
+def _normalize(numerator_and_count, eps):
+    return numerator_and_count[..., :-1] / (numerator_and_count[..., -1:] + eps)
+
+
 def _linear(gamma_q, gamma_k, v, causal, eps, chunk_size):
     if causal:
         raise ValueError("impl='linear' is the bidirectional associative form; for causal=True use "
                          "'chunked', 'cumsum' or 'recurrent' (or 'auto')")
-    memory, normalizer = write_memory(gamma_k, v)
-    return read_memory(gamma_q, memory, normalizer, eps)
+    memory = gamma_k.transpose(-1, -2) @ _with_count(v)  # (..., K, d_v + 1) = [S, z]
+    return _normalize(gamma_q @ memory, eps)
 
 
 def _cumsum(gamma_q, gamma_k, v, causal, eps, chunk_size):
@@ -158,19 +168,16 @@ def _chunked(gamma_q, gamma_k, v, causal, eps, chunk_size):
         t = F.pad(t, (0, 0, 0, pad)) if pad else t
         return t.reshape(*t.shape[:-2], n_chunks, chunk_size, t.shape[-1])
 
-    keys, values = chunks(gamma_k), chunks(v)
-    chunk_memory, chunk_normalizer = write_memory(keys, values)  # (..., n_chunks, K, d_v), (..., n_chunks, K)
+    keys, values = chunks(gamma_k), chunks(_with_count(v))
+    chunk_memory = keys.transpose(-1, -2) @ values  # (..., n_chunks, K, d_v + 1): each chunk's [S, z]
     if not causal:
-        return read_memory(gamma_q, chunk_memory.sum(-3), chunk_normalizer.sum(-2), eps)
+        return _normalize(gamma_q @ chunk_memory.sum(-3), eps)
     queries = chunks(gamma_q)
     # the state carried into each chunk: exclusive prefix sums over chunks (shifted, never "inclusive minus
     # own chunk", whose rounding would leak the chunk's later tokens into its earlier outputs)
     memory = F.pad(chunk_memory.cumsum(-3)[..., :-1, :, :], (0, 0, 0, 0, 1, 0))
-    normalizer = F.pad(chunk_normalizer.cumsum(-2)[..., :-1, :], (0, 0, 1, 0))
     inside = (queries @ keys.transpose(-1, -2)).tril()  # (..., n_chunks, C, C), causal within the chunk
-    numerator = queries @ memory + inside @ values
-    denominator = queries @ normalizer.unsqueeze(-1) + inside.sum(-1, keepdim=True)
-    output = numerator / (denominator + eps)
+    output = _normalize(queries @ memory + inside @ values, eps)
     output = output.reshape(*output.shape[:-3], n_chunks * chunk_size, output.shape[-1])
     return output[..., :n_tokens, :]
 
