@@ -20,3 +20,4 @@ from .routing import (
     plot_responsibility_pca,
     plot_token_strip,
 )
+from .training import plot_training
