@@ -162,6 +162,20 @@ def test_torch_compile_fullgraph_matches_eager():
         torch.testing.assert_close(a, b)
 
 
+def test_layer_with_impl_triton_compiles_and_matches_chunked():
+    layer = gma_teach.GaussianMixtureAttention(32, 2, 8, causal=True, impl="triton")
+    reference = gma_teach.GaussianMixtureAttention(32, 2, 8, causal=True, impl="chunked")
+    reference.load_state_dict(layer.state_dict())
+    x = torch.randn(2, 50, 32)
+    out = torch.compile(layer, backend="aot_eager")(x)
+    expected = reference(x)
+    torch.testing.assert_close(out, expected, atol=1e-5, rtol=1e-4)
+    out.square().mean().backward()
+    expected.square().mean().backward()
+    for (name, p), q in zip(layer.named_parameters(), reference.parameters()):
+        torch.testing.assert_close(p.grad, q.grad, atol=1e-6, rtol=1e-4, msg=lambda m: f"{name}: {m}")
+
+
 def test_status_reports_interpreter():
     assert "interpreted on CPU" in kernels.triton_status()
     assert "interpreted" in gma_teach.env_report()

@@ -1,0 +1,103 @@
+"""The compiled Triton kernels on a CUDA GPU: larger sizes, bf16, torch.compile of a model. Skipped without CUDA.
+
+Run with ``python -m pytest -m gpu tests/test_kernels_gpu.py``. The interpreter and the compiler can disagree
+(triton issue #3738), so these checks are the ones that matter for the GPU path.
+"""
+import pytest
+import torch
+
+import gma_teach
+from gma_teach import kernels
+from test_kernels import EPS, NAMES, spec_gma
+
+pytestmark = [pytest.mark.gpu,
+              pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
+              pytest.mark.skipif(torch.cuda.is_available() and not kernels.is_available("cuda"),
+                                 reason=f"compiled Triton unavailable: {kernels.triton_status()}")]
+
+DTYPES = [torch.float32, torch.float16] + (
+    [torch.bfloat16] if torch.cuda.is_available() and torch.cuda.is_bf16_supported() else [])
+TOLERANCE = {torch.float32: 2e-4, torch.float16: 5e-3, torch.bfloat16: 3e-2}
+
+
+def make_inputs(batch, heads, n_q, n_k, d, d_v, n_components, dtype):
+    device = torch.device("cuda")
+    inputs = [torch.randn(batch, heads, n_q, d, device=device), torch.randn(batch, heads, n_k, d, device=device),
+              torch.randn(batch, heads, n_k, d_v, device=device), 0.5 * torch.randn(heads, n_components, d, device=device),
+              0.3 + 1.7 * torch.rand(heads, n_components, d, device=device),
+              torch.log_softmax(torch.randn(heads, n_components, device=device), -1)]
+    inputs = [t.to(dtype) if i < 3 else t for i, t in enumerate(inputs)]
+    return [t.requires_grad_() for t in inputs]
+
+
+def check_against_spec(inputs, causal, chunk_size=None):
+    tolerance = TOLERANCE[inputs[0].dtype]
+    out = kernels.gma_triton(*inputs, causal=causal, eps=EPS, chunk_size=chunk_size)
+    d_out = torch.randn_like(out, dtype=torch.float32)
+    grads = torch.autograd.grad(out, inputs, d_out.to(out.dtype))
+    inputs64 = [t.detach().double().requires_grad_() for t in inputs]
+    out64 = spec_gma(*inputs64, causal)
+    grads64 = torch.autograd.grad(out64, inputs64, d_out.double())
+    assert out.dtype == inputs[2].dtype
+    torch.testing.assert_close(out.double(), out64, atol=tolerance, rtol=tolerance)
+    for name, grad, grad64 in zip(NAMES, grads, grads64):
+        scale = max(grad64.abs().max().item(), 1.0)
+        torch.testing.assert_close(grad.double(), grad64, atol=tolerance * scale, rtol=tolerance,
+                                   msg=lambda m: f"{name}: {m}")
+
+
+@pytest.mark.parametrize("dtype", DTYPES)
+@pytest.mark.parametrize("batch, heads, n_q, n_k, d, d_v, n_components, causal, chunk_size", [
+    (2, 4, 1000, 1000, 64, 64, 128, False, None),
+    (1, 2, 333, 1777, 32, 48, 40, False, None),     # cross-attention, odd sizes
+    (2, 4, 1000, 1000, 64, 64, 128, True, None),
+    (1, 2, 777, 777, 48, 40, 100, True, 32),
+    (1, 2, 513, 513, 64, 64, 256, True, 64),
+])
+def test_forward_and_gradients_match_float64_spec(dtype, batch, heads, n_q, n_k, d, d_v, n_components, causal,
+                                                  chunk_size):
+    check_against_spec(make_inputs(batch, heads, n_q, n_k, d, d_v, n_components, dtype), causal, chunk_size)
+
+
+def test_causal_leakage_is_exactly_zero():
+    q, k, v, means, variances, log_priors = make_inputs(2, 2, 700, 700, 64, 64, 128, torch.float32)
+    t = 300
+    out = kernels.gma_triton(q, k, v, means, variances, log_priors, causal=True, eps=EPS)
+    future = [x.detach().clone() for x in (q, k, v)]
+    for x in future:
+        x[:, :, t + 1:] += 10 * torch.randn_like(x[:, :, t + 1:])
+    perturbed = kernels.gma_triton(*future, means, variances, log_priors, causal=True, eps=EPS)
+    assert torch.equal(out[:, :, :t + 1], perturbed[:, :, :t + 1])
+    for grad in torch.autograd.grad(out[:, :, t].sum(), (q, k, v)):
+        assert torch.count_nonzero(grad[:, :, t + 1:]) == 0
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_deterministic(causal):
+    inputs = make_inputs(2, 4, 2048, 2048, 64, 64, 128, torch.bfloat16 if torch.cuda.is_bf16_supported()
+                         else torch.float16)
+    runs = []
+    for _ in range(2):
+        out = kernels.gma_triton(*inputs, causal=causal, eps=EPS)
+        runs.append((out, *torch.autograd.grad(out.float().square().sum(), inputs)))
+    assert all(torch.equal(a, b) for a, b in zip(*runs))
+
+
+def test_torch_compile_of_a_model_using_the_kernel():
+    torch.manual_seed(0)
+    dtype = torch.bfloat16 if torch.cuda.is_bf16_supported() else torch.float16
+    layer = gma_teach.GaussianMixtureAttention(128, 4, 64, causal=True, impl="triton").cuda()
+    reference = gma_teach.GaussianMixtureAttention(128, 4, 64, causal=True, impl="chunked").cuda()
+    reference.load_state_dict(layer.state_dict())
+    x = torch.randn(2, 300, 128, device="cuda")
+    compiled = torch.compile(layer)  # the kernels alone also compile with fullgraph=True (test_kernels.py)
+    with torch.autocast("cuda", dtype=dtype):
+        out = compiled(x)
+    out.float().square().mean().backward()
+    with torch.autocast("cuda", dtype=dtype):
+        expected = reference(x)
+    expected.float().square().mean().backward()
+    torch.testing.assert_close(out.float(), expected.float(), atol=3e-2, rtol=3e-2)
+    for (name, p), q in zip(layer.named_parameters(), reference.parameters()):
+        scale = max(q.grad.abs().max().item(), 1e-3)
+        torch.testing.assert_close(p.grad, q.grad, atol=5e-2 * scale, rtol=5e-2, msg=lambda m: f"{name}: {m}")
