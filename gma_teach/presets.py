@@ -77,6 +77,54 @@ PRESETS: dict[str, dict[str, dict]] = {
         "full": dict(n_tokens=65536, n_shuffles=100, heatmap_tokens=64, strip_tokens=160, pca_points=6000,
                      top_components=24, seed=0),
     },
+    # Experiments of chapters 9-10 (gma_teach.experiments). listops: LRA's generator settings and split sizes
+    # (full = LRA: depth 10, 500 < length < 2000, 96k/2k/2k, 4 layers, width 512, 8 heads, MLP 1024), the encoder,
+    # AdamW with warmup + cosine. small = the CPU preset that learns (notes: ~35% for softmax in ~77 s).
+    "listops": {
+        "tiny": dict(source="generate", max_depth=5, max_args=10, min_length=20, max_length=100, n_train=640,
+                     n_val=128, n_test=256, data_seed=0, d_model=32, n_layers=1, n_heads=2, d_ff=64, dropout=0.0,
+                     pooling="cls", n_components=16, n_features=32, linformer_k=32, batch_size=32, epochs=2,
+                     lr=2e-3, weight_decay=0.01, warmup_fraction=0.1),
+        "small": dict(source="generate", max_depth=6, max_args=10, min_length=50, max_length=256, n_train=4000,
+                      n_val=500, n_test=500, data_seed=0, d_model=64, n_layers=2, n_heads=4, d_ff=128, dropout=0.0,
+                      pooling="cls", n_components=32, n_features=64, linformer_k=64, batch_size=32, epochs=4,
+                      lr=1e-3, weight_decay=0.01, warmup_fraction=0.1),
+        "full": dict(source="auto", max_depth=10, max_args=10, min_length=500, max_length=2000, n_train=96000,
+                     n_val=2000, n_test=2000, data_seed=0, d_model=512, n_layers=4, n_heads=8, d_ff=1024,
+                     dropout=0.1, pooling="cls", n_components=128, n_features=256, linformer_k=256, batch_size=32,
+                     epochs=20, lr=1e-4, weight_decay=0.01, warmup_fraction=0.05),
+    },
+    # text: LRA Text = byte-level IMDb (full: 4000 bytes, 4 layers, width 256, 4 heads, MLP 1024); offline
+    # (tiny/small) the labelled stand-in "stdlib docstring -> package" (4 classes, ~1.4k docstrings).
+    "text": {
+        "tiny": dict(source="stdlib", n_train=512, n_test=256, max_length=128, data_seed=0, d_model=32, n_layers=1,
+                     n_heads=2, d_ff=64, dropout=0.0, pooling="mean", n_components=16, n_features=32,
+                     linformer_k=32, batch_size=32, epochs=2, lr=2e-3, weight_decay=0.01, warmup_fraction=0.1),
+        "small": dict(source="stdlib", n_train=1000, n_test=370, max_length=512, data_seed=0, d_model=64,
+                      n_layers=2, n_heads=4, d_ff=128, dropout=0.0, pooling="mean", n_components=32,
+                      n_features=64, linformer_k=64, batch_size=32, epochs=6, lr=1e-3, weight_decay=0.01,
+                      warmup_fraction=0.1),
+        "full": dict(source="imdb", n_train=25000, n_test=25000, max_length=4000, data_seed=0, d_model=256,
+                     n_layers=4, n_heads=4, d_ff=1024, dropout=0.1, pooling="mean", n_components=128,
+                     n_features=256, linformer_k=256, batch_size=32, epochs=20, lr=1e-4, weight_decay=0.01,
+                     warmup_fraction=0.05),
+    },
+    # lm: causal LM. full = the paper's WikiText-103 setting (GPT-2 BPE, context 1024, ~46M parameters, K 128/256);
+    # tiny/small: the offline standard-library corpus with GPT-2 BPE compacted to the ids that occur.
+    "lm": {
+        "tiny": dict(source="stdlib", tokenizer="auto", block_size=64, max_train_tokens=120_000,
+                     max_val_tokens=8192, compact_vocab=True, data_seed=0, d_model=32, n_layers=1, n_heads=2,
+                     d_ff=128, dropout=0.0, n_components=16, n_components_sweep=[8, 16], n_features=32,
+                     batch_size=16, steps=60, eval_every=30, lr=3e-3, weight_decay=0.01, warmup_fraction=0.1),
+        "small": dict(source="stdlib", tokenizer="auto", block_size=128, max_train_tokens=None,
+                      max_val_tokens=None, compact_vocab=True, data_seed=0, d_model=128, n_layers=2, n_heads=4,
+                      d_ff=512, dropout=0.0, n_components=64, n_components_sweep=[32, 64], n_features=64,
+                      batch_size=16, steps=600, eval_every=200, lr=2e-3, weight_decay=0.01, warmup_fraction=0.05),
+        "full": dict(source="wikitext-103", tokenizer="gpt2", block_size=1024, max_train_tokens=None,
+                     max_val_tokens=None, compact_vocab=False, data_seed=0, d_model=512, n_layers=6, n_heads=8,
+                     d_ff=2048, dropout=0.1, n_components=256, n_components_sweep=[128, 256], n_features=256,
+                     batch_size=16, steps=20000, eval_every=2000, lr=6e-4, weight_decay=0.1, warmup_fraction=0.02),
+    },
     # ch08: the Table 1 protocol (gma_teach.profiling): one block of width d_model, forward + backward, every mixer
     # over seq_lens (GMA with n_components), GMA over k_values at k_sweep_len; full = the paper's width 768.
     "ch08": {

@@ -9,7 +9,7 @@ from __future__ import annotations
 import torch
 from torch.utils.flop_counter import FlopCounterMode
 
-from ..mixing import gma_from_responsibilities
+from ..mixing import gma_from_responsibilities, read_memory, write_memory
 from ._common import ExerciseError, compare
 
 __all__ = ["check_flop_count", "check_read_memory", "check_write_memory"]
@@ -104,13 +104,25 @@ def check_read_memory(fn, *, seed: int = 0, eps: float = 1e-6) -> str:
     return "read_memory: correct, equal to the N x N form, and finite when a query finds no keys."
 
 
+def _naive_order(gamma_q, gamma_k, v, eps=1e-6):
+    """Chapter 3's order: the ``(N_q, N_k)`` affinity first, then its products with ``V`` and its row sums."""
+    scores = gamma_q @ gamma_k.transpose(-1, -2)
+    return (scores @ v) / (scores.sum(-1, keepdim=True) + eps)
+
+
+def _linear_order(gamma_q, gamma_k, v, eps=1e-6):
+    """Chapter 4's order: write the memory ``(S, z)``, then read it."""
+    return read_memory(gamma_q, *write_memory(gamma_k, v), eps)
+
+
 def _measured_flops(form: str, n_q: int, n_k: int, n_components: int, d_value: int) -> int:
-    """Matrix-product FLOPs that torch's counter records for the package's ``naive``/``linear`` form."""
+    """Matrix-product FLOPs that torch's counter records for one order (``"naive"`` or ``"linear"``)."""
     gamma_q = torch.rand(n_q, n_components).softmax(-1)
     gamma_k = torch.rand(n_k, n_components).softmax(-1)
     v = torch.randn(n_k, d_value)
+    order = _naive_order if form == "naive" else _linear_order
     with FlopCounterMode(display=False) as counter:
-        gma_from_responsibilities(gamma_q, gamma_k, v, impl=form)
+        order(gamma_q, gamma_k, v)
     return counter.get_total_flops()
 
 
@@ -119,8 +131,9 @@ def check_flop_count(fn, *, seed: int = 0) -> str:
 
     ``form`` is ``"naive"`` (``(Gamma_Q Gamma_K^T) V`` and its row sums) or ``"linear"`` (``Gamma_K^T V``, then
     ``Gamma_Q S`` and ``Gamma_Q z``). A product of an ``(a, b)`` and a ``(b, c)`` matrix costs ``2 a b c`` FLOPs
-    (a multiply and an add per term); sums and divisions are not counted. The checker *measures* the package's
-    forms with ``torch.utils.flop_counter.FlopCounterMode`` at random sizes and compares.
+    (a multiply and an add per term); sums and divisions are not counted. The checker *measures* both orders,
+    written as above with :func:`gma_teach.mixing.write_memory` and :func:`~gma_teach.mixing.read_memory` for the
+    linear one, with ``torch.utils.flop_counter.FlopCounterMode`` at random sizes and compares.
 
     Args:
         fn: your formula.
