@@ -81,8 +81,8 @@ PRESETS: dict[str, dict[str, dict]] = {
     # (full = LRA: depth 10, 500 < length < 2000, 96k/2k/2k, 4 layers, width 512, 8 heads, MLP 1024), the encoder,
     # AdamW with warmup + cosine. small = the CPU preset that learns (notes: ~35% for softmax in ~77 s).
     "listops": {
-        "tiny": dict(source="generate", max_depth=5, max_args=10, min_length=20, max_length=100, n_train=640,
-                     n_val=128, n_test=256, data_seed=0, d_model=32, n_layers=1, n_heads=2, d_ff=64, dropout=0.0,
+        "tiny": dict(source="generate", max_depth=4, max_args=10, min_length=10, max_length=64, n_train=384,
+                     n_val=64, n_test=128, data_seed=0, d_model=32, n_layers=1, n_heads=2, d_ff=64, dropout=0.0,
                      pooling="cls", n_components=16, n_features=32, linformer_k=32, batch_size=32, epochs=2,
                      lr=2e-3, weight_decay=0.01, warmup_fraction=0.1),
         "small": dict(source="generate", max_depth=6, max_args=10, min_length=50, max_length=256, n_train=4000,
@@ -97,7 +97,7 @@ PRESETS: dict[str, dict[str, dict]] = {
     # text: LRA Text = byte-level IMDb (full: 4000 bytes, 4 layers, width 256, 4 heads, MLP 1024); offline
     # (tiny/small) the labelled stand-in "stdlib docstring -> package" (4 classes, ~1.4k docstrings).
     "text": {
-        "tiny": dict(source="stdlib", n_train=512, n_test=256, max_length=128, data_seed=0, d_model=32, n_layers=1,
+        "tiny": dict(source="stdlib", n_train=384, n_test=128, max_length=96, data_seed=0, d_model=32, n_layers=1,
                      n_heads=2, d_ff=64, dropout=0.0, pooling="mean", n_components=16, n_features=32,
                      linformer_k=32, batch_size=32, epochs=2, lr=2e-3, weight_decay=0.01, warmup_fraction=0.1),
         "small": dict(source="stdlib", n_train=1000, n_test=370, max_length=512, data_seed=0, d_model=64,
@@ -115,7 +115,7 @@ PRESETS: dict[str, dict[str, dict]] = {
         "tiny": dict(source="stdlib", tokenizer="auto", block_size=64, max_train_tokens=120_000,
                      max_val_tokens=8192, compact_vocab=True, data_seed=0, d_model=32, n_layers=1, n_heads=2,
                      d_ff=128, dropout=0.0, n_components=16, n_components_sweep=[8, 16], n_features=32,
-                     batch_size=16, steps=60, eval_every=30, lr=3e-3, weight_decay=0.01, warmup_fraction=0.1),
+                     batch_size=8, steps=40, eval_every=20, lr=3e-3, weight_decay=0.01, warmup_fraction=0.1),
         "small": dict(source="stdlib", tokenizer="auto", block_size=128, max_train_tokens=None,
                       max_val_tokens=None, compact_vocab=True, data_seed=0, d_model=128, n_layers=2, n_heads=4,
                       d_ff=512, dropout=0.0, n_components=64, n_components_sweep=[32, 64], n_features=64,

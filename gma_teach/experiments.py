@@ -1,0 +1,462 @@
+"""The experiments of chapters 9 and 10, as functions and as a command line.
+
+* ``listops`` -- LRA ListOps (10 classes): generated with LRA's generator offline, or the official data at ``full``;
+* ``text`` -- LRA Text, byte-level IMDb (2 classes); offline, the labelled stand-in "standard-library docstring ->
+  package" (4 classes) from :mod:`gma_teach.data.text`;
+* ``lm`` -- a causal language model on WikiText-103 (``full``) or, offline, on the Python standard library's
+  English (pydoc topics + docstrings), GPT-2 BPE where available.
+
+Sizes come from ``gma_teach.preset("listops" | "text" | "lm", scale)``. The chapters call the same functions as the
+command line::
+
+    python -m gma_teach.experiments listops --mixer gma --scale small --seeds 3 --out book/results/listops_gma.json
+
+writes a JSON record: the configuration, per-epoch metrics and final test metric of every seed, their mean and
+standard deviation, training tokens per second, parameter counts, hardware, date, commit and the command.
+:func:`load_or_train_lm` keeps chapter 10's language model under ``gma_teach.cache_dir()`` for chapter 11.
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import statistics
+import subprocess
+import sys
+import time
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+
+from .baselines import MIXER_NAMES
+from .models import DecoderLM, EncoderClassifier, parameter_counts
+from .scale import cache_dir, device, preset, scale, seed_everything
+from .train import History, evaluate, fit
+
+EXPERIMENTS = ("listops", "text", "lm")
+CLASSIFIER_MIXERS = tuple(name for name in MIXER_NAMES)
+LM_MIXERS = tuple(name for name in MIXER_NAMES if name != "linformer")
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Provenance
+# ----------------------------------------------------------------------------------------------------------------
+def hardware() -> str:
+    """The machine in words: GPU name, or CPU model with core and thread counts."""
+    if torch.cuda.is_available():
+        return f"{torch.cuda.get_device_name()} (CUDA {torch.version.cuda}), torch {torch.__version__}"
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    return (f"CPU: {cpu}, {os.cpu_count()} logical cores, {torch.get_num_threads()} torch threads, "
+            f"torch {torch.__version__}")
+
+
+def commit() -> str:
+    """``git describe``-like id of the working tree (``+dirty`` when it has uncommitted changes), or ``unknown``."""
+    here = Path(__file__).resolve().parent
+    try:
+        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True,
+                             timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return sha + ("+dirty" if dirty else "")
+
+
+def provenance(command: str | None = None) -> dict:
+    """Hardware, UTC date, commit and command of a run."""
+    return {"hardware": hardware(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "commit": commit(), "command": command or " ".join([Path(sys.executable).name] + sys.argv)}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Models
+# ----------------------------------------------------------------------------------------------------------------
+def mixer_options(p: SimpleNamespace, mixer: str, n_components: int | None = None) -> dict:
+    """The options :func:`gma_teach.make_mixer` gets for ``mixer`` under preset ``p``."""
+    if mixer not in MIXER_NAMES:
+        raise ValueError(f"mixer must be one of {MIXER_NAMES}, got {mixer!r}")
+    if mixer == "gma":
+        return {"n_components": int(n_components or p.n_components)}
+    if mixer == "performer":
+        return {"n_features": p.n_features}
+    if mixer == "linformer":
+        return {"k": p.linformer_k}
+    return {}
+
+
+def _check_seed(seed) -> int:
+    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
+        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
+    return seed
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Classification (ListOps, Text)
+# ----------------------------------------------------------------------------------------------------------------
+def listops_data(p: SimpleNamespace, *, source: str | None = None) -> dict:
+    """ListOps splits for preset ``p``: ``{"train", "validation", "test"}`` of ``(tokens, labels)`` plus
+    ``"source"`` (a description), ``"vocab_size"`` and ``"n_classes"``.
+
+    ``source``: ``"generate"``, ``"hub"`` or ``"auto"`` (the hub if it answers, else the generator); default
+    ``p.source``.
+    """
+    from .data import DataUnavailableError, listops
+
+    source = source or p.source
+    if source not in ("generate", "hub", "auto"):
+        raise ValueError(f"ListOps source must be 'generate', 'hub' or 'auto', got {source!r}")
+    settings = dict(max_depth=p.max_depth, max_args=p.max_args, min_length=p.min_length, max_length=p.max_length,
+                    add_cls=False)  # the model prepends its own learned CLS token
+    data, used = None, source
+    if source in ("hub", "auto"):
+        try:
+            data = listops.splits(p.n_train, p.n_val, p.n_test, source="hub", **settings)
+            used = f"hub ({listops.HUB_REPO}, validated)"
+        except DataUnavailableError:
+            if source == "hub":
+                raise
+    if data is None:
+        data = listops.splits(p.n_train, p.n_val, p.n_test, source="generate", seed=p.data_seed, **settings)
+        used = (f"generated with LRA's generator (max_depth={p.max_depth}, max_args={p.max_args}, "
+                f"{p.min_length} < length < {p.max_length}, seed {p.data_seed})")
+    return {**data, "source": used, "vocab_size": len(listops.VOCAB), "n_classes": listops.N_CLASSES,
+            "pad_id": listops.PAD_ID}
+
+
+def text_data(p: SimpleNamespace, *, source: str | None = None) -> dict:
+    """Text splits for preset ``p``: ``{"train", "validation", "test"}`` plus ``"source"``, ``"vocab_size"``,
+    ``"n_classes"``. Like LRA, validation is the test split. ``source``: ``"imdb"`` or ``"stdlib"`` (the
+    stand-in; labelled so in ``"source"``); default ``p.source``."""
+    from .data import text
+
+    source = source or p.source
+    data = text.splits(p.n_train, p.n_test, source=source, max_length=p.max_length, seed=p.data_seed)
+    if source == "stdlib":
+        described = (f"STAND-IN for IMDb: standard-library docstring -> package ({', '.join(data['classes'])}), "
+                     f"Python {sys.version_info.major}.{sys.version_info.minor}, byte-level, {p.max_length} bytes")
+    else:
+        described = f"IMDb ({text.HUB_REPO}), byte-level, {p.max_length} bytes"
+    return {"train": data["train"], "validation": data["test"], "test": data["test"], "source": described,
+            "vocab_size": text.VOCAB_SIZE, "n_classes": len(data["classes"]), "pad_id": text.PAD_ID,
+            "classes": data["classes"]}
+
+
+def majority_accuracy(labels: torch.Tensor) -> float:
+    """Accuracy of always answering the most frequent label of ``labels``."""
+    return float(torch.bincount(labels).max()) / len(labels)
+
+
+def build_classifier(p: SimpleNamespace, mixer: str, data: dict, *, n_components: int | None = None):
+    """An :class:`~gma_teach.models.EncoderClassifier` sized by preset ``p`` for ``data``."""
+    return EncoderClassifier(data["vocab_size"], data["n_classes"], p.d_model, p.n_layers, p.n_heads, mixer=mixer,
+                             max_seq_len=data["train"][0].shape[1], pooling=p.pooling, d_ff=p.d_ff,
+                             dropout=p.dropout, pad_id=data["pad_id"],
+                             mixer_options=mixer_options(p, mixer, n_components))
+
+
+def run_classification(experiment: str, mixer: str, *, scale_name: str | None = None, seed: int = 0,
+                       n_components: int | None = None, source: str | None = None, data: dict | None = None,
+                       progress: bool = False, **overrides) -> dict:
+    """Train and test one classifier; returns a JSON-ready record of this seed.
+
+    Args:
+        experiment: ``"listops"`` or ``"text"``.
+        mixer: a name of :data:`gma_teach.baselines.MIXER_NAMES`.
+        scale_name: preset scale (default: the scale in force).
+        seed: model initialization, dropout and batch order.
+        n_components: GMA's K (default ``p.n_components``).
+        source: data source (see :func:`listops_data`, :func:`text_data`).
+        data: already-loaded data (to share it between runs).
+        **overrides: replace preset entries (``epochs=1``, ...).
+
+    Returns:
+        ``{"seed", "history", "test", "majority_baseline", "parameters", "tokens_per_second", "train_seconds",
+        "data_source"}``; ``test`` holds ``loss`` and ``accuracy`` of the best-validation weights.
+    """
+    if experiment not in ("listops", "text"):
+        raise ValueError(f"experiment must be 'listops' or 'text', got {experiment!r}")
+    p = preset(experiment, scale_name)
+    for key, value in overrides.items():
+        if not hasattr(p, key):
+            raise ValueError(f"unknown override {key!r} for preset {experiment!r}; known: {sorted(vars(p))}")
+        setattr(p, key, value)
+    if data is None:
+        data = listops_data(p, source=source) if experiment == "listops" else text_data(p, source=source)
+    seed_everything(_check_seed(seed))
+    model = build_classifier(p, mixer, data, n_components=n_components).to(device())
+    history = fit(model, data["train"], val_data=data["validation"], epochs=p.epochs, lr=p.lr,
+                  weight_decay=p.weight_decay, warmup=_warmup_steps(p, len(data["train"][1])),
+                  batch_size=p.batch_size, seed=seed, task="classify", progress=progress,
+                  label=f"{experiment} {mixer} seed {seed}")
+    test = evaluate(model, data["test"], task="classify", batch_size=p.batch_size)
+    return {"seed": seed, "mixer": mixer, "n_components": (n_components or p.n_components) if mixer == "gma" else None,
+            "history": _history_summary(history), "test": test,
+            "majority_baseline": majority_accuracy(data["test"][1]), "parameters": parameter_counts(model),
+            "tokens_per_second": history.tokens_per_second, "train_seconds": history.train_seconds,
+            "data_source": data["source"]}
+
+
+def _warmup_steps(p: SimpleNamespace, n_train: int) -> int:
+    steps = p.epochs * -(-n_train // p.batch_size)
+    return int(round(p.warmup_fraction * steps))
+
+
+def _history_summary(history: History) -> dict:
+    """The per-evaluation part of a :class:`History` (per-step losses are left out of the JSON)."""
+    keys = ("metric_name", "steps", "epochs", "train_loss", "val_loss", "val_metric", "best_metric", "best_step",
+            "tokens_per_second", "train_seconds", "train_tokens")
+    return {key: getattr(history, key) for key in keys}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Language modelling
+# ----------------------------------------------------------------------------------------------------------------
+def lm_data(p: SimpleNamespace, *, source: str | None = None):
+    """:class:`gma_teach.data.wikitext.LMData` for preset ``p`` (``source`` default ``p.source``)."""
+    from .data import wikitext
+
+    return wikitext.lm_data(source=source or p.source, tokenizer=p.tokenizer, block_size=p.block_size,
+                            max_train_tokens=p.max_train_tokens, max_val_tokens=p.max_val_tokens,
+                            compact_vocab=p.compact_vocab, seed=p.data_seed)
+
+
+def build_lm(p: SimpleNamespace, mixer: str, vocab_size: int, *, n_components: int | None = None) -> DecoderLM:
+    """A :class:`~gma_teach.models.DecoderLM` sized by preset ``p``."""
+    if mixer not in LM_MIXERS:
+        raise ValueError(f"LM mixer must be one of {LM_MIXERS}, got {mixer!r}")
+    return DecoderLM(vocab_size, p.d_model, p.n_layers, p.n_heads, mixer=mixer, max_seq_len=p.block_size,
+                     d_ff=p.d_ff, dropout=p.dropout, mixer_options=mixer_options(p, mixer, n_components))
+
+
+def _train_lm(p, mixer, data, *, n_components, seed, progress, checkpoint_path=None):
+    seed_everything(_check_seed(seed))
+    model = build_lm(p, mixer, data.tokenizer.n_vocab, n_components=n_components).to(device())
+    label = f"lm {mixer}" + (f" K={n_components or p.n_components}" if mixer == "gma" else "") + f" seed {seed}"
+    history = fit(model, data.train, val_data=data.val, steps=p.steps, eval_every=p.eval_every, lr=p.lr,
+                  weight_decay=p.weight_decay, warmup=int(round(p.warmup_fraction * p.steps)),
+                  batch_size=p.batch_size, seed=seed, task="lm", progress=progress, label=label,
+                  checkpoint_path=checkpoint_path)
+    return model, history
+
+
+def run_lm(mixer: str, *, scale_name: str | None = None, seed: int = 0, n_components: int | None = None,
+           source: str | None = None, data=None, progress: bool = False, return_model: bool = False, **overrides):
+    """Train one causal LM for ``p.steps`` steps; returns a JSON-ready record (and the model if
+    ``return_model``).
+
+    The record holds ``history`` (validation perplexity every ``p.eval_every`` steps), ``val`` (loss and
+    perplexity of the best-validation weights), ``tokens_per_second`` (training), ``parameters``, ``data_source``
+    and ``tokenizer``.
+    """
+    p = preset("lm", scale_name)
+    for key, value in overrides.items():
+        if not hasattr(p, key):
+            raise ValueError(f"unknown override {key!r} for preset 'lm'; known: {sorted(vars(p))}")
+        setattr(p, key, value)
+    data = data if data is not None else lm_data(p, source=source)
+    model, history = _train_lm(p, mixer, data, n_components=n_components, seed=seed, progress=progress)
+    record = {"seed": seed, "mixer": mixer,
+              "n_components": (n_components or p.n_components) if mixer == "gma" else None,
+              "history": _history_summary(history), "val": evaluate(model, data.val, task="lm",
+                                                                     batch_size=p.batch_size),
+              "parameters": parameter_counts(model), "tokens_per_second": history.tokens_per_second,
+              "train_seconds": history.train_seconds, "data_source": data.source, "tokenizer": data.tokenizer.name}
+    return (record, model) if return_model else record
+
+
+@dataclass
+class LMRun:
+    """Chapter 10's trained language model, as chapter 11 reads it.
+
+    Attributes:
+        model: the :class:`~gma_teach.models.DecoderLM` (eval mode, on ``gma_teach.device()``).
+        tokenizer: ``encode``, ``decode`` and ``token_strings(ids) -> list[str]`` (the BPE surface strings).
+        val_ids: the validation token stream ``(T,)`` int64 in the model's vocabulary.
+        history: the :class:`~gma_teach.train.History` of its training.
+        path: the checkpoint file.
+        config: the preset sizes used, with ``mixer``, ``n_components``, ``seed`` and ``scale``.
+    """
+
+    model: DecoderLM
+    tokenizer: object
+    val_ids: torch.Tensor
+    history: History
+    path: Path
+    config: dict
+
+
+def lm_checkpoint_path(scale_name: str, mixer: str, n_components: int | None, seed: int) -> Path:
+    """Where :func:`load_or_train_lm` keeps a model: ``cache_dir()/checkpoints/lm-<scale>-<mixer>[-K<k>]-s<seed>.pt``."""
+    suffix = f"-K{n_components}" if mixer == "gma" else ""
+    return cache_dir() / "checkpoints" / f"lm-{scale_name}-{mixer}{suffix}-s{seed}.pt"
+
+
+def load_or_train_lm(scale_name: str | None = None, *, mixer: str = "gma", n_components: int | None = None,
+                     seed: int = 0, progress: bool = False) -> LMRun:
+    """Chapter 10's language model: loaded from ``gma_teach.cache_dir()`` if saved, else trained at the scale's
+    preset (``gma_teach.preset("lm", scale_name)``) and saved.
+
+    A saved model is reused only if its preset and tokenizer match the current ones; otherwise it is retrained.
+    """
+    chosen = scale_name or scale()
+    p = preset("lm", chosen)
+    n_components = int(n_components or p.n_components) if mixer == "gma" else None
+    path = lm_checkpoint_path(chosen, mixer, n_components, _check_seed(seed))
+    data = lm_data(p)
+    config = {**vars(p), "mixer": mixer, "n_components": n_components, "seed": seed, "tokenizer": data.tokenizer.name,
+              "vocab_size": data.tokenizer.n_vocab}
+    model = build_lm(p, mixer, data.tokenizer.n_vocab, n_components=n_components).to(device())
+    saved = torch.load(path, map_location=device(), weights_only=False) if path.exists() else None
+    if saved is not None and saved.get("config") == config:
+        model.load_state_dict(saved["model"])
+        history = History(**saved["history"])
+    else:
+        model, history = _train_lm(p, mixer, data, n_components=n_components, seed=seed, progress=progress)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".tmp{os.getpid()}")
+        torch.save({"model": model.state_dict(), "history": history.to_dict(), "config": config}, temporary)
+        temporary.replace(path)
+    model.eval()
+    return LMRun(model, data.tokenizer, data.val_ids, history, path, config)
+
+
+def decoding_state_bytes(model: DecoderLM, n_steps: int, *, prompt_id: int = 0) -> list[int]:
+    """Bytes held by the decoding states of all layers after each of ``n_steps`` recurrent steps (batch 1).
+
+    Counted from the state objects themselves (every tensor field): a KV cache grows by ``2 H d_head`` values per
+    layer and token; GMA's memory and normalizer keep ``H K (d_v + 1)`` values per layer whatever the position.
+    """
+    if not model.can_decode_recurrently():
+        raise ValueError("model's mixers have no init_state/step")
+    if not isinstance(n_steps, int) or not 1 <= n_steps <= model.max_seq_len:
+        raise ValueError(f"n_steps must be an int in [1, max_seq_len={model.max_seq_len}], got {n_steps!r}")
+    states = [block.mixer.init_state(1) for block in model.blocks]
+    token = torch.tensor([prompt_id], device=model.embedding.weight.device)
+    sizes = []
+    with torch.no_grad():
+        for position in range(n_steps):
+            x = model.embedding(token) + model.positions.weight[position]
+            new_states = []
+            for block, state in zip(model.blocks, states):
+                x, state = block.step(x, state)
+                new_states.append(state)
+            states = new_states
+            token = (model.norm(x) @ model.embedding.weight.T).argmax(-1)
+            sizes.append(sum(_tensor_bytes(state) for state in states))
+    return sizes
+
+
+def _tensor_bytes(value) -> int:
+    if isinstance(value, torch.Tensor):
+        return value.numel() * value.element_size()
+    if isinstance(value, (list, tuple)):
+        return sum(_tensor_bytes(item) for item in value)
+    if hasattr(value, "__dict__"):
+        return sum(_tensor_bytes(item) for item in vars(value).values())
+    return 0
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Several seeds, summaries, the command line
+# ----------------------------------------------------------------------------------------------------------------
+def mean_std(values) -> tuple[float, float]:
+    """Mean and sample standard deviation (0 for one value)."""
+    values = [float(v) for v in values]
+    if not values:
+        raise ValueError("mean_std needs at least one value")
+    return statistics.fmean(values), (statistics.stdev(values) if len(values) > 1 else 0.0)
+
+
+def run(experiment: str, mixer: str, *, scale_name: str | None = None, seeds=(0,), n_components: int | None = None,
+        source: str | None = None, progress: bool = False, command: str | None = None, **overrides) -> dict:
+    """Run ``experiment`` for every seed in ``seeds``; returns the JSON-ready record the command line writes.
+
+    The record: ``experiment``, ``mixer``, ``scale``, ``config`` (the preset with overrides), ``runs`` (one record per
+    seed), ``summary`` (mean and std of the final metric and of tokens/s), ``parameters``, ``data_source`` and the
+    provenance (``hardware``, ``date``, ``commit``, ``command``).
+    """
+    if experiment not in EXPERIMENTS:
+        raise ValueError(f"experiment must be one of {EXPERIMENTS}, got {experiment!r}")
+    if not seeds:
+        raise ValueError("seeds must name at least one seed")
+    chosen = scale_name or scale()
+    p = preset(experiment, chosen)
+    config = {**vars(p), **overrides, "mixer": mixer, "mixer_options": mixer_options(p, mixer, n_components)}
+    started = time.perf_counter()
+    runs = []
+    if experiment == "lm":
+        q = SimpleNamespace(**{**vars(p), **overrides})
+        data = lm_data(q, source=source)
+        for seed in seeds:
+            runs.append(run_lm(mixer, scale_name=chosen, seed=seed, n_components=n_components, data=data,
+                               progress=progress, **overrides))
+        metric, values = "val_perplexity", [r["val"]["perplexity"] for r in runs]
+    else:
+        q = SimpleNamespace(**{**vars(p), **overrides})
+        data = listops_data(q, source=source) if experiment == "listops" else text_data(q, source=source)
+        for seed in seeds:
+            runs.append(run_classification(experiment, mixer, scale_name=chosen, seed=seed, n_components=n_components,
+                                           data=data, progress=progress, **overrides))
+        metric, values = "test_accuracy", [r["test"]["accuracy"] for r in runs]
+    mean, std = mean_std(values)
+    speed_mean, speed_std = mean_std([r["tokens_per_second"] for r in runs])
+    return {"experiment": experiment, "mixer": mixer, "n_components": runs[0]["n_components"], "scale": chosen,
+            "config": config, "data_source": runs[0]["data_source"], "parameters": runs[0]["parameters"],
+            "summary": {"metric": metric, "mean": mean, "std": std, "values": values, "seeds": list(seeds),
+                        "tokens_per_second_mean": speed_mean, "tokens_per_second_std": speed_std},
+            "runs": runs, "wall_seconds": time.perf_counter() - started, **provenance(command)}
+
+
+def load_results(pattern: str = "*.json", folder: str | os.PathLike | None = None) -> list[dict]:
+    """The recorded result files under ``book/results`` (or ``folder``) matching ``pattern``, sorted by name."""
+    folder = Path(folder) if folder is not None else Path(__file__).resolve().parent.parent / "book" / "results"
+    return [json.loads(path.read_text()) for path in sorted(folder.glob(pattern))]
+
+
+def _parser() -> argparse.ArgumentParser:
+    parser = argparse.ArgumentParser(prog="python -m gma_teach.experiments", description=__doc__.split("\n\n")[0])
+    parser.add_argument("experiment", choices=EXPERIMENTS)
+    parser.add_argument("--mixer", default="gma", choices=MIXER_NAMES)
+    parser.add_argument("--scale", default=None, choices=("tiny", "small", "full"),
+                        help="preset scale (default: GMA_TEACH_SCALE, else full on a GPU and small on a CPU)")
+    parser.add_argument("--seeds", type=int, default=1, help="run seeds 0 .. N-1")
+    parser.add_argument("--n-components", type=int, default=None, help="GMA's K (default: the preset's)")
+    parser.add_argument("--source", default=None,
+                        help="listops: generate|hub|auto; text: stdlib|imdb; lm: stdlib|wikitext-2|wikitext-103")
+    parser.add_argument("--out", required=True, help="JSON file to write")
+    parser.add_argument("--progress", action="store_true", help="show progress bars")
+    return parser
+
+
+def main(argv=None) -> dict:
+    """Command-line entry point: run, write the JSON record to ``--out`` and return it."""
+    args = _parser().parse_args(argv)
+    if args.seeds < 1:
+        raise SystemExit(f"--seeds must be >= 1, got {args.seeds}")
+    shown = argv if argv is not None else sys.argv[1:]
+    command = "python -m gma_teach.experiments " + " ".join(shown)
+    record = run(args.experiment, args.mixer, scale_name=args.scale, seeds=tuple(range(args.seeds)),
+                 n_components=args.n_components, source=args.source, progress=args.progress, command=command)
+    out = Path(args.out)
+    out.parent.mkdir(parents=True, exist_ok=True)
+    out.write_text(json.dumps(record, indent=1, default=str) + "\n")
+    summary = record["summary"]
+    print(f"{args.experiment} {args.mixer} ({record['scale']}): {summary['metric']} {summary['mean']:.4f} +- "
+          f"{summary['std']:.4f} over {len(summary['values'])} seed(s); {summary['tokens_per_second_mean']:.0f} "
+          f"tokens/s; wrote {out}")
+    return record
+
+
+if __name__ == "__main__":
+    main()
