@@ -1,0 +1,148 @@
+"""The book's notebooks are clean sources and the table of contents is complete.
+
+* every notebook under book/ is valid nbformat 4, committed without outputs or execution counts, starts its code
+  with the standard first cell and imports gma_teach;
+* every file that _toc.yml lists exists (all eleven chapters and the reference pages), and every notebook under
+  book/ is listed.
+
+Running the notebooks themselves is nbval's job (see the README and .github/workflows).
+"""
+from pathlib import Path
+
+import nbformat
+import pytest
+import yaml
+
+ROOT = Path(__file__).resolve().parents[1]
+BOOK = ROOT / "book"
+
+CHAPTERS = [
+    "01_quadratic_wall",
+    "02_gaussian_mixtures",
+    "03_attention_through_responsibilities",
+    "04_associative_reordering",
+    "05_trainable_layer",
+    "06_causal_prefix_sums",
+    "07_triton_kernel",
+    "08_systems_profiling",
+    "09_long_range_arena",
+    "10_language_modelling",
+    "11_reading_the_routing",
+]
+
+STANDARD_FIRST_CELL = '''# Standard first cell: install gma_teach only if missing (never torch/triton: Colab has them), then report.
+try:
+    import gma_teach
+except ImportError:
+    %pip install -q "gma_teach @ git+https://github.com/gma-teach/gma_teach"
+    import gma_teach
+print(gma_teach.env_report())'''
+
+NOTEBOOKS = sorted(BOOK.glob("*.ipynb"))
+
+
+def _toc_files(node) -> list[str]:
+    """Every ``file:`` entry of a sphinx-external-toc tree (root, parts, chapters, sections)."""
+    found = []
+    if isinstance(node, dict):
+        if "file" in node:
+            found.append(node["file"])
+        for key in ("parts", "chapters", "sections"):
+            for child in node.get(key, []):
+                found.extend(_toc_files(child))
+    return found
+
+
+def _toc() -> dict:
+    return yaml.safe_load((ROOT / "_toc.yml").read_text())
+
+
+def _listed() -> list[str]:
+    toc = _toc()
+    return [toc["root"]] + _toc_files(toc)
+
+
+def _source_file(entry: str) -> Path | None:
+    for suffix in (".ipynb", ".md"):
+        path = ROOT / f"{entry}{suffix}"
+        if path.exists():
+            return path
+    return None
+
+
+def test_toc_lists_all_eleven_chapters_in_order():
+    chapters = [entry for entry in _listed() if entry.startswith("book/") and entry[5:7].isdigit()]
+    assert chapters == [f"book/{name}" for name in CHAPTERS]
+
+
+@pytest.mark.parametrize("entry", _listed())
+def test_every_toc_entry_exists(entry):
+    assert _source_file(entry) is not None, f"_toc.yml lists {entry!r} but neither {entry}.ipynb nor {entry}.md exists"
+
+
+def test_every_notebook_is_in_the_toc():
+    listed = set(_listed())
+    missing = [str(path.relative_to(ROOT)) for path in NOTEBOOKS if f"book/{path.stem}" not in listed]
+    assert not missing, f"notebooks not listed in _toc.yml: {missing}"
+
+
+def test_there_are_notebooks():
+    assert NOTEBOOKS, "no notebooks under book/"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
+def test_notebook_is_clean_nbformat4(path):
+    notebook = nbformat.read(path, as_version=nbformat.NO_CONVERT)
+    assert notebook.nbformat == 4, f"{path.name}: nbformat {notebook.nbformat}, expected 4"
+    nbformat.validate(notebook)
+    for index, cell in enumerate(notebook.cells):
+        if cell.cell_type != "code":
+            continue
+        assert cell.outputs == [], f"{path.name}: code cell {index} has stored outputs; clear them before committing"
+        assert cell.execution_count is None, f"{path.name}: code cell {index} has an execution count"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
+def test_notebook_starts_with_the_standard_first_cell(path):
+    notebook = nbformat.read(path, as_version=4)
+    code = [cell for cell in notebook.cells if cell.cell_type == "code"]
+    assert code, f"{path.name}: no code cells"
+    assert code[0].source.strip() == STANDARD_FIRST_CELL, f"{path.name}: the first code cell is not the standard one"
+    assert notebook.cells[0].cell_type == "markdown", f"{path.name}: should open with prose (title and goals)"
+
+
+@pytest.mark.parametrize("path", NOTEBOOKS, ids=lambda path: path.name)
+def test_notebook_imports_gma_teach_and_sizes_from_its_preset(path):
+    notebook = nbformat.read(path, as_version=4)
+    source = "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "code")
+    assert "import gma_teach" in source
+    if path.stem[:2].isdigit():
+        assert f'preset("ch{path.stem[:2]}' in source, f"{path.name}: sizes must come from gma_teach.preset(\"ch{path.stem[:2]}\")"
+
+
+def _book_texts():
+    for path in sorted(BOOK.glob("*.md")):
+        yield path, path.read_text()
+    for path in NOTEBOOKS:
+        notebook = nbformat.read(path, as_version=4)
+        yield path, "\n".join(cell.source for cell in notebook.cells if cell.cell_type == "markdown")
+
+
+def test_every_citation_is_in_the_bibliography():
+    import re
+
+    keys = set(re.findall(r"^@\w+\{([^,\s]+),", (BOOK / "references.bib").read_text(), flags=re.M))
+    for path, text in _book_texts():
+        for group in re.findall(r"\{cite(?::\w+)?\}`([^`]+)`", text):
+            for key in group.split(","):
+                assert key.strip() in keys, f"{path.name} cites {key.strip()!r}, which book/references.bib lacks"
+
+
+def test_api_reference_modules_import():
+    import importlib
+    import re
+
+    modules = re.findall(r"\.\. automodule:: (\S+)", (BOOK / "api.md").read_text())
+    assert "gma_teach" in modules
+    for module in modules:
+        importlib.import_module(module)
