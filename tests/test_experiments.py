@@ -1,0 +1,91 @@
+"""The experiments' entry point at tiny: main(argv) writes a valid JSON record; the LM checkpoint round-trips."""
+import json
+
+import pytest
+import torch
+
+from gma_teach import experiments
+
+TINY_LM = dict(tokenizer="bytes", max_train_tokens=6000, max_val_tokens=2000, steps=6, eval_every=3)
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("GMA_TEACH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CI", "1")
+
+
+def test_main_listops_tiny_writes_valid_json(tmp_path, monkeypatch):
+    real_preset = experiments.preset
+
+    def smaller(name, scale_name=None):  # the tiny preset with fewer examples, to keep the test fast
+        p = real_preset(name, scale_name)
+        p.n_train, p.n_val, p.n_test = 128, 32, 64
+        return p
+
+    monkeypatch.setattr(experiments, "preset", smaller)
+    out = tmp_path / "results" / "listops.json"
+    record = experiments.main(["listops", "--mixer", "gma", "--scale", "tiny", "--seeds", "2", "--out", str(out)])
+    loaded = json.loads(out.read_text())
+    assert loaded["summary"] == json.loads(json.dumps(record["summary"]))
+    assert loaded["experiment"] == "listops" and loaded["scale"] == "tiny" and loaded["n_components"] == 16
+    assert loaded["summary"]["seeds"] == [0, 1] and len(loaded["runs"]) == 2
+    p = smaller("listops", "tiny")
+    for run in loaded["runs"]:
+        history = run["history"]
+        assert len(history["val_metric"]) == p.epochs and history["epochs"] == [1.0, 2.0]
+        assert 0.0 <= run["test"]["accuracy"] <= 1.0 and run["tokens_per_second"] > 0
+        assert run["parameters"]["total"] == run["parameters"]["mixer"] + run["parameters"]["rest"] > 0
+    values = [r["test"]["accuracy"] for r in loaded["runs"]]
+    assert loaded["summary"]["mean"] == pytest.approx(sum(values) / 2)
+    for key in ("hardware", "date", "commit", "command"):
+        assert isinstance(loaded[key], str) and loaded[key]
+    assert "generated" in loaded["data_source"] and loaded["command"].endswith(str(out))
+
+
+def test_text_record_labels_the_stand_in():
+    record = experiments.run("text", "linear", scale_name="tiny", epochs=1, n_train=64, n_test=32)
+    assert record["data_source"].startswith("STAND-IN") and record["runs"][0]["history"]["epochs"] == [1.0]
+    assert record["runs"][0]["n_components"] is None
+
+
+def test_lm_record_and_checkpoint_roundtrip(monkeypatch):
+    record = experiments.run("lm", "gma", scale_name="tiny", n_components=8, **TINY_LM)
+    run = record["runs"][0]
+    assert record["summary"]["metric"] == "val_perplexity" and run["val"]["perplexity"] > 1
+    assert run["history"]["steps"] == [3, 6] and run["tokenizer"].startswith("bytes")
+    tiny = experiments.preset("lm", "tiny")
+    for key, value in TINY_LM.items():
+        setattr(tiny, key, value)
+    monkeypatch.setattr(experiments, "preset", lambda name, scale_name=None: tiny)
+    first = experiments.load_or_train_lm("tiny", n_components=8)
+    assert first.path.exists() and first.val_ids.dim() == 1
+    assert first.tokenizer.token_strings(first.val_ids[:3]) == [first.tokenizer.decode([i]) for i in
+                                                                first.val_ids[:3].tolist()]
+    again = experiments.load_or_train_lm("tiny", n_components=8)
+    for a, b in zip(first.model.state_dict().values(), again.model.state_dict().values()):
+        assert torch.equal(a, b)
+    assert again.history.val_metric == first.history.val_metric
+
+
+def test_decoding_state_bytes_constant_for_gma_linear_for_kv_cache():
+    gma = experiments.DecoderLM(50, 16, 2, 2, mixer="gma", max_seq_len=32, mixer_options={"n_components": 4})
+    sdpa = experiments.DecoderLM(50, 16, 2, 2, mixer="sdpa", max_seq_len=32)
+    gma_sizes = experiments.decoding_state_bytes(gma, 20)
+    assert len(set(gma_sizes)) == 1
+    sdpa_sizes = experiments.decoding_state_bytes(sdpa, 20)
+    growth = [b - a for a, b in zip(sdpa_sizes, sdpa_sizes[1:])]
+    assert len(set(growth)) == 1 and growth[0] == 2 * 2 * 16 * 4  # layers x (k, v) x d_model x float32 bytes
+    with pytest.raises(ValueError, match="n_steps"):
+        experiments.decoding_state_bytes(gma, 33)
+
+
+def test_bad_arguments():
+    with pytest.raises(ValueError, match="experiment"):
+        experiments.run("mnist", "gma")
+    with pytest.raises(ValueError, match="override"):
+        experiments.run_classification("listops", "gma", scale_name="tiny", n_epochs=3)
+    with pytest.raises(ValueError, match="LM mixer"):
+        experiments.build_lm(experiments.preset("lm", "tiny"), "linformer", 10)
+    with pytest.raises(SystemExit):
+        experiments.main(["listops", "--mixer", "nope", "--out", "x.json"])
