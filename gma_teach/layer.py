@@ -99,8 +99,16 @@ class GaussianMixtureAttention(nn.Module):
         q, k, _ = self._project(x, context)
         return self.mixture(q), self.mixture(k)
 
-    def forward(self, x: torch.Tensor, context: torch.Tensor | None = None) -> torch.Tensor:
-        """``x`` ``(B, N, d_model)``, optional ``context`` ``(B, M, d_model)`` -> ``(B, N, d_model)``."""
+    def forward(self, x: torch.Tensor, context: torch.Tensor | None = None,
+                key_padding_mask: torch.Tensor | None = None) -> torch.Tensor:
+        """``x`` ``(B, N, d_model)`` -> ``(B, N, d_model)``.
+
+        Args:
+            x: the queries' tokens (and the keys' too without ``context``).
+            context: ``(B, M, d_model)`` tokens for cross-attention (bidirectional layers only).
+            key_padding_mask: ``(B, M)`` bool, ``True`` for real keys; padded keys get responsibility 0, so they
+                write nothing into the memory (same convention as :mod:`gma_teach.baselines`).
+        """
         self._check_input("x", x)
         if context is not None:
             if self.causal:
@@ -108,8 +116,20 @@ class GaussianMixtureAttention(nn.Module):
             self._check_input("context", context)
             if context.shape[0] != x.shape[0]:
                 raise ValueError(f"context must have the batch size of x ({x.shape[0]}), got {context.shape[0]}")
+        source = x if context is None else context
+        if key_padding_mask is not None:
+            if not isinstance(key_padding_mask, torch.Tensor) or key_padding_mask.dtype != torch.bool:
+                raise TypeError(f"key_padding_mask must be a bool tensor, got "
+                                f"{getattr(key_padding_mask, 'dtype', type(key_padding_mask).__name__)}")
+            if key_padding_mask.shape != source.shape[:2]:
+                raise ValueError(f"key_padding_mask must have shape (B, M) = {tuple(source.shape[:2])}, "
+                                 f"got {tuple(key_padding_mask.shape)}")
+            if self.impl == "triton":
+                raise ValueError("impl='triton' takes no key_padding_mask (the kernels never store Gamma_K); "
+                                 "use impl='auto' or a torch form")
         q, k, v = self._project(x, context)
-        impl = _auto_impl(self.causal, x.device, fused=True) if self.impl == "auto" else self.impl
+        impl = _auto_impl(self.causal, x.device, fused=key_padding_mask is None) if self.impl == "auto" \
+            else self.impl
         mixture = self.mixture
         if impl == "triton":
             output = gma(q, k, v, mixture.means, mixture.variances, mixture.log_priors, causal=self.causal,
@@ -119,6 +139,8 @@ class GaussianMixtureAttention(nn.Module):
                     self.last_responsibilities = {"query": mixture(q), "key": mixture(k)}
         else:
             gamma_q, gamma_k = mixture(q), mixture(k)
+            if key_padding_mask is not None:
+                gamma_k = gamma_k * key_padding_mask[:, None, :, None].to(gamma_k.dtype)
             output = gma_from_responsibilities(gamma_q, gamma_k, v, causal=self.causal, eps=self.eps, impl=impl,
                                                chunk_size=self.chunk_size)
             if self.store_responsibilities:

@@ -42,6 +42,21 @@ def test_cross_attention():
     assert gamma_q.shape == (2, 2, 5, 3) and gamma_k.shape == (2, 2, 11, 3)
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_padded_keys_write_nothing(causal):
+    layer = GaussianMixtureAttention(8, 2, 3, causal=causal, chunk_size=4).double()
+    x = torch.randn(2, 7, 8, dtype=torch.float64)
+    padded = torch.cat([x, torch.randn(2, 5, 8, dtype=torch.float64)], dim=1)
+    mask = torch.ones(2, 12, dtype=torch.bool)
+    mask[:, 7:] = False
+    assert (layer(padded, key_padding_mask=mask)[:, :7] - layer(x)).abs().max() <= 1e-12
+    mask[1, 3] = False  # a hole in the middle: that key must be invisible to every query
+    alone = torch.cat([x[1:, :3], x[1:, 4:]], dim=1)
+    if not causal:
+        got = layer(padded, key_padding_mask=mask)[1:, :7]
+        assert (layer(x[1:], context=alone) - got).abs().max() <= 1e-12
+
+
 def test_module_is_causal_exactly():
     layer = GaussianMixtureAttention(16, 4, 7, causal=True, chunk_size=4)
     x = torch.randn(2, 23, 16)
@@ -125,6 +140,10 @@ def test_bad_input_names_the_argument():
         layer(torch.randn(3, 6, 8), torch.randn(2, 6, 8))
     with pytest.raises(ValueError, match="causal=False"):
         layer.init_state(2)
+    with pytest.raises(ValueError, match=r"key_padding_mask must have shape \(B, M\)"):
+        layer(torch.randn(3, 6, 8), key_padding_mask=torch.ones(3, 5, dtype=torch.bool))
+    with pytest.raises(TypeError, match="key_padding_mask must be a bool"):
+        layer(torch.randn(3, 6, 8), key_padding_mask=torch.ones(3, 6))
     causal = GaussianMixtureAttention(8, 2, 4, causal=True)
     with pytest.raises(ValueError, match="takes no context"):
         causal(torch.randn(3, 6, 8), torch.randn(3, 4, 8))
