@@ -21,3 +21,4 @@ from .routing import (
     plot_token_strip,
 )
 from .training import plot_training
+from .profiling import plot_paper_table, plot_profile

@@ -1,0 +1,294 @@
+"""Chapter 8: the paper's Table 1 protocol -- one mixing block, forward + backward, memory and tokens/s.
+
+Protocol (Section 5.1 of the paper): every mixer is one block of the same width ``d_model`` and heads ``n_heads``
+(:func:`gma_teach.make_mixer`), fed a synthetic input ``x (B, N, d_model)`` with ``requires_grad=True``. One call is
+``mixer(x)`` followed by a backward pass of ``(y * g).sum()`` for a fixed random ``g``.
+
+* Memory is the *incremental* peak of that call from :func:`gma_teach.measure.peak_memory`: on CUDA
+  ``max_memory_allocated`` minus what was allocated before; on a CPU the running sum of the allocator's records
+  from ``torch.profiler`` (what tensors created during the call held at most). Parameters and the input are
+  allocated before and not counted; parameter gradients are (they are created in the call).
+* Speed is ``B * N`` tokens divided by the median of ``repeat`` timed calls (:func:`gma_teach.measure.time_call`,
+  after one warm-up call).
+
+Sweeps: every mixer over the sequence lengths ``seq_lens`` (GMA with ``n_components`` K), and GMA over
+``k_values`` at one length ``k_sweep_len``. :func:`fit_slopes` fits ``log(memory) = a + p log(N)`` by least
+squares: ``p ~ 1`` is linear memory, ``p ~ 2`` quadratic.
+
+Command line (writes a JSON file with hardware, date, commit and command)::
+
+    python -m gma_teach.profiling --scale small --out book/results/profiling_cpu.json
+"""
+from __future__ import annotations
+
+import argparse
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+from .baselines import MIXER_NAMES, make_mixer
+from .measure import peak_memory, time_call
+from .models import parameter_counts
+from .scale import preset, seed_everything
+
+DEFAULT_MIXERS = ("softmax", "sdpa", "linear", "performer", "linformer", "mamba", "gma")
+
+#: The paper's Table 1 (Huang and Raza, 2026, Section 5.1), typed in: one block, forward + backward, on the authors'
+#: (unnamed) GPU. ``{label: {N: (memory_gb, tokens_per_second, params_millions)}}``. The paper's own numbers, not
+#: measured here.
+PAPER_TABLE_1 = {
+    "softmax (eager)": {1000: (1.47, 1.02e6, 2.4), 2000: (5.81, 610e3, 2.4), 4000: (23.07, 186e3, 2.4)},
+    "sdpa": {1000: (0.15, 3.33e6, 2.4), 2000: (0.25, 3.34e6, 2.4), 4000: (0.50, 2.38e6, 2.4)},
+    "linear": {1000: (0.18, 2.88e6, 2.4), 2000: (0.36, 3.76e6, 2.4), 4000: (0.73, 3.96e6, 2.4)},
+    "linformer (k=256)": {1000: (0.41, 2.17e6, 2.9), 2000: (0.82, 2.56e6, 3.4), 4000: (1.64, 2.68e6, 4.4)},
+    "mamba": {1000: (0.27, 2.06e6, 3.8), 2000: (0.55, 1.99e6, 3.8), 4000: (1.11, 2.07e6, 3.8)},
+    "performer (M=256)": {1000: (0.58, 1.30e6, 2.4), 2000: (1.15, 1.37e6, 2.4), 4000: (2.30, 1.39e6, 2.4)},
+    "gma (K=64)": {1000: (0.35, 688e3, 2.5), 2000: (0.71, 722e3, 2.5), 4000: (1.37, 742e3, 2.5)},
+    "gma (K=128)": {1000: (0.50, 566e3, 2.6), 2000: (1.04, 592e3, 2.6), 4000: (2.02, 607e3, 2.6)},
+    "gma (K=256)": {1000: (0.85, 416e3, 2.8), 2000: (1.70, 430e3, 2.8), 4000: (3.39, 437e3, 2.8)},
+    "gma (K=512)": {1000: (1.59, 270e3, 3.2), 2000: (3.17, 277e3, 3.2), 4000: (6.32, 280e3, 3.2)},
+}
+
+
+def mixer_options(name, *, seq_len, n_components=64, n_features=256, linformer_k=256):
+    """The options :func:`profile_mixer` gives each mixer: GMA's K, Performer's features, Linformer's ``k`` and
+    ``max_seq_len = N`` (so its parameters grow with N, as in the paper)."""
+    if name == "gma":
+        return {"n_components": n_components}
+    if name == "performer":
+        return {"n_features": n_features}
+    if name == "linformer":
+        return {"max_seq_len": seq_len, "k": min(linformer_k, seq_len)}
+    return {}
+
+
+def label_of(name, n_components=None):
+    """``"gma (K=64)"`` for GMA, the name otherwise."""
+    return f"gma (K={n_components})" if name == "gma" else name
+
+
+def profile_mixer(name, *, d_model, n_heads, seq_len, batch_size=1, repeat=3, device=None, dtype=torch.float32,
+                  seed=0, options=None, measure_memory=True):
+    """Measure one mixer at one size (forward + backward).
+
+    Args:
+        name: a mixer name (:data:`gma_teach.baselines.MIXER_NAMES`).
+        d_model, n_heads, seq_len, batch_size: the block and its input ``(B, N, d_model)``.
+        repeat: timed calls (median).
+        device, dtype: where and in which precision (default: CPU, float32).
+        options: mixer options (default :func:`mixer_options`).
+        measure_memory: also measure the incremental peak memory (one extra call).
+
+    Returns:
+        a dict with ``mixer, label, seq_len, n_components, batch_size, d_model, n_heads, params,
+        peak_memory_bytes, seconds, tokens_per_second, device, dtype``.
+    """
+    if name not in MIXER_NAMES:
+        raise ValueError(f"unknown mixer name {name!r}; known names: {', '.join(MIXER_NAMES)}")
+    device = torch.device(device) if device is not None else torch.device("cpu")
+    options = mixer_options(name, seq_len=seq_len) if options is None else dict(options)
+    seed_everything(seed)
+    mixer = make_mixer(name, d_model, n_heads, **options).to(device=device, dtype=dtype)
+    x = torch.randn(batch_size, seq_len, d_model, device=device, dtype=dtype, requires_grad=True)
+    grad_out = torch.randn_like(x)
+
+    def forward_backward():
+        mixer.zero_grad(set_to_none=True)
+        x.grad = None
+        (mixer(x) * grad_out).sum().backward()
+
+    seconds = time_call(forward_backward, warmup=1, repeat=repeat, device=device)
+    memory = None
+    if measure_memory:
+        mixer.zero_grad(set_to_none=True)
+        x.grad = None
+        memory = peak_memory(forward_backward, device=device)
+    k = options.get("n_components")
+    return {"mixer": name, "label": label_of(name, k), "seq_len": seq_len, "n_components": k,
+            "batch_size": batch_size, "d_model": d_model, "n_heads": n_heads,
+            "params": parameter_counts(mixer)["mixer"], "peak_memory_bytes": memory, "seconds": seconds,
+            "tokens_per_second": batch_size * seq_len / seconds, "device": str(device), "dtype": str(dtype)}
+
+
+def sweep(*, mixers=DEFAULT_MIXERS, seq_lens, d_model, n_heads, batch_size=1, n_components=64, k_values=(),
+          k_sweep_len=None, n_features=256, linformer_k=256, softmax_max_len=None, repeat=3, device=None,
+          dtype=torch.float32, progress=False, printer=None):
+    """Every mixer over ``seq_lens`` and GMA over ``k_values`` (at ``k_sweep_len``); a list of result dicts.
+
+    ``softmax_max_len`` skips eager softmax above that N (its ``(B, H, N, N)`` matrices run out of memory first).
+    ``printer``: a callable given each finished row (for live tables), e.g. ``print``.
+    """
+    unknown = set(mixers) - set(MIXER_NAMES)
+    if unknown:
+        raise ValueError(f"unknown mixer names {sorted(unknown)}; known names: {', '.join(MIXER_NAMES)}")
+    if not seq_lens:
+        raise ValueError("seq_lens must name at least one sequence length")
+    jobs = [(name, n, n_components) for name in mixers for n in seq_lens
+            if not (name == "softmax" and softmax_max_len is not None and n > softmax_max_len)]
+    if k_values:
+        if k_sweep_len is None:
+            raise ValueError("k_values needs k_sweep_len, the sequence length of the K sweep")
+        jobs += [("gma", k_sweep_len, k) for k in k_values if not ("gma" in mixers and k == n_components
+                                                                   and k_sweep_len in seq_lens)]
+    from tqdm.auto import tqdm
+
+    rows = []
+    for name, n, k in tqdm(jobs, desc="profiling", disable=not progress or bool(os.environ.get("CI"))):
+        options = mixer_options(name, seq_len=n, n_components=k, n_features=n_features, linformer_k=linformer_k)
+        row = profile_mixer(name, d_model=d_model, n_heads=n_heads, seq_len=n, batch_size=batch_size,
+                            repeat=repeat, device=device, dtype=dtype, options=options)
+        rows.append(row)
+        if printer is not None:
+            printer(row)
+    return rows
+
+
+def fit_slopes(results, *, y="peak_memory_bytes", x="seq_len", by="label", min_x=None, where=None):
+    """Least-squares slope of ``log(y)`` against ``log(x)`` for each group of rows.
+
+    Args:
+        results: result dicts (from :func:`sweep`).
+        y, x: the keys to fit (default: memory against N).
+        by: the key that groups rows (default ``"label"``, e.g. ``"gma (K=64)"``).
+        min_x: ignore rows with ``x < min_x`` (fixed overheads dominate small sizes).
+        where: optional ``{key: value}`` filter (e.g. ``{"n_components": 64}``).
+
+    Returns:
+        ``{group: slope}`` for every group with at least two distinct ``x`` values.
+    """
+    from .plots.attention import loglog_slope
+
+    groups: dict = {}
+    for row in results:
+        if where and any(row.get(key) != value for key, value in where.items()):
+            continue
+        if row.get(y) is None or (min_x is not None and row[x] < min_x):
+            continue
+        groups.setdefault(row[by], {})[row[x]] = row[y]
+    return {group: loglog_slope(list(points), list(points.values()))
+            for group, points in groups.items() if len(points) >= 2}
+
+
+def n_sweep(results, n_components=None):
+    """The rows of the sweep over N: every non-GMA row, and GMA rows with K = ``n_components`` (default: the K
+    that appears at the most sequence lengths)."""
+    gma_rows = [r for r in results if r["mixer"] == "gma"]
+    if n_components is None and gma_rows:
+        counts: dict = {}
+        for r in gma_rows:
+            counts[r["n_components"]] = counts.get(r["n_components"], 0) + 1
+        n_components = max(counts, key=counts.get)
+    return [r for r in results if r["mixer"] != "gma" or r["n_components"] == n_components]
+
+
+def format_table(results, *, columns=("label", "seq_len", "params", "peak_memory_bytes", "tokens_per_second")):
+    """A plain-text table of result rows (memory in MiB, parameters in thousands, speed in tokens/s)."""
+    def cell(key, value):
+        if value is None:
+            return "-"
+        if key == "peak_memory_bytes":
+            return f"{value / 2**20:.1f} MiB"
+        if key == "params":
+            return f"{value / 1e3:.1f}K"
+        if key == "tokens_per_second":
+            return f"{value:,.0f}"
+        return str(value)
+
+    header = {"label": "mixer", "seq_len": "N", "params": "params", "peak_memory_bytes": "memory",
+              "tokens_per_second": "tokens/s", "n_components": "K"}
+    table = [[header.get(c, c) for c in columns]] + [[cell(c, row.get(c)) for c in columns] for row in results]
+    widths = [max(len(r[i]) for r in table) for i in range(len(columns))]
+    return "\n".join("  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(r, widths)))
+                     for r in table)
+
+
+# -------------------------------------------------------------------------------------------- recording
+def hardware_description(device=None) -> dict:
+    """What the numbers were measured on: CPU model and cores, torch threads, GPU name and capability."""
+    device = torch.device(device) if device is not None else torch.device("cpu")
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo") as handle:
+            names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    info = {"cpu": cpu, "logical_cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "torch": torch.__version__, "python": platform.python_version(), "platform": platform.platform(),
+            "device": str(device)}
+    if device.type == "cuda":
+        major, minor = torch.cuda.get_device_capability(device)
+        info.update(gpu=torch.cuda.get_device_name(device), capability=f"sm_{major}{minor}")
+    return info
+
+
+def git_commit() -> str:
+    """The commit of the package's checkout (``+dirty`` if it has changes), or ``"unknown"``."""
+    folder = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--", "."], cwd=folder, capture_output=True,
+                               text=True, timeout=10).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return commit + ("+dirty" if dirty else "")
+
+
+def run_recorded(scale_name=None, *, device=None, mixers=None, command=None, printer=None) -> dict:
+    """Run the sweep of preset ``"ch08"`` at a scale and return a record with its provenance.
+
+    Returns:
+        ``{"hardware", "date", "commit", "command", "scale", "config", "results", "memory_slopes"}``.
+    """
+    p = preset("ch08", scale_name)
+    device = torch.device(device) if device is not None else torch.device("cpu")
+    config = {key: getattr(p, key) for key in ("d_model", "n_heads", "batch_size", "seq_lens", "n_components",
+                                               "k_values", "k_sweep_len", "n_features", "linformer_k",
+                                               "softmax_max_len", "repeat")}
+    config["mixers"] = list(mixers or p.mixers)
+    results = sweep(device=device, printer=printer, **config)
+    return {"hardware": hardware_description(device), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
+            timespec="seconds"), "commit": git_commit(), "command": command or "gma_teach.profiling.run_recorded",
+            "scale": p.scale, "config": config, "results": results,
+            "memory_slopes": fit_slopes(n_sweep(results))}
+
+
+def load_recorded(path) -> dict:
+    """Read a file written by the command line (or :func:`run_recorded` + ``json.dump``)."""
+    with open(path) as handle:
+        record = json.load(handle)
+    missing = {"hardware", "date", "commit", "command", "results"} - set(record)
+    if missing:
+        raise ValueError(f"{path} is not a profiling record: missing {sorted(missing)}")
+    return record
+
+
+def main(argv=None):
+    parser = argparse.ArgumentParser(prog="python -m gma_teach.profiling", description=__doc__.split("\n")[0])
+    parser.add_argument("--scale", choices=("tiny", "small", "full"), default=None,
+                        help="preset 'ch08' scale (default: GMA_TEACH_SCALE or the device's default)")
+    parser.add_argument("--out", required=True, help="JSON file to write")
+    parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
+    parser.add_argument("--mixers", nargs="*", default=None, help=f"subset of {', '.join(DEFAULT_MIXERS)}")
+    args = parser.parse_args(argv)
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
+    command = "python -m gma_teach.profiling " + " ".join(argv if argv is not None else sys.argv[1:])
+    record = run_recorded(args.scale, device=device, mixers=args.mixers, command=command,
+                          printer=lambda row: print(format_table([row]).splitlines()[1], flush=True))
+    Path(args.out).parent.mkdir(parents=True, exist_ok=True)
+    with open(args.out, "w") as handle:
+        json.dump(record, handle, indent=1)
+    print(format_table(record["results"]))
+    print("memory slopes:", {k: round(v, 3) for k, v in record["memory_slopes"].items()})
+    print(f"wrote {args.out}")
+
+
+if __name__ == "__main__":
+    main()

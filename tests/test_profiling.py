@@ -1,0 +1,100 @@
+"""Tests for the Table 1 protocol: the sweep runs, slopes are fitted correctly, the record says where it ran."""
+import json
+import math
+
+import pytest
+import torch
+
+from gma_teach import profiling
+from gma_teach.plots import plot_paper_table, plot_profile
+
+
+@pytest.fixture(scope="module")
+def tiny_rows():
+    return profiling.sweep(seq_lens=[64, 128, 256], d_model=16, n_heads=2, n_components=8, k_values=[4, 16],
+                           k_sweep_len=128, n_features=8, linformer_k=8, repeat=1)
+
+
+def test_tiny_sweep_measures_every_mixer(tiny_rows):
+    labels = {row["label"] for row in tiny_rows}
+    assert labels == {"softmax", "sdpa", "linear", "performer", "linformer", "mamba", "gma (K=8)", "gma (K=4)",
+                      "gma (K=16)"}
+    assert len(tiny_rows) == 7 * 3 + 2
+    for row in tiny_rows:
+        assert row["peak_memory_bytes"] > 0 and row["seconds"] > 0
+        assert row["tokens_per_second"] == pytest.approx(row["seq_len"] / row["seconds"])
+    linformer = {r["seq_len"]: r["params"] for r in tiny_rows if r["mixer"] == "linformer"}
+    assert linformer[256] - linformer[128] == 2 * 8 * 128  # E and F grow with N = max_seq_len
+    sdpa = [r["params"] for r in tiny_rows if r["mixer"] == "sdpa"]
+    assert sdpa == [4 * (16 * 16 + 16)] * 3
+
+
+def test_measured_memory_is_quadratic_for_eager_softmax_and_linear_for_gma(tiny_rows):
+    slopes = profiling.fit_slopes(profiling.n_sweep(tiny_rows))
+    assert slopes["softmax"] > 1.7, slopes
+    assert 0.8 < slopes["gma (K=8)"] < 1.2, slopes
+    k_memory = {r["n_components"]: r["peak_memory_bytes"] for r in tiny_rows
+                if r["mixer"] == "gma" and r["seq_len"] == 128}
+    assert k_memory[4] < k_memory[8] < k_memory[16]
+
+
+def test_fit_slopes_recovers_known_exponents():
+    rows = [{"label": label, "seq_len": n, "peak_memory_bytes": c * n ** p, "n_components": None}
+            for label, c, p in (("a", 3.0, 1.0), ("b", 0.5, 2.0), ("c", 7.0, 1.37)) for n in (100, 300, 1000, 5000)]
+    rows.append({"label": "c", "seq_len": 10, "peak_memory_bytes": 1e9, "n_components": None})  # an outlier below min_x
+    slopes = profiling.fit_slopes(rows, min_x=100)
+    assert slopes == pytest.approx({"a": 1.0, "b": 2.0, "c": 1.37})
+    assert profiling.fit_slopes(rows)["c"] < 1.0  # the outlier counts without min_x
+    assert profiling.fit_slopes(rows, where={"label": "a"}) == pytest.approx({"a": 1.0})
+
+
+def test_paper_table_slopes_match_the_papers_reading():
+    table = profiling.PAPER_TABLE_1
+    rows = [{"label": label, "seq_len": n, "peak_memory_bytes": gb} for label, points in table.items()
+            for n, (gb, _, _) in points.items()]
+    slopes = profiling.fit_slopes(rows)
+    assert slopes["softmax (eager)"] == pytest.approx(math.log(23.07 / 1.47, 2) / 2, rel=0.05)
+    assert abs(slopes["gma (K=256)"] - 1.0) < 0.05
+    assert len(plot_paper_table(table).axes[0].lines) == len(table)
+
+
+def test_plot_profile_labels_slopes(tiny_rows):
+    fig = plot_profile(tiny_rows)
+    legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
+    assert any(text.startswith("softmax (slope") for text in legend)
+    assert len(fig.axes[2].lines) == 1 and len(fig.axes[2].lines[0].get_xdata()) == 3
+
+
+def test_format_table_lists_every_row(tiny_rows):
+    text = profiling.format_table(tiny_rows)
+    assert len(text.splitlines()) == len(tiny_rows) + 1 and "MiB" in text
+
+
+def test_command_line_records_provenance(tmp_path, capsys):
+    out = tmp_path / "profile.json"
+    profiling.main(["--scale", "tiny", "--out", str(out), "--mixers", "gma", "--device", "cpu"])
+    record = profiling.load_recorded(out)
+    assert record["command"].startswith("python -m gma_teach.profiling --scale tiny")
+    assert record["hardware"]["device"] == "cpu" and record["scale"] == "tiny"
+    assert record["commit"] != "" and record["date"][:2] == "20"
+    assert {r["mixer"] for r in record["results"]} == {"gma"}
+    assert "gma (K=16)" in record["memory_slopes"]
+    json.dumps(record)
+
+
+@pytest.mark.parametrize("call, message", [
+    (lambda: profiling.sweep(mixers=["flash"], seq_lens=[8], d_model=8, n_heads=2), "known names"),
+    (lambda: profiling.sweep(seq_lens=[], d_model=8, n_heads=2), "seq_lens"),
+    (lambda: profiling.sweep(mixers=["gma"], seq_lens=[8], d_model=8, n_heads=2, k_values=[4]), "k_sweep_len"),
+    (lambda: profiling.profile_mixer("flash", d_model=8, n_heads=2, seq_len=8), "known names"),
+])
+def test_bad_arguments_raise_clear_errors(call, message):
+    with pytest.raises(ValueError, match=message):
+        call()
+
+
+def test_load_recorded_rejects_other_files(tmp_path):
+    path = tmp_path / "other.json"
+    path.write_text(json.dumps({"results": []}))
+    with pytest.raises(ValueError, match="missing"):
+        profiling.load_recorded(path)
