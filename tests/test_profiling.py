@@ -98,3 +98,16 @@ def test_load_recorded_rejects_other_files(tmp_path):
     path.write_text(json.dumps({"results": []}))
     with pytest.raises(ValueError, match="missing"):
         profiling.load_recorded(path)
+
+
+def test_chapter_8_checkers_accept_right_and_reject_wrong_answers():
+    import numpy as np
+
+    from gma_teach.exercises import ExerciseError, ch08
+
+    assert "correct" in ch08.check_softmax_memory_prediction(lambda b, h, n, e: 2 * b * h * n * n * e)
+    with pytest.raises(ExerciseError, match="matrices"):
+        ch08.check_softmax_memory_prediction(lambda b, h, n, e: 3 * b * h * n * n * e)
+    assert "correct" in ch08.check_loglog_slope(lambda s, v: float(np.polyfit(np.log(s), np.log(v), 1)[0]))
+    with pytest.raises(ExerciseError, match="least-squares"):
+        ch08.check_loglog_slope(lambda s, v: math.log(v[-1] / v[0]) / math.log(s[-1] / s[0]) + 0.01)

@@ -15,3 +15,4 @@ from .ch06 import check_causal_gma, check_recurrent_step
 from .ch09 import check_listops_evaluator, check_listops_tokenizer
 from .ch10 import check_pack, check_perplexity, check_state_bytes
 from .ch11 import check_mutual_information, check_purity, check_token_entropy
+from .ch08 import check_loglog_slope, check_softmax_memory_prediction
