@@ -213,10 +213,10 @@ def _warmup_steps(p: SimpleNamespace, n_train: int) -> int:
 
 
 def _history_summary(history: History) -> dict:
-    """The per-evaluation part of a :class:`History` (per-step losses are left out of the JSON)."""
-    keys = ("metric_name", "steps", "epochs", "train_loss", "val_loss", "val_metric", "best_metric", "best_step",
-            "tokens_per_second", "train_seconds", "train_tokens")
-    return {key: getattr(history, key) for key in keys}
+    """A :class:`History` as a JSON-ready dict, without the per-step learning rates."""
+    summary = history.to_dict()
+    summary.pop("learning_rate")
+    return summary
 
 
 # ----------------------------------------------------------------------------------------------------------------
