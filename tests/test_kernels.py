@@ -244,3 +244,44 @@ def test_without_triton_the_package_imports_and_explains_how_to_install():
             "    print('raised', error)\n")
     out = _run_python(code)
     assert out.startswith("False not installed") and "raised" in out and "pip install triton" in out
+
+
+# ------------------------------------------------------------------------------------------------------------------
+# Chapter 7's exercise checkers: they accept right answers and name the problem in wrong ones. The answers here
+# are plain torch (a checker only calls the reader's launcher), with the bugs a kernel would have.
+# ------------------------------------------------------------------------------------------------------------------
+from gma_teach import exercises  # noqa: E402
+
+
+def _normalizer(k, means, variances, log_priors, pad_to=None):
+    if pad_to is not None:  # the bug of an unmasked kernel: rows past N load as zeros and count
+        n = k.shape[-2]
+        k = torch.nn.functional.pad(k, (0, 0, 0, -n % pad_to))
+    return gma_teach.responsibilities(k, means, variances, log_priors).sum(-2)
+
+
+def test_normalizer_checker_accepts_the_answer_and_names_a_missing_tail_mask():
+    assert "correct" in exercises.check_normalizer_kernel(_normalizer)
+    with pytest.raises(exercises.ExerciseError, match="Mask the loads"):
+        exercises.check_normalizer_kernel(lambda *args: _normalizer(*args, pad_to=16))
+
+
+def test_masked_softmax_checker():
+    assert "correct" in exercises.check_masked_softmax(lambda x: torch.softmax(x, -1))
+
+    def padded_with_zeros(x):  # padded columns loaded as 0 instead of -inf (fine here only if all logits are < 0)
+        width = max(16, 1 << (x.shape[-1] - 1).bit_length())
+        padded = torch.nn.functional.pad(x, (0, width - x.shape[-1]))
+        return torch.softmax(padded - padded.max(-1, keepdim=True).values, -1)[:, :x.shape[-1]]
+
+    with pytest.raises(exercises.ExerciseError, match="-inf"):
+        exercises.check_masked_softmax(padded_with_zeros)
+    with pytest.raises(exercises.ExerciseError, match="maximum"):
+        exercises.check_masked_softmax(lambda x: torch.exp(x) / torch.exp(x).sum(-1, keepdim=True))
+
+
+def test_softmax_backward_checker():
+    assert "correct" in exercises.check_softmax_backward(
+        lambda g, dg: g * (dg - (g * dg).sum(-1, keepdim=True)))
+    with pytest.raises(exercises.ExerciseError, match="couples the components"):
+        exercises.check_softmax_backward(lambda g, dg: g * dg)
