@@ -22,8 +22,9 @@ from torch import nn
 
 
 @dataclass
-class TaskData:
-    """A labelled set of sequences.
+class TaskData(torch.utils.data.Dataset):
+    """A labelled set of sequences; a ``Dataset`` of ``(tokens (N, n_fields), label)`` pairs, so
+    :func:`gma_teach.train.fit` and ``DataLoader`` accept it directly.
 
     Attributes:
         tokens: ``(n_samples, N, n_fields)`` int64; the query token is at position ``N - 1``.
@@ -39,6 +40,9 @@ class TaskData:
 
     def __len__(self) -> int:
         return self.labels.shape[0]
+
+    def __getitem__(self, index) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.tokens[index], self.labels[index]
 
     def batch(self, index) -> tuple[torch.Tensor, torch.Tensor]:
         """``(tokens[index], labels[index])``."""

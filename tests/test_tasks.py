@@ -109,3 +109,12 @@ def test_accuracy_counts_correct_labels():
     assert accuracy(Oracle(), data) == 1.0
     flipped = type("Flipped", (nn.Module,), {"forward": lambda self, t: -Oracle()(t)})()
     assert accuracy(flipped, data) == 0.0
+
+
+def test_task_data_is_a_dataset_for_the_training_loop():
+    data = recall_task(10, 3, n_keys=5, n_values=2, seed=0)
+    tokens, label = data[4]
+    assert torch.equal(tokens, data.tokens[4]) and label == data.labels[4]
+    batches = list(torch.utils.data.DataLoader(data, batch_size=4))
+    assert [len(b[1]) for b in batches] == [4, 4, 2]
+    assert torch.equal(torch.cat([b[0] for b in batches]), data.tokens)

@@ -21,4 +21,5 @@ from .routing import (
     plot_token_strip,
 )
 from .training import plot_training
+from .reordering import plot_gradient_modulation
 from .profiling import plot_paper_table, plot_profile
