@@ -131,6 +131,38 @@ def test_reductions_are_deterministic():
     assert all(torch.equal(a, b) for a, b in zip(runs[0][1], runs[1][1]))
 
 
+class _SmallGPU:
+    """Stands in for a kernel on a GPU whose shared memory only fits tiles of at most ``limit`` rows."""
+
+    def __init__(self, kernel, block_name, limit):
+        self.kernel, self.block_name, self.limit, self.tried = kernel, block_name, limit, []
+
+    def __getitem__(self, grid):
+        def launch(*args, **kwargs):
+            self.tried.append(kwargs[self.block_name])
+            if kwargs[self.block_name] > self.limit:
+                from triton.runtime.errors import OutOfResources
+                raise OutOfResources(kwargs[self.block_name] * 1024, self.limit * 1024, "shared memory")
+            return self.kernel[grid](*args, **kwargs)
+        return launch
+
+
+@pytest.mark.parametrize("kernel_name, block_name, causal", [("causal_forward_kernel", "CHUNK", True),
+                                                             ("write_kernel", "BLOCK_N", False)])
+def test_tiles_shrink_when_they_do_not_fit(monkeypatch, kernel_name, block_name, causal):
+    from gma_teach.kernels import _ops
+
+    inputs = [t.detach() for t in make_inputs(1, 2, 100, 100, 5, 7, 3)]
+    expected = kernels.gma_triton(*inputs, causal=causal, eps=EPS)
+    small = _SmallGPU(getattr(_ops.kernels, kernel_name), block_name, limit=16)
+    monkeypatch.setattr(_ops.kernels, kernel_name, small)
+    monkeypatch.setattr(_ops, "_FITTING_BLOCK", {})
+    torch.testing.assert_close(kernels.gma_triton(*inputs, causal=causal, eps=EPS), expected, atol=1e-6, rtol=1e-5)
+    assert small.tried == [64, 32, 16]
+    kernels.gma_triton(*inputs, causal=causal, eps=EPS)
+    assert small.tried == [64, 32, 16, 16]  # remembered
+
+
 def test_fused_responsibility_kernel_matches_spec():
     x, _, _, means, variances, log_priors = [t.detach() for t in make_inputs(2, 2, 100, 1, 5, 1, 40)]
     gamma = kernels.responsibilities(x, means, variances, log_priors)

@@ -11,6 +11,7 @@ import math
 
 import torch
 import triton
+from triton.runtime.errors import OutOfResources
 
 from . import _triton_kernels as kernels
 from ._environment import interpreting
@@ -41,6 +42,26 @@ def _launch_options(block_k: int, block_rows: int, block_other: int) -> dict:
     return {"num_warps": 8 if block_k * max(block_rows, block_other) > 8192 else 4}
 
 
+_FITTING_BLOCK: dict = {}
+
+
+def _fitting(key: tuple, preferred: int, launch):
+    """Run ``launch(block)`` with the largest block <= ``preferred`` (halving down to 16) whose tiles fit the GPU's
+    shared memory and registers, remembering the answer per ``key``. The result does not depend on the block:
+    it only decides how tokens are grouped into tiles (for the causal kernels, the chunk length)."""
+    block = min(preferred, _FITTING_BLOCK.get(key, preferred))
+    while True:
+        try:
+            result = launch(block)
+        except OutOfResources:
+            if block <= 16:
+                raise
+            block //= 2
+            continue
+        _FITTING_BLOCK[key] = block
+        return result
+
+
 def _splits(n_blocks: int, batch_heads: int, device: torch.device) -> tuple[int, int]:
     """(blocks per program, programs per (batch, head)) for the reductions over N: enough programs to fill
     the GPU (about four per multiprocessor), never more than one per block."""
@@ -67,13 +88,18 @@ def _write(k, v, w_sq, w_lin, bias):
     """Memory S (B, H, K, dv) and normalizer z (B, H, K), fp32, summed over the keys in a fixed order."""
     batch, heads, _, n_k, d, d_v, n_components = _sizes(k, k, v, w_sq)
     block_k, block_d, block_dv = _block(n_components), _block(d), _block(d_v)
-    per_split, n_splits = _splits(triton.cdiv(n_k, BLOCK_N), batch * heads, k.device)
-    memory_parts = torch.empty(batch * heads, n_splits, n_components, d_v, device=k.device, dtype=torch.float32)
-    normalizer_parts = torch.empty(batch * heads, n_splits, n_components, device=k.device, dtype=torch.float32)
-    kernels.write_kernel[(batch * heads, n_splits)](
-        k, v, w_sq, w_lin, bias, memory_parts, normalizer_parts, heads, n_k, n_components, d, d_v, per_split,
-        n_splits, BLOCK_N=BLOCK_N, BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv,
-        PRECISION=_precision(k.device), **_launch_options(block_k, BLOCK_N, block_dv))
+
+    def launch(block_n):
+        per_split, n_splits = _splits(triton.cdiv(n_k, block_n), batch * heads, k.device)
+        memory_parts = torch.empty(batch * heads, n_splits, n_components, d_v, device=k.device, dtype=torch.float32)
+        normalizer_parts = torch.empty(batch * heads, n_splits, n_components, device=k.device, dtype=torch.float32)
+        kernels.write_kernel[(batch * heads, n_splits)](
+            k, v, w_sq, w_lin, bias, memory_parts, normalizer_parts, heads, n_k, n_components, d, d_v, per_split,
+            n_splits, BLOCK_N=block_n, BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv,
+            PRECISION=_precision(k.device), **_launch_options(block_k, block_n, block_dv))
+        return memory_parts, normalizer_parts
+
+    memory_parts, normalizer_parts = _fitting(("write", block_k, block_d, block_dv, k.device), BLOCK_N, launch)
     memory = memory_parts.sum(1).view(batch, heads, n_components, d_v)
     normalizer = normalizer_parts.sum(1).view(batch, heads, n_components)
     return memory, normalizer
@@ -84,10 +110,14 @@ def _read(q, memory, normalizer, w_sq, w_lin, bias, eps, out_dtype):
     n_components, d_v = memory.shape[2], memory.shape[3]
     block_k, block_d, block_dv = _block(n_components), _block(d), _block(d_v)
     out = torch.empty(batch, heads, n_q, d_v, device=q.device, dtype=out_dtype)
-    kernels.read_kernel[(batch * heads, triton.cdiv(n_q, BLOCK_N))](
-        q, memory, normalizer, w_sq, w_lin, bias, out, heads, n_q, n_components, d, d_v, eps,
-        BLOCK_N=BLOCK_N, BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv, PRECISION=_precision(q.device),
-        **_launch_options(block_k, BLOCK_N, block_dv))
+
+    def launch(block_n):
+        kernels.read_kernel[(batch * heads, triton.cdiv(n_q, block_n))](
+            q, memory, normalizer, w_sq, w_lin, bias, out, heads, n_q, n_components, d, d_v, eps,
+            BLOCK_N=block_n, BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv, PRECISION=_precision(q.device),
+            **_launch_options(block_k, block_n, block_dv))
+
+    _fitting(("read", block_k, block_d, block_dv, q.device), BLOCK_N, launch)
     return out
 
 
@@ -95,10 +125,14 @@ def _causal_forward(q, k, v, w_sq, w_lin, bias, eps, chunk_size, out_dtype):
     batch, heads, n, _, d, d_v, n_components = _sizes(q, k, v, w_sq)
     block_k, block_d, block_dv = _block(n_components), _block(d), _block(d_v)
     out = torch.empty(batch, heads, n, d_v, device=q.device, dtype=out_dtype)
-    kernels.causal_forward_kernel[(batch * heads,)](
-        q, k, v, w_sq, w_lin, bias, out, heads, n, n_components, d, d_v, eps, CHUNK=chunk_size, BLOCK_K=block_k,
-        BLOCK_D=block_d, BLOCK_DV=block_dv, PRECISION=_precision(q.device),
-        **_launch_options(block_k, chunk_size, block_dv))
+
+    def launch(chunk):
+        kernels.causal_forward_kernel[(batch * heads,)](
+            q, k, v, w_sq, w_lin, bias, out, heads, n, n_components, d, d_v, eps, CHUNK=chunk, BLOCK_K=block_k,
+            BLOCK_D=block_d, BLOCK_DV=block_dv, PRECISION=_precision(q.device),
+            **_launch_options(block_k, chunk, block_dv))
+
+    _fitting(("causal_forward", block_k, block_d, block_dv, q.device), chunk_size, launch)
     return out
 
 
@@ -147,28 +181,34 @@ def _bidirectional_backward(d_out, q, k, v, w_sq, w_lin, bias, memory, normalize
     batch, heads, n_q, n_k, d, d_v, n_components = _sizes(q, k, v, w_sq)
     block_k, block_d, block_dv = _block(n_components), _block(d), _block(d_v)
     precision, device, bh = _precision(q.device), q.device, batch * heads
-    options = _launch_options(block_k, BLOCK_N, max(block_dv, block_d))
-
-    per_split, n_splits = _splits(triton.cdiv(n_q, BLOCK_N), bh, device)
+    sizes = dict(BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv, PRECISION=precision)
     d_q = torch.empty(q.shape, device=device, dtype=torch.float32)
-    d_memory_parts = torch.empty(bh, n_splits, n_components, d_v, device=device, dtype=torch.float32)
-    d_normalizer_parts = torch.empty(bh, n_splits, n_components, device=device, dtype=torch.float32)
-    query_parts = _mixture_parts(bh * n_splits, n_components, d, device)
-    kernels.query_backward_kernel[(bh, n_splits)](
-        q, d_out, memory, normalizer, w_sq, w_lin, bias, d_q, d_memory_parts, d_normalizer_parts, *query_parts,
-        heads, n_q, n_components, d, d_v, eps, per_split, n_splits, BLOCK_N=BLOCK_N, BLOCK_K=block_k,
-        BLOCK_D=block_d, BLOCK_DV=block_dv, PRECISION=precision, **options)
-    d_memory = d_memory_parts.sum(1)
-    d_normalizer = d_normalizer_parts.sum(1)
 
-    per_split, n_splits = _splits(triton.cdiv(n_k, BLOCK_N), bh, device)
+    def launch_queries(block_n):
+        per_split, n_splits = _splits(triton.cdiv(n_q, block_n), bh, device)
+        d_memory_parts = torch.empty(bh, n_splits, n_components, d_v, device=device, dtype=torch.float32)
+        d_normalizer_parts = torch.empty(bh, n_splits, n_components, device=device, dtype=torch.float32)
+        parts = _mixture_parts(bh * n_splits, n_components, d, device)
+        kernels.query_backward_kernel[(bh, n_splits)](
+            q, d_out, memory, normalizer, w_sq, w_lin, bias, d_q, d_memory_parts, d_normalizer_parts, *parts,
+            heads, n_q, n_components, d, d_v, eps, per_split, n_splits, BLOCK_N=block_n, **sizes,
+            **_launch_options(block_k, block_n, max(block_dv, block_d)))
+        return d_memory_parts.sum(1), d_normalizer_parts.sum(1), parts
+
+    d_memory, d_normalizer, query_parts = _fitting(("query_backward", block_k, block_d, block_dv, device), BLOCK_N,
+                                                   launch_queries)
     d_k = torch.empty(k.shape, device=device, dtype=torch.float32)
     d_v_ = torch.empty(v.shape, device=device, dtype=torch.float32)
-    key_parts = _mixture_parts(bh * n_splits, n_components, d, device)
-    kernels.key_backward_kernel[(bh, n_splits)](
-        k, v, d_memory, d_normalizer, w_sq, w_lin, bias, d_k, d_v_, *key_parts, heads, n_k, n_components, d, d_v,
-        per_split, n_splits, BLOCK_N=BLOCK_N, BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv,
-        PRECISION=precision, **options)
+
+    def launch_keys(block_n):
+        per_split, n_splits = _splits(triton.cdiv(n_k, block_n), bh, device)
+        parts = _mixture_parts(bh * n_splits, n_components, d, device)
+        kernels.key_backward_kernel[(bh, n_splits)](
+            k, v, d_memory, d_normalizer, w_sq, w_lin, bias, d_k, d_v_, *parts, heads, n_k, n_components, d, d_v,
+            per_split, n_splits, BLOCK_N=block_n, **sizes, **_launch_options(block_k, block_n, max(block_dv, block_d)))
+        return parts
+
+    key_parts = _fitting(("key_backward", block_k, block_d, block_dv, device), BLOCK_N, launch_keys)
     query_grads = _mixture_grads(query_parts, batch, heads, n_components, d)
     key_grads = _mixture_grads(key_parts, batch, heads, n_components, d)
     return (d_q, d_k, d_v_, *(a + b for a, b in zip(query_grads, key_grads)))
@@ -178,22 +218,27 @@ def _causal_backward(d_out, q, k, v, w_sq, w_lin, bias, eps, chunk_size):
     batch, heads, n, _, d, d_v, n_components = _sizes(q, k, v, w_sq)
     block_k, block_d, block_dv = _block(n_components), _block(d), _block(d_v)
     precision, device, bh = _precision(q.device), q.device, batch * heads
-    options = _launch_options(block_k, chunk_size, max(block_dv, block_d))
-    sizes = dict(CHUNK=chunk_size, BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv, PRECISION=precision)
-
+    sizes = dict(BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv, PRECISION=precision)
     d_q = torch.empty(q.shape, device=device, dtype=torch.float32)
     d_num = torch.empty(batch, heads, n, d_v, device=device, dtype=torch.float32)
     d_den = torch.empty(batch, heads, n, device=device, dtype=torch.float32)
     query_parts = _mixture_parts(bh, n_components, d, device)
-    kernels.causal_query_backward_kernel[(bh,)](
-        q, k, v, d_out, w_sq, w_lin, bias, d_q, d_num, d_den, *query_parts, heads, n, n_components, d, d_v, eps,
-        **sizes, **options)
     d_k = torch.empty(k.shape, device=device, dtype=torch.float32)
     d_v_ = torch.empty(v.shape, device=device, dtype=torch.float32)
     key_parts = _mixture_parts(bh, n_components, d, device)
-    kernels.causal_key_backward_kernel[(bh,)](
-        q, k, v, d_num, d_den, w_sq, w_lin, bias, d_k, d_v_, *key_parts, heads, n, n_components, d, d_v,
-        **sizes, **options)
+
+    def launch_queries(chunk):
+        kernels.causal_query_backward_kernel[(bh,)](
+            q, k, v, d_out, w_sq, w_lin, bias, d_q, d_num, d_den, *query_parts, heads, n, n_components, d, d_v, eps,
+            CHUNK=chunk, **sizes, **_launch_options(block_k, chunk, max(block_dv, block_d)))
+
+    def launch_keys(chunk):
+        kernels.causal_key_backward_kernel[(bh,)](
+            q, k, v, d_num, d_den, w_sq, w_lin, bias, d_k, d_v_, *key_parts, heads, n, n_components, d, d_v,
+            CHUNK=chunk, **sizes, **_launch_options(block_k, chunk, max(block_dv, block_d)))
+
+    _fitting(("causal_query_backward", block_k, block_d, block_dv, device), chunk_size, launch_queries)
+    _fitting(("causal_key_backward", block_k, block_d, block_dv, device), chunk_size, launch_keys)
     query_grads = _mixture_grads(query_parts, batch, heads, n_components, d)
     key_grads = _mixture_grads(key_parts, batch, heads, n_components, d)
     return (d_q, d_k, d_v_, *(a + b for a, b in zip(query_grads, key_grads)))
