@@ -32,15 +32,21 @@ PRESETS: dict[str, dict[str, dict]] = {
                      min_variances=[1.0, 0.1, 0.01, 0.001, 0.0001], n_probe=16384, seq_len=128, n_pairs=48,
                      n_keys=1024, n_values=32, n_train=65536, n_test=4096, batch_size=128, n_steps=5000, lr=1e-3),
     },
-    # ch06: the causal memory sweep (cumsum materializes (N, K, d_v)), the chunk size, and the decoding demo.
+    # ch06: the causal memory sweep (cumsum materializes (N, K, d_v); each form stops at its *_max_len), chunk sizes,
+    # the recurrent decoding demo, and the from-scratch example (demo).
     "ch06": {
-        "tiny": dict(seq_lens=[128, 256, 512, 1024, 2048], naive_max_len=2048, batch=1, n_heads=2, d_route=16,
-                     d_value=16, n_components=32, chunk_size=64, d_model=32, decode_len=48),
-        "small": dict(seq_lens=[128, 256, 512, 1024, 2048, 4096, 8192], naive_max_len=4096, batch=1, n_heads=4,
-                      d_route=32, d_value=32, n_components=64, chunk_size=64, d_model=64, decode_len=256),
-        "full": dict(seq_lens=[256, 512, 1024, 2048, 4096, 8192, 16384, 32768], naive_max_len=16384, batch=1,
-                     n_heads=8, d_route=64, d_value=64, n_components=128, chunk_size=64, d_model=256,
-                     decode_len=1024),
+        "tiny": dict(seq_lens=[128, 256, 512, 1024, 2048], naive_max_len=2048, cumsum_max_len=2048, batch=1,
+                     n_heads=2, d_route=16, d_value=16, n_components=32, chunk_size=64,
+                     chunk_sizes=[8, 16, 32, 64, 128, 256], d_model=32, decode_len=64, repeat=3,
+                     demo=dict(n_tokens=9, n_components=3, d_value=2)),
+        "small": dict(seq_lens=[128, 256, 512, 1024, 2048, 4096, 8192], naive_max_len=4096, cumsum_max_len=8192,
+                      batch=1, n_heads=4, d_route=32, d_value=32, n_components=64, chunk_size=64,
+                      chunk_sizes=[8, 16, 32, 64, 128, 256], d_model=64, decode_len=256, repeat=5,
+                      demo=dict(n_tokens=9, n_components=3, d_value=2)),
+        "full": dict(seq_lens=[256, 512, 1024, 2048, 4096, 8192, 16384, 32768], naive_max_len=16384,
+                     cumsum_max_len=8192, batch=1, n_heads=8, d_route=64, d_value=64, n_components=128,
+                     chunk_size=64, chunk_sizes=[16, 32, 64, 128, 256], d_model=256, decode_len=1024, repeat=10,
+                     demo=dict(n_tokens=9, n_components=3, d_value=2)),
     },
     # ch01: the quadratic wall -- softmax attention's time and memory against N (GMA and SDPA alongside).
     "ch01": {
