@@ -129,7 +129,8 @@ def sweep(*, mixers=DEFAULT_MIXERS, seq_lens, d_model, n_heads, batch_size=1, n_
         raise ValueError(f"unknown mixer names {sorted(unknown)}; known names: {', '.join(MIXER_NAMES)}")
     if not seq_lens:
         raise ValueError("seq_lens must name at least one sequence length")
-    jobs = [(name, n, n_components) for name in mixers for n in seq_lens
+    # N outer, mixer inner: mixers compared at one N are measured close together in time (shared machines).
+    jobs = [(name, n, n_components) for n in seq_lens for name in mixers
             if not (name == "softmax" and softmax_max_len is not None and n > softmax_max_len)]
     if k_values:
         if k_sweep_len is None:
@@ -277,11 +278,19 @@ def main(argv=None):
     parser.add_argument("--out", required=True, help="JSON file to write")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")
     parser.add_argument("--mixers", nargs="*", default=None, help=f"subset of {', '.join(DEFAULT_MIXERS)}")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads (default: torch's choice); 1 avoids stalls on a busy shared machine")
+    parser.add_argument("--note", default="", help="a remark stored in the record (e.g. why --threads was set)")
     args = parser.parse_args(argv)
+    if args.threads is not None:
+        if args.threads < 1:
+            parser.error(f"--threads must be >= 1, got {args.threads}")
+        torch.set_num_threads(args.threads)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     command = "python -m gma_teach.profiling " + " ".join(argv if argv is not None else sys.argv[1:])
     record = run_recorded(args.scale, device=device, mixers=args.mixers, command=command,
                           printer=lambda row: print(format_table([row]).splitlines()[1], flush=True))
+    record["note"] = args.note
     Path(args.out).parent.mkdir(parents=True, exist_ok=True)
     with open(args.out, "w") as handle:
         json.dump(record, handle, indent=1)
