@@ -6,7 +6,7 @@
 * :func:`is_available`, :func:`triton_status` -- can the kernels run here, and how (compiled or interpreted).
 
 Without CUDA, Triton runs the same kernels in its CPU interpreter: importing this package sets
-``TRITON_INTERPRET=1`` first (see :mod:`gma_teach.kernels._environment`). Without Triton, importing still works,
+``TRITON_INTERPRET=1`` first (see ``gma_teach/kernels/_environment.py``). Without Triton, importing still works,
 :func:`is_available` is False, and :func:`gma_triton` raises an ImportError saying how to install it.
 """
 from ._environment import configure as _configure

@@ -370,6 +370,12 @@ def _check_device(device: torch.device) -> None:
                          "gma_teach runs them in Triton's interpreter automatically")
 
 
+def _without_bf16(device: torch.device) -> bool:
+    """True where Triton cannot load bf16 tiles correctly: the interpreter (it multiplies raw bit patterns) and
+    GPUs older than sm_80 (e.g. Colab's T4)."""
+    return interpreting() or (device.type == "cuda" and torch.cuda.get_device_capability(device)[0] < 8)
+
+
 def gma_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, means: torch.Tensor, variances: torch.Tensor,
                log_priors: torch.Tensor, *, causal: bool, eps: float, chunk_size: int | None = None) -> torch.Tensor:
     """Gaussian Mixture Attention with fused Triton kernels; Gamma is recomputed, never stored.
@@ -387,7 +393,7 @@ def gma_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, means: torch.T
     """
     _validate(q, k, v, means, variances, log_priors, causal, eps, chunk_size)
     out_dtype = v.dtype
-    if interpreting():  # the interpreter mishandles bf16 (tl.dot on raw bits): compute from fp32 copies
+    if _without_bf16(q.device):  # compute from fp32 copies (the result is the same: the kernels work in fp32)
         q, k, v = (t.float() if t.dtype == torch.bfloat16 else t for t in (q, k, v))
     w_sq, w_lin, bias = mixture_tables(means, variances, log_priors)
     out, _, _ = gma_forward(q.contiguous(), k.contiguous(), v.contiguous(), w_sq, w_lin, bias, bool(causal),
@@ -403,7 +409,7 @@ def responsibilities(x: torch.Tensor, means: torch.Tensor, variances: torch.Tens
     gamma inside its own kernels instead of storing it.
     """
     _validate(x, x, x, means, variances, log_priors, False, 1.0, None)
-    if interpreting() and x.dtype == torch.bfloat16:
+    if _without_bf16(x.device) and x.dtype == torch.bfloat16:
         x = x.float()
     with torch.no_grad():
         w_sq, w_lin, bias = mixture_tables(means, variances, log_priors)
