@@ -16,6 +16,7 @@ what the hard-assignment numbers would be if components and categories were unre
 from __future__ import annotations
 
 import math
+import sys
 import unicodedata
 from collections.abc import Sequence
 
@@ -567,3 +568,110 @@ def routing_report(resp, categories, *, n_shuffles: int = 100, seed: int = 0) ->
         "baseline": baseline,
         "separation_sd": {name: separation(metrics[name], baseline[name]) for name in names},
     }
+
+
+# ----------------------------------------------------------------------------------------------- a language model
+
+
+def lm_routing(model: nn.Module, val_ids: torch.Tensor, tokenizer, *, n_tokens: int, layer: int = -1) -> dict:
+    """Read one GMA layer of a language model on the start of a validation stream.
+
+    The stream is cut into rows of the model's context (``model.max_seq_len``) and the first
+    ``ceil(n_tokens / context)`` rows are captured at once.
+
+    Args:
+        model: a language model with GMA layers and ``max_seq_len`` (e.g. :class:`~gma_teach.models.DecoderLM`).
+        val_ids: the validation token stream ``(T_total,)`` int64.
+        tokenizer: has ``token_strings(ids) -> list[str]``.
+        n_tokens: how many tokens to analyse (rounded up to whole rows; at most the whole stream).
+        layer: which GMA layer (index into :func:`gma_layers`; ``-1`` the last, as in the paper).
+
+    Returns:
+        ``{"ids": (B, N), "gamma_q": (B, H, N, K), "resp": (B * N, K) head-averaged, "tokens": list[str],
+        "categories": list[str], "layer": non-negative layer index}``.
+    """
+    if not isinstance(val_ids, torch.Tensor) or val_ids.dim() != 1:
+        raise ValueError(f"val_ids must be a 1-D token stream, got {type(val_ids).__name__} "
+                         f"{tuple(getattr(val_ids, 'shape', ()))}")
+    if isinstance(n_tokens, bool) or not isinstance(n_tokens, int) or n_tokens < 1:
+        raise ValueError(f"n_tokens must be a positive int, got {n_tokens!r}")
+    context = int(model.max_seq_len)
+    n_rows = val_ids.numel() // context
+    if n_rows < 1:
+        raise ValueError(f"val_ids has {val_ids.numel()} tokens, fewer than one context of {context}")
+    rows = min(n_rows, math.ceil(n_tokens / context))
+    parameter = next(model.parameters())
+    ids = val_ids[: rows * context].view(rows, context).to(parameter.device)
+    captured = capture_responsibilities(model, ids, layers=[layer])
+    (index, gamma_q), = captured.items()
+    tokens = tokenizer.token_strings(ids.flatten().cpu())
+    return {"ids": ids, "gamma_q": gamma_q, "resp": head_averaged_tokens(gamma_q), "tokens": tokens,
+            "categories": token_categories(tokens), "layer": index}
+
+
+PAPER_TABLE4 = {
+    "n_components": 128, "active": 104, "usage_entropy": 0.933, "token_entropy": 0.790, "mean_max": 0.103,
+    "purity": 0.483, "mi": 0.427, "nmi_category": 0.244,
+    "baseline": {"purity": {"mean": 0.293, "std": 0.001}, "mi": {"mean": 0.0067, "std": 0.0003},
+                 "nmi_category": {"mean": 0.0038, "std": 0.0002}},
+    "majority_fraction": 0.286, "pca_explained": [0.120, 0.079],
+}
+"""The paper's numbers (Huang & Raza 2026, Table 4, Appendix F.1 and F.3; WikiText-103, last layer, head-averaged,
+K = 128, 65,536 validation tokens), typed from the paper for comparison. ``nmi_category`` is the paper's "NMI"."""
+
+
+def main(argv: Sequence[str] | None = None) -> dict:
+    """Command line: record chapter 11's table for chapter 10's language model as a JSON file.
+
+    ``python -m gma_teach.diagnostics --scale small --out book/results/routing_small.json`` loads (or trains) the
+    model with :func:`gma_teach.experiments.load_or_train_lm`, reads its last layer with :func:`lm_routing` on
+    ``preset("ch11").n_tokens`` validation tokens, and writes :func:`routing_report` for it and for a freshly
+    initialised copy of the same architecture (the untrained control), with hardware, date, commit and command.
+    """
+    import argparse
+    import json
+    from types import SimpleNamespace
+
+    from . import experiments  # the command line sits above the experiments; the functions above do not need them
+    from .scale import preset, seed_everything
+
+    parser = argparse.ArgumentParser(prog="python -m gma_teach.diagnostics", description=main.__doc__.split("\n")[0])
+    parser.add_argument("--scale", default=None, help="tiny | small | full (default: the scale in force)")
+    parser.add_argument("--out", default=None, help="JSON file to write (default: print only)")
+    args = parser.parse_args(argv)
+    p = preset("ch11", args.scale)
+    run = experiments.load_or_train_lm(p.scale)
+    read = lm_routing(run.model, run.val_ids, run.tokenizer, n_tokens=p.n_tokens)
+    report = routing_report(read["resp"], read["categories"], n_shuffles=p.n_shuffles, seed=p.seed)
+    seed_everything(run.config["seed"])
+    untrained = experiments.build_lm(SimpleNamespace(**run.config), run.config["mixer"], run.config["vocab_size"],
+                                     n_components=run.config["n_components"]).to(next(run.model.parameters()).device)
+    control = lm_routing(untrained, run.val_ids, run.tokenizer, n_tokens=p.n_tokens)
+    _, explained = responsibility_pca(read["resp"], n_components=2)
+    record = {
+        **experiments.provenance(" ".join(["python -m gma_teach.diagnostics",
+                                           *(sys.argv[1:] if argv is None else argv)])),
+        "scale": p.scale,
+        "lm_config": run.config,
+        "checkpoint": str(run.path),
+        "layer": read["layer"],
+        "shape_BHNK": list(read["gamma_q"].shape),
+        "report": report,
+        "untrained_control": routing_report(control["resp"], control["categories"], n_shuffles=p.n_shuffles,
+                                            seed=p.seed),
+        "category_counts": {name: read["categories"].count(name) for name in CATEGORIES},
+        "components": component_summary(read["resp"], read["categories"], tokens=read["tokens"], top=8),
+        "pca_explained": explained.tolist(),
+        "paper": PAPER_TABLE4,
+    }
+    text = json.dumps(record, indent=2, default=str)
+    if args.out:
+        from pathlib import Path
+
+        Path(args.out).write_text(text + "\n")
+    print(text)
+    return record
+
+
+if __name__ == "__main__":
+    main()

@@ -448,3 +448,25 @@ def test_routing_report_combines_the_pieces():
     assert report["baseline"] == permutation_baseline(resp, categories, n_shuffles=5, seed=3)
     for name, sd in report["separation_sd"].items():
         assert sd == separation(report["metrics"][name], report["baseline"][name])
+
+
+def test_lm_routing_reads_whole_rows_of_the_stream():
+    class _Tokenizer:
+        def token_strings(self, ids):
+            return [" the" if int(i) % 2 else "ing" for i in ids]
+
+    torch.manual_seed(1)
+    model = _TinyGMAModel()
+    model.max_seq_len = 6
+    stream = torch.randint(0, 23, (40,))
+    read = diagnostics.lm_routing(model, stream, _Tokenizer(), n_tokens=13, layer=0)
+    assert read["ids"].shape == (3, 6) and torch.equal(read["ids"].flatten(), stream[:18])
+    assert read["layer"] == 0
+    torch.testing.assert_close(read["gamma_q"], capture_responsibilities(model, read["ids"], layers=[0])[0])
+    torch.testing.assert_close(read["resp"], head_averaged_tokens(read["gamma_q"]))
+    assert read["categories"] == ["function_word" if int(i) % 2 else "subword_alpha" for i in stream[:18]]
+    assert diagnostics.lm_routing(model, stream, _Tokenizer(), n_tokens=10_000)["ids"].shape == (6, 6)
+    with pytest.raises(ValueError, match="1-D token stream"):
+        diagnostics.lm_routing(model, stream.view(4, 10), _Tokenizer(), n_tokens=5)
+    with pytest.raises(ValueError, match="n_tokens"):
+        diagnostics.lm_routing(model, stream, _Tokenizer(), n_tokens=0)
