@@ -36,6 +36,14 @@ def test_pack_covers_the_stream_once():
         wikitext.pack(torch.zeros(2, 3, dtype=torch.long), 1)
 
 
+def test_encode_text_in_pieces_equals_whole():
+    tok = wikitext.get_tokenizer("bytes")
+    text = "".join(f" = Heading {i} = \n\n Some text , with @-@ marks .\n" for i in range(50))
+    whole = torch.tensor(tok.encode(text) + [tok.eos_id])
+    assert torch.equal(wikitext.encode_text(tok, text, chunk_chars=37), whole)
+    assert torch.equal(wikitext.encode_text(tok, text, chunk_chars=37, max_tokens=100), whole[:100])
+
+
 def test_compaction_roundtrip_and_unknowns():
     base = wikitext.get_tokenizer("bytes")
     stream = torch.tensor(base.encode("the cat sat on the mat"))

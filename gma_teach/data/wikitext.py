@@ -283,6 +283,23 @@ def encode_documents(tokenizer: Tokenizer, documents: Sequence[str], *, max_toke
     return torch.tensor(ids, dtype=torch.long)
 
 
+def encode_text(tokenizer: Tokenizer, text: str, *, max_tokens: int | None = None,
+                chunk_chars: int = 1 << 20) -> torch.Tensor:
+    """One long text (a WikiText split) as ids ``(n_tokens,)``, encoded in pieces of about ``chunk_chars``
+    characters cut after a newline (so a 500 MB split never becomes one call), stopping once ``max_tokens`` ids are
+    reached. Ends with end-of-text."""
+    pieces, count, start = [], 0, 0
+    while start < len(text) and (max_tokens is None or count < max_tokens):
+        stop = text.find("\n", start + chunk_chars)
+        stop = len(text) if stop < 0 else stop + 1
+        ids = tokenizer.encode(text[start:stop])
+        pieces.append(torch.tensor(ids, dtype=torch.long))
+        count, start = count + len(ids), stop
+    pieces.append(torch.tensor([tokenizer.eos_id], dtype=torch.long))
+    stream = torch.cat(pieces)
+    return stream if max_tokens is None else stream[:max_tokens]
+
+
 def pack(stream: torch.Tensor, block_size: int) -> torch.Tensor:
     """Non-overlapping blocks ``(n_blocks, block_size + 1)`` of a 1-D ``stream``: block ``i`` is
     ``stream[i*block_size : (i+1)*block_size + 1]``, so inputs ``b[:-1]`` and targets ``b[1:]`` cover the stream
@@ -347,12 +364,12 @@ def lm_data(*, source: str = "stdlib", tokenizer: str = "auto", block_size: int 
                   data_files=sorted((k, str(v)) for k, v in (data_files or {}).items()))
 
     def build() -> dict:
-        if source == "stdlib":
-            train_docs, val_docs = split_documents(stdlib_corpus(), val_fraction, seed)
-        else:
+        if source != "stdlib":
             text = load_wikitext("wikitext-2" if source == "files" else source,
                                  data_files=data_files if source == "files" else None)
-            train_docs, val_docs = [text["train"]], [text["validation"]]
+            return {"train": encode_text(base, text["train"], max_tokens=max_train_tokens),
+                    "val": encode_text(base, text["validation"], max_tokens=max_val_tokens)}
+        train_docs, val_docs = split_documents(stdlib_corpus(), val_fraction, seed)
         return {"train": encode_documents(base, train_docs, max_tokens=max_train_tokens),
                 "val": encode_documents(base, val_docs, max_tokens=max_val_tokens)}
 
