@@ -393,6 +393,7 @@ def run(experiment: str, mixer: str, *, scale_name: str | None = None, seeds=(0,
     chosen = scale_name or scale()
     p = preset(experiment, chosen)
     config = {**vars(p), **overrides, "mixer": mixer, "mixer_options": mixer_options(p, mixer, n_components)}
+    origin = provenance(command)  # taken before training: the commit and date of the code that runs
     started = time.perf_counter()
     runs = []
     if experiment == "lm":
@@ -415,7 +416,7 @@ def run(experiment: str, mixer: str, *, scale_name: str | None = None, seeds=(0,
             "config": config, "data_source": runs[0]["data_source"], "parameters": runs[0]["parameters"],
             "summary": {"metric": metric, "mean": mean, "std": std, "values": values, "seeds": list(seeds),
                         "tokens_per_second_mean": speed_mean, "tokens_per_second_std": speed_std},
-            "runs": runs, "wall_seconds": time.perf_counter() - started, **provenance(command)}
+            "runs": runs, "wall_seconds": time.perf_counter() - started, **origin}
 
 
 def load_results(pattern: str = "*.json", folder: str | os.PathLike | None = None) -> list[dict]:
