@@ -573,11 +573,13 @@ def routing_report(resp, categories, *, n_shuffles: int = 100, seed: int = 0) ->
 # ----------------------------------------------------------------------------------------------- a language model
 
 
-def lm_routing(model: nn.Module, val_ids: torch.Tensor, tokenizer, *, n_tokens: int, layer: int = -1) -> dict:
+def lm_routing(model: nn.Module, val_ids: torch.Tensor, tokenizer, *, n_tokens: int, layer: int = -1,
+               batch_size: int = 8) -> dict:
     """Read one GMA layer of a language model on the start of a validation stream.
 
     The stream is cut into rows of the model's context (``model.max_seq_len``) and the first
-    ``ceil(n_tokens / context)`` rows are captured at once.
+    ``ceil(n_tokens / context)`` rows are captured, ``batch_size`` rows per forward pass (the logits of a large
+    vocabulary are the biggest tensor of the pass).
 
     Args:
         model: a language model with GMA layers and ``max_seq_len`` (e.g. :class:`~gma_teach.models.DecoderLM`).
@@ -585,6 +587,7 @@ def lm_routing(model: nn.Module, val_ids: torch.Tensor, tokenizer, *, n_tokens: 
         tokenizer: has ``token_strings(ids) -> list[str]``.
         n_tokens: how many tokens to analyse (rounded up to whole rows; at most the whole stream).
         layer: which GMA layer (index into :func:`gma_layers`; ``-1`` the last, as in the paper).
+        batch_size: rows per forward pass.
 
     Returns:
         ``{"ids": (B, N), "gamma_q": (B, H, N, K), "resp": (B * N, K) head-averaged, "tokens": list[str],
@@ -595,6 +598,8 @@ def lm_routing(model: nn.Module, val_ids: torch.Tensor, tokenizer, *, n_tokens: 
                          f"{tuple(getattr(val_ids, 'shape', ()))}")
     if isinstance(n_tokens, bool) or not isinstance(n_tokens, int) or n_tokens < 1:
         raise ValueError(f"n_tokens must be a positive int, got {n_tokens!r}")
+    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
+        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
     context = int(model.max_seq_len)
     n_rows = val_ids.numel() // context
     if n_rows < 1:
@@ -602,8 +607,10 @@ def lm_routing(model: nn.Module, val_ids: torch.Tensor, tokenizer, *, n_tokens: 
     rows = min(n_rows, math.ceil(n_tokens / context))
     parameter = next(model.parameters())
     ids = val_ids[: rows * context].view(rows, context).to(parameter.device)
-    captured = capture_responsibilities(model, ids, layers=[layer])
-    (index, gamma_q), = captured.items()
+    chunks = [capture_responsibilities(model, ids[start:start + batch_size], layers=[layer])
+              for start in range(0, rows, batch_size)]
+    index = next(iter(chunks[0]))
+    gamma_q = torch.cat([chunk[index] for chunk in chunks], dim=0)
     tokens = tokenizer.token_strings(ids.flatten().cpu())
     return {"ids": ids, "gamma_q": gamma_q, "resp": head_averaged_tokens(gamma_q), "tokens": tokens,
             "categories": token_categories(tokens), "layer": index}

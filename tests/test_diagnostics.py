@@ -459,7 +459,7 @@ def test_lm_routing_reads_whole_rows_of_the_stream():
     model = _TinyGMAModel()
     model.max_seq_len = 6
     stream = torch.randint(0, 23, (40,))
-    read = diagnostics.lm_routing(model, stream, _Tokenizer(), n_tokens=13, layer=0)
+    read = diagnostics.lm_routing(model, stream, _Tokenizer(), n_tokens=13, layer=0, batch_size=2)
     assert read["ids"].shape == (3, 6) and torch.equal(read["ids"].flatten(), stream[:18])
     assert read["layer"] == 0
     torch.testing.assert_close(read["gamma_q"], capture_responsibilities(model, read["ids"], layers=[0])[0])
@@ -470,3 +470,5 @@ def test_lm_routing_reads_whole_rows_of_the_stream():
         diagnostics.lm_routing(model, stream.view(4, 10), _Tokenizer(), n_tokens=5)
     with pytest.raises(ValueError, match="n_tokens"):
         diagnostics.lm_routing(model, stream, _Tokenizer(), n_tokens=0)
+    with pytest.raises(ValueError, match="batch_size"):
+        diagnostics.lm_routing(model, stream, _Tokenizer(), n_tokens=5, batch_size=0)
