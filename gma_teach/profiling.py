@@ -26,6 +26,7 @@ import datetime
 import json
 import os
 import platform
+import shlex
 import subprocess
 import sys
 from pathlib import Path
@@ -122,6 +123,7 @@ def sweep(*, mixers=DEFAULT_MIXERS, seq_lens, d_model, n_heads, batch_size=1, n_
     """Every mixer over ``seq_lens`` and GMA over ``k_values`` (at ``k_sweep_len``); a list of result dicts.
 
     ``softmax_max_len`` skips eager softmax above that N (its ``(B, H, N, N)`` matrices run out of memory first).
+    A size that runs out of GPU memory is recorded with ``None`` values and ``"error": "out of memory"``.
     ``printer``: a callable given each finished row (for live tables), e.g. ``print``.
     """
     unknown = set(mixers) - set(MIXER_NAMES)
@@ -142,8 +144,15 @@ def sweep(*, mixers=DEFAULT_MIXERS, seq_lens, d_model, n_heads, batch_size=1, n_
     rows = []
     for name, n, k in tqdm(jobs, desc="profiling", disable=not progress or bool(os.environ.get("CI"))):
         options = mixer_options(name, seq_len=n, n_components=k, n_features=n_features, linformer_k=linformer_k)
-        row = profile_mixer(name, d_model=d_model, n_heads=n_heads, seq_len=n, batch_size=batch_size,
-                            repeat=repeat, device=device, dtype=dtype, options=options)
+        try:
+            row = profile_mixer(name, d_model=d_model, n_heads=n_heads, seq_len=n, batch_size=batch_size,
+                                repeat=repeat, device=device, dtype=dtype, options=options)
+        except torch.cuda.OutOfMemoryError:  # recorded as a gap: the size did not fit on this GPU
+            torch.cuda.empty_cache()
+            row = {"mixer": name, "label": label_of(name, options.get("n_components")), "seq_len": n,
+                   "n_components": options.get("n_components"), "batch_size": batch_size, "d_model": d_model,
+                   "n_heads": n_heads, "params": None, "peak_memory_bytes": None, "seconds": None,
+                   "tokens_per_second": None, "device": str(device), "dtype": str(dtype), "error": "out of memory"}
         rows.append(row)
         if printer is not None:
             printer(row)
@@ -254,9 +263,10 @@ def run_recorded(scale_name=None, *, device=None, mixers=None, command=None, pri
                                                "k_values", "k_sweep_len", "n_features", "linformer_k",
                                                "softmax_max_len", "repeat")}
     config["mixers"] = list(mixers or p.mixers)
+    commit, date = git_commit(), datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
     results = sweep(device=device, printer=printer, **config)
-    return {"hardware": hardware_description(device), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(
-            timespec="seconds"), "commit": git_commit(), "command": command or "gma_teach.profiling.run_recorded",
+    return {"hardware": hardware_description(device), "date": date, "commit": commit,
+            "command": command or "gma_teach.profiling.run_recorded",
             "scale": p.scale, "config": config, "results": results,
             "memory_slopes": fit_slopes(n_sweep(results))}
 
@@ -287,7 +297,7 @@ def main(argv=None):
             parser.error(f"--threads must be >= 1, got {args.threads}")
         torch.set_num_threads(args.threads)
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
-    command = "python -m gma_teach.profiling " + " ".join(argv if argv is not None else sys.argv[1:])
+    command = "python -m gma_teach.profiling " + shlex.join(argv if argv is not None else sys.argv[1:])
     record = run_recorded(args.scale, device=device, mixers=args.mixers, command=command,
                           printer=lambda row: print(format_table([row]).splitlines()[1], flush=True))
     record["note"] = args.note

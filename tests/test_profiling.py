@@ -111,3 +111,18 @@ def test_chapter_8_checkers_accept_right_and_reject_wrong_answers():
     assert "correct" in ch08.check_loglog_slope(lambda s, v: float(np.polyfit(np.log(s), np.log(v), 1)[0]))
     with pytest.raises(ExerciseError, match="least-squares"):
         ch08.check_loglog_slope(lambda s, v: math.log(v[-1] / v[0]) / math.log(s[-1] / s[0]) + 0.01)
+
+
+def test_a_size_that_runs_out_of_gpu_memory_is_recorded_as_a_gap(monkeypatch):
+    real = profiling.profile_mixer
+
+    def profile_or_oom(name, **kw):
+        if kw["seq_len"] == 64 and name == "softmax":
+            raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+        return real(name, **kw)
+
+    monkeypatch.setattr(profiling, "profile_mixer", profile_or_oom)
+    rows = profiling.sweep(mixers=["softmax"], seq_lens=[16, 32, 64], d_model=8, n_heads=2, repeat=1)
+    assert rows[-1]["error"] == "out of memory" and rows[-1]["peak_memory_bytes"] is None
+    assert set(profiling.fit_slopes(rows)) == {"softmax"}
+    assert "-" in profiling.format_table(rows).splitlines()[-1]

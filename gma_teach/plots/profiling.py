@@ -88,12 +88,15 @@ def plot_paper_table(table, *, ax=None):
         ax = axes[0, 0]
     else:
         fig = ax.figure
+    styles = {}
     for index, (label, points) in enumerate(table.items()):
         xs = sorted(points)
         ys = [points[n][0] for n in xs]
         slope = loglog_slope(xs, ys) if len(xs) >= 2 and all(y > 0 and math.isfinite(y) for y in ys) else None
         legend = f"{label} (slope {slope:.2f})" if slope is not None else label
-        ax.plot(xs, ys, marker="o", ms=3, color=_color(label.lower()) or f"C{index}", label=legend)
+        color = _color(label.lower()) or f"C{index}"
+        repeat = styles[color] = styles.get(color, -1) + 1  # several K of GMA: same colour, other line styles
+        ax.plot(xs, ys, marker="o", ms=3, color=color, ls=("-", "--", "-.", ":")[repeat % 4], label=legend)
     ax.set(xscale="log", yscale="log", xlabel="sequence length N", ylabel="memory (GB)",
            title="the paper's Table 1 (GPU)")
     ax.legend(fontsize=7)
