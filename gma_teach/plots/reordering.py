@@ -7,20 +7,11 @@ curves from :func:`plot_training`).
 from __future__ import annotations
 
 import numpy as np
-import torch
 
 from ._style import COLORS, new_figure
+from .attention import _as_numpy
 
 __all__ = ["plot_gradient_modulation"]
-
-
-def _as_numpy(name: str, value) -> np.ndarray:
-    if isinstance(value, torch.Tensor):
-        return value.detach().to("cpu", torch.float64).numpy()
-    try:
-        return np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise TypeError(f"{name} must be a tensor or an array of numbers, got {type(value).__name__}") from error
 
 
 def plot_gradient_modulation(gamma, jacobian, *, ax=None):
