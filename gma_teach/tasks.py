@@ -163,15 +163,3 @@ class TaskModel(nn.Module):
         hidden = embedded + self.mixer(self.mixer_norm(embedded))
         return self.head(self.head_norm(hidden[:, -1]))
 
-
-def accuracy(model: nn.Module, data: TaskData, *, batch_size: int = 512) -> float:
-    """Fraction of ``data`` that ``model`` labels correctly (evaluated without gradients, in eval mode)."""
-    was_training = model.training
-    model.eval()
-    correct = 0
-    with torch.no_grad():
-        for start in range(0, len(data), batch_size):
-            tokens, labels = data.batch(slice(start, start + batch_size))
-            correct += (model(tokens).argmax(-1) == labels).sum().item()
-    model.train(was_training)
-    return correct / len(data)

@@ -3,7 +3,7 @@ import pytest
 import torch
 from torch import nn
 
-from gma_teach.tasks import TaskModel, accuracy, majority_task, recall_task
+from gma_teach.tasks import TaskModel, majority_task, recall_task
 
 
 def _majority_label_spec(sequence: list[int]) -> int:
@@ -95,20 +95,6 @@ def test_task_model_rejects_wrong_field_count():
         model(torch.zeros(2, 5, 2, dtype=torch.long))
     with pytest.raises(TypeError, match="mixer"):
         TaskModel((6,), 8, "gma", 2)
-
-
-def test_accuracy_counts_correct_labels():
-    data = majority_task(10, 6, seed=0)
-
-    class Oracle(nn.Module):
-        def forward(self, tokens):
-            body = tokens[:, :-1, 0]
-            more_a = ((body == 0).sum(1) > (body == 1).sum(1)).long()
-            return nn.functional.one_hot(more_a, 2).float()
-
-    assert accuracy(Oracle(), data) == 1.0
-    flipped = type("Flipped", (nn.Module,), {"forward": lambda self, t: -Oracle()(t)})()
-    assert accuracy(flipped, data) == 0.0
 
 
 def test_task_data_is_a_dataset_for_the_training_loop():
