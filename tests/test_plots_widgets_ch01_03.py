@@ -1,0 +1,138 @@
+"""Figures and the GMM explorer of chapters 1-3: slopes are fitted right, pictures draw what they are given,
+the explorer's sliders change the mixture it shows, and bad input fails with a clear message."""
+import math
+
+import matplotlib
+import numpy as np
+import pytest
+import torch
+
+matplotlib.use("Agg")
+import matplotlib.pyplot as plt  # noqa: E402
+
+from gma_teach import gmm, plots  # noqa: E402
+from gma_teach.widgets import GMMExplorer  # noqa: E402
+
+
+@pytest.fixture(autouse=True)
+def close_figures():
+    yield
+    plt.close("all")
+
+
+def test_loglog_slope_recovers_random_power_laws():
+    generator = np.random.default_rng(0)
+    sizes = np.array([64.0, 128.0, 256.0, 512.0, 1024.0])
+    for _ in range(5):
+        exponent, scale = generator.uniform(-1, 3), generator.uniform(0.1, 10)
+        assert plots.loglog_slope(sizes, scale * sizes**exponent) == pytest.approx(exponent, abs=1e-9)
+
+
+@pytest.mark.parametrize(
+    "sizes, values, message",
+    [([1.0], [1.0], "at least 2"), ([1.0, 2.0], [1.0], "same length"), ([1.0, 2.0], [1.0, 0.0], "positive")],
+)
+def test_loglog_slope_rejects_bad_input(sizes, values, message):
+    with pytest.raises(ValueError, match=message):
+        plots.loglog_slope(sizes, values)
+
+
+def test_plot_scaling_labels_fitted_slopes_and_skips_missing_points():
+    sizes = [128, 256, 512, 1024]
+    quadratic = [float(n) ** 2 for n in sizes]
+    linear_with_gap = [float(n) for n in sizes[:-1]] + [float("nan")]
+    fig = plots.plot_scaling(sizes, {"softmax": quadratic, "gma": linear_with_gap}, ylabel="bytes")
+    labels = [text.get_text() for text in fig.axes[0].get_legend().get_texts()]
+    assert labels == ["softmax (slope 2.00)", "gma (slope 1.00)"]
+    assert fig.axes[0].get_lines()[0].get_color() == plots.COLORS["softmax"]
+
+
+def test_plot_scaling_rejects_a_series_of_the_wrong_length():
+    with pytest.raises(ValueError, match=r"series\['gma'\] must have one value per size"):
+        plots.plot_scaling([1, 2, 3], {"gma": [1.0, 2.0]}, ylabel="s")
+
+
+def test_plot_matrices_draws_each_matrix_as_given():
+    first, second = torch.rand(5, 7), torch.rand(5, 7)
+    fig = plots.plot_matrices({"a": first, "b": second})
+    images = [ax.get_images()[0] for ax in fig.axes if ax.get_images()]
+    assert len(images) == 2
+    np.testing.assert_allclose(images[0].get_array(), first.double().numpy())
+    np.testing.assert_allclose(images[1].get_array(), second.double().numpy())
+
+
+def test_plot_matrices_rejects_non_matrices():
+    with pytest.raises(ValueError, match=r"matrices\['x'\] must be 2-D"):
+        plots.plot_matrices({"x": torch.rand(2, 3, 4)})
+
+
+def _mixture(k, d, seed=0):
+    generator = torch.Generator().manual_seed(seed)
+    means = 2 * torch.randn(k, d, generator=generator, dtype=torch.float64)
+    variances = 0.3 + torch.rand(k, d, generator=generator, dtype=torch.float64)
+    log_priors = torch.log_softmax(torch.randn(k, generator=generator, dtype=torch.float64), -1)
+    return means, variances, log_priors
+
+
+def test_plot_responsibilities_1d_stacks_the_responsibilities():
+    means, variances, log_priors = _mixture(3, 1)
+    fig = plots.plot_responsibilities_1d(means, variances, log_priors, x_range=(-4.0, 4.0), n_points=50)
+    stack_ax = fig.axes[1]
+    # the top edge of the last stacked band is the sum of all responsibilities: 1 everywhere
+    top = stack_ax.collections[-1].get_paths()[0].vertices[:, 1].max()
+    assert top == pytest.approx(1.0)
+    grid = torch.linspace(-4.0, 4.0, 50, dtype=torch.float64).unsqueeze(-1)
+    densities = gmm.log_joint(grid, means, variances, log_priors).exp()
+    for k, line in enumerate(fig.axes[0].get_lines()[:3]):
+        np.testing.assert_allclose(line.get_ydata(), densities[:, k].numpy())
+
+
+def test_plot_responsibilities_2d_pixels_are_responsibility_blends():
+    means, variances, log_priors = _mixture(4, 2, seed=1)
+    extent = (-3.0, 3.0, -2.0, 2.0)
+    fig = plots.plot_responsibilities_2d(means, variances, log_priors, extent=extent, n_points=9)
+    image = np.asarray(fig.axes[0].get_images()[0].get_array())
+    xs, ys = torch.linspace(-3, 3, 9, dtype=torch.float64), torch.linspace(-2, 2, 9, dtype=torch.float64)
+    point = torch.stack([xs[2], ys[6]]).unsqueeze(0)
+    gamma = gmm.responsibilities_direct(point, means, variances, log_priors)[0].numpy()
+    np.testing.assert_allclose(image[6, 2], gamma @ plots.component_colors(4), atol=1e-12)
+
+
+def test_plot_responsibilities_rejects_wrong_dimension():
+    means, variances, log_priors = _mixture(3, 2)
+    with pytest.raises(ValueError, match=r"\(K, 1\) for a 1-D plot"):
+        plots.plot_responsibilities_1d(means, variances, log_priors)
+    with pytest.raises(ValueError, match="variances must have the shape of means"):
+        plots.plot_responsibilities_2d(means, variances[:, :1], log_priors)
+
+
+@pytest.mark.parametrize("dim", [1, 2])
+def test_explorer_sliders_change_the_mixture_it_draws(dim):
+    explorer = GMMExplorer(dim=dim, n_components=3)
+    controls = explorer._build_controls()
+    component, mean_x = controls.children[0], controls.children[1]
+    variance, n_components = controls.children[-2], controls.children[-1]
+    component.value = 1
+    mean_x.value = 1.7
+    variance.value = 2.0
+    assert explorer.means[1, 0].item() == pytest.approx(1.7)
+    assert explorer.variances[1].tolist() == pytest.approx([2.0] * dim)
+    n_components.value = 5
+    assert explorer.means.shape == (5, dim)
+    assert explorer.log_priors.exp().sum().item() == pytest.approx(1.0)
+    assert component.options == tuple(range(5))
+    fig = explorer.figure()
+    assert fig.axes, "the explorer draws a figure"
+
+
+def test_explorer_rejects_bad_arguments():
+    with pytest.raises(ValueError, match="dim must be 1 or 2"):
+        GMMExplorer(dim=3)
+    with pytest.raises(ValueError, match=r"n_components must be an int in \[1, 8\]"):
+        GMMExplorer(dim=1, n_components=0)
+    explorer = GMMExplorer(dim=2, n_components=2)
+    with pytest.raises(ValueError, match="mean must have 2 number"):
+        explorer.set_component(0, mean=1.0)
+    with pytest.raises(ValueError, match="variance must be > 0"):
+        explorer.set_component(0, variance=-1.0)
+    assert math.isclose(explorer.log_priors.exp().sum().item(), 1.0)
