@@ -131,6 +131,8 @@ class TaskModel(nn.Module):
 
     ``h = e + mixer(norm(e))`` where ``e`` sums one embedding per token field; the logits are
     ``head(norm(h[:, -1]))``. With no position embedding, only the mixer can bring information to the query.
+    Unlike :class:`gma_teach.models.EncoderClassifier` (one token id per position, positions, FFN, several layers),
+    it takes multi-field tokens and nothing but the mixer, so a task's result is the mixer's alone.
 
     Args:
         vocab_sizes: ids per token field (``TaskData.vocab_sizes``).
