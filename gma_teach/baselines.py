@@ -168,12 +168,20 @@ def _check_input(x, d_model):
         raise ValueError(f"x must have shape (B, N, {d_model}), got {tuple(x.shape)}")
 
 
+def _nbytes(*tensors):
+    return sum(t.numel() * t.element_size() for t in tensors)
+
+
 @dataclass
 class KVCache:
     """Decoding state of softmax attention: all keys and values so far, ``(B, H, t, d_head)`` (grows with t)."""
 
     keys: torch.Tensor
     values: torch.Tensor
+
+    def nbytes(self) -> int:
+        """Bytes held by the cache (grows by ``2 B H d_head`` elements a token)."""
+        return _nbytes(self.keys, self.values)
 
 
 @dataclass
@@ -182,6 +190,10 @@ class LinearAttentionState:
 
     memory: torch.Tensor
     normalizer: torch.Tensor
+
+    def nbytes(self) -> int:
+        """Bytes held by the state (constant)."""
+        return _nbytes(self.memory, self.normalizer)
 
 
 class _MultiHeadMixer(nn.Module):
@@ -370,6 +382,10 @@ class MambaState:
 
     conv: torch.Tensor
     ssm: torch.Tensor
+
+    def nbytes(self) -> int:
+        """Bytes held by the state (constant)."""
+        return _nbytes(self.conv, self.ssm)
 
 
 def selective_scan_sequential(x, dt, a, b, c, d):

@@ -183,3 +183,17 @@ def test_linformer_parameters_grow_with_max_seq_len():
 def test_bad_options_raise_clear_errors(call, message):
     with pytest.raises(ValueError, match=message):
         call()
+
+
+@pytest.mark.parametrize("name", sorted(CAUSAL_OPTIONS))
+def test_decoding_state_size_is_constant_except_for_the_kv_cache(name):
+    mixer = make_mixer(name, D_MODEL, N_HEADS, causal=True, **CAUSAL_OPTIONS[name])
+    state = mixer.init_state(2)
+    sizes = []
+    for _ in range(3):
+        _, state = mixer.step(torch.randn(2, D_MODEL), state)
+        sizes.append(state.nbytes())
+    if name in ("softmax", "sdpa"):  # the cache grows by one key and one value per head and batch row
+        assert sizes[2] - sizes[1] == sizes[1] - sizes[0] == 2 * 2 * D_MODEL * 4
+    else:
+        assert sizes[0] == sizes[1] == sizes[2] > 0
