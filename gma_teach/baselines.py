@@ -535,7 +535,7 @@ def make_mixer(name, d_model, n_heads, *, causal=False, **options):
     """Build a sequence mixer ``(B, N, d_model) -> (B, N, d_model)`` by name.
 
     Args:
-        name: one of :data:`MIXER_NAMES`.
+        name: one of :data:`gma_teach.baselines.MIXER_NAMES`.
         d_model, n_heads: width and heads (``d_model % n_heads == 0``; ``mamba`` ignores ``n_heads``).
         causal: whether position ``i`` may only read positions ``<= i``.
         **options: per mixer --

@@ -76,7 +76,7 @@ class EncoderClassifier(nn.Module):
 
     Args:
         vocab_size, n_classes, d_model, n_layers, n_heads: sizes.
-        mixer: a name of :data:`gma_teach.baselines.MIXER_NAMES`; ``mixer_options`` go to :func:`make_mixer`
+        mixer: a name of :data:`gma_teach.baselines.MIXER_NAMES`; ``mixer_options`` go to :func:`gma_teach.make_mixer`
             (``linformer`` gets ``max_seq_len`` automatically).
         max_seq_len: longest input ``N`` (learned positions).
         pooling: ``"cls"`` (a learned token prepended, its final state classifies) or ``"mean"`` (mean over real

@@ -40,8 +40,8 @@ from .scale import preset, seed_everything
 
 DEFAULT_MIXERS = ("softmax", "sdpa", "linear", "performer", "linformer", "mamba", "gma")
 
-#: The paper's Table 1 (Huang and Raza, 2026, Section 5.1), typed in: one block, forward + backward, on the authors'
-#: (unnamed) GPU. ``{label: {N: (memory_gb, tokens_per_second, params_millions)}}``. The paper's own numbers, not
+#: Table 1 of the paper, typed in from its Section 5.1 -- one block, forward + backward, on the authors' unnamed
+#: GPU -- as ``{label: {N: (memory_gb, tokens_per_second, params_millions)}}``. The paper's own numbers, not
 #: measured here.
 PAPER_TABLE_1 = {
     "softmax (eager)": {1000: (1.47, 1.02e6, 2.4), 2000: (5.81, 610e3, 2.4), 4000: (23.07, 186e3, 2.4)},
