@@ -216,7 +216,8 @@ def parse_args(argv=None):
     parser.add_argument("--quick", action="store_true", help="tiny sizes that run anywhere (CI, CPU)")
     parser.add_argument("--seq-lens", type=int, nargs="+", default=[1024, 4096, 16384])
     parser.add_argument("--components", type=int, nargs="+", default=[64, 128, 256])
-    parser.add_argument("--dtypes", nargs="+", default=["bfloat16", "float32"], choices=["bfloat16", "float16", "float32"])
+    parser.add_argument("--dtypes", nargs="+", default=["bfloat16", "float32"],
+                        choices=["bfloat16", "float16", "float32"])
     parser.add_argument("--impls", nargs="+", default=list(IMPLEMENTATIONS), choices=list(IMPLEMENTATIONS))
     parser.add_argument("--modes", nargs="+", default=["bidirectional", "causal"], choices=["bidirectional", "causal"])
     parser.add_argument("--batch", type=int, default=8)

@@ -163,6 +163,25 @@ def test_tiles_shrink_when_they_do_not_fit(monkeypatch, kernel_name, block_name,
     assert small.tried == [64, 32, 16, 16]  # remembered
 
 
+@pytest.mark.parametrize("causal", [False, True])
+def test_tiles_that_never_fit_fall_back_to_torch_with_a_warning(monkeypatch, causal):
+    from gma_teach.kernels import _ops
+
+    inputs = make_inputs(1, 2, 40, 40, 5, 7, 3)
+    d_out = torch.randn(1, 2, 40, 7)
+    expected = forward_and_grads(lambda *t: kernels.gma_triton(*t, causal=causal, eps=EPS), inputs, d_out)
+    for name in ("write_kernel", "causal_forward_kernel", "query_backward_kernel", "causal_key_backward_kernel"):
+        monkeypatch.setattr(_ops.kernels, name, _SmallGPU(getattr(_ops.kernels, name), "BLOCK_K", limit=8))
+    monkeypatch.setattr(_ops, "_FITTING_BLOCK", {})
+    with pytest.warns(RuntimeWarning, match="do not fit this GPU") as caught:
+        got = forward_and_grads(lambda *t: kernels.gma_triton(*t, causal=causal, eps=EPS), inputs, d_out)
+    assert {"forward", "backward"} <= {word for w in caught for word in ("forward", "backward")
+                                       if f"computing the {word}" in str(w.message)}
+    torch.testing.assert_close(got[0], expected[0], atol=1e-5, rtol=1e-4)
+    for a, b in zip(got[1], expected[1]):
+        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
+
+
 def test_fused_responsibility_kernel_matches_spec():
     x, _, _, means, variances, log_priors = [t.detach() for t in make_inputs(2, 2, 100, 1, 5, 1, 40)]
     gamma = kernels.responsibilities(x, means, variances, log_priors)

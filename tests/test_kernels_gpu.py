@@ -23,7 +23,8 @@ TOLERANCE = {torch.float32: 2e-4, torch.float16: 5e-3, torch.bfloat16: 3e-2}
 def make_inputs(batch, heads, n_q, n_k, d, d_v, n_components, dtype):
     device = torch.device("cuda")
     inputs = [torch.randn(batch, heads, n_q, d, device=device), torch.randn(batch, heads, n_k, d, device=device),
-              torch.randn(batch, heads, n_k, d_v, device=device), 0.5 * torch.randn(heads, n_components, d, device=device),
+              torch.randn(batch, heads, n_k, d_v, device=device),
+              0.5 * torch.randn(heads, n_components, d, device=device),
               0.3 + 1.7 * torch.rand(heads, n_components, d, device=device),
               torch.log_softmax(torch.randn(heads, n_components, device=device), -1)]
     inputs = [t.to(dtype) if i < 3 else t for i, t in enumerate(inputs)]

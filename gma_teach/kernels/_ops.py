@@ -7,7 +7,9 @@ mixture gradients summed, in a fixed order, from per-program partials.
 """
 from __future__ import annotations
 
+import concurrent.futures
 import math
+import warnings
 
 import torch
 import triton
@@ -28,12 +30,14 @@ def _block(size: int) -> int:
     return max(16, triton.next_power_of_2(size))
 
 
-def _precision(device: torch.device) -> str:
-    """``input_precision`` of the fp32 tl.dot calls: 3-pass TF32 on sm_80+, IEEE fp32 elsewhere (the
-    interpreter ignores it). One-pass TF32 is never used: it is not accurate enough for the logits."""
+def _precisions(device: torch.device, dtype: torch.dtype) -> dict:
+    """``input_precision`` of the fp32 tl.dot calls. Logits: 3-pass TF32 on sm_80+, IEEE fp32 elsewhere (never
+    one pass: it is not accurate enough, chapter 7). Every other product: the same for fp32 inputs, one-pass TF32
+    on sm_80+ for half-precision inputs (their results are rounded to 8 or 11 bits anyway). The interpreter
+    ignores both."""
     if device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 8:
-        return "tf32x3"
-    return "ieee"
+        return dict(LOGIT_PRECISION="tf32x3", PRECISION="tf32" if dtype != torch.float32 else "tf32x3")
+    return dict(LOGIT_PRECISION="ieee", PRECISION="ieee")
 
 
 def _launch_options(block_k: int, block_rows: int, block_other: int) -> dict:
@@ -96,7 +100,7 @@ def _write(k, v, w_sq, w_lin, bias):
         kernels.write_kernel[(batch * heads, n_splits)](
             k, v, w_sq, w_lin, bias, memory_parts, normalizer_parts, heads, n_k, n_components, d, d_v, per_split,
             n_splits, BLOCK_N=block_n, BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv,
-            PRECISION=_precision(k.device), **_launch_options(block_k, block_n, block_dv))
+            **_precisions(k.device, v.dtype), **_launch_options(block_k, block_n, block_dv))
         return memory_parts, normalizer_parts
 
     memory_parts, normalizer_parts = _fitting(("write", block_k, block_d, block_dv, k.device), BLOCK_N, launch)
@@ -114,7 +118,7 @@ def _read(q, memory, normalizer, w_sq, w_lin, bias, eps, out_dtype):
     def launch(block_n):
         kernels.read_kernel[(batch * heads, triton.cdiv(n_q, block_n))](
             q, memory, normalizer, w_sq, w_lin, bias, out, heads, n_q, n_components, d, d_v, eps,
-            BLOCK_N=block_n, BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv, PRECISION=_precision(q.device),
+            BLOCK_N=block_n, BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv, **_precisions(q.device, out_dtype),
             **_launch_options(block_k, block_n, block_dv))
 
     _fitting(("read", block_k, block_d, block_dv, q.device), BLOCK_N, launch)
@@ -129,11 +133,40 @@ def _causal_forward(q, k, v, w_sq, w_lin, bias, eps, chunk_size, out_dtype):
     def launch(chunk):
         kernels.causal_forward_kernel[(batch * heads,)](
             q, k, v, w_sq, w_lin, bias, out, heads, n, n_components, d, d_v, eps, CHUNK=chunk, BLOCK_K=block_k,
-            BLOCK_D=block_d, BLOCK_DV=block_dv, PRECISION=_precision(q.device),
+            BLOCK_D=block_d, BLOCK_DV=block_dv, **_precisions(q.device, v.dtype),
             **_launch_options(block_k, chunk, block_dv))
 
     _fitting(("causal_forward", block_k, block_d, block_dv, q.device), chunk_size, launch)
     return out
+
+
+def _torch_responsibilities(x, w_sq, w_lin, bias):
+    x = x.float()
+    return torch.softmax((x * x) @ w_sq.transpose(-1, -2) + x @ w_lin.transpose(-1, -2) + bias[:, None, :], dim=-1)
+
+
+def _torch_forward(q, k, v, w_sq, w_lin, bias, causal, eps):
+    """The kernels' math in torch (fp32): ``(out, memory, normalizer)`` like :func:`gma_forward`. Used only where a
+    kernel's tiles do not fit the GPU even at 16 rows (see :func:`_with_torch_fallback`)."""
+    from ..mixing import gma_from_responsibilities
+
+    gamma_q, gamma_k = (_torch_responsibilities(x, w_sq, w_lin, bias) for x in (q, k))
+    if causal:
+        out = gma_from_responsibilities(gamma_q, gamma_k, v.float(), causal=True, eps=eps, impl="chunked")
+        empty = q.new_empty(0, dtype=torch.float32)
+        return out, empty, empty.clone()
+    memory, normalizer = gamma_k.transpose(-1, -2) @ v.float(), gamma_k.sum(-2)
+    return (gamma_q @ memory) / (gamma_q @ normalizer[..., None] + eps), memory, normalizer
+
+
+def _with_torch_fallback(what, shapes, kernel_path, torch_path):
+    """Run ``kernel_path()``; if its tiles do not fit this GPU at any block size, warn and run ``torch_path()``."""
+    try:
+        return kernel_path()
+    except OutOfResources as error:
+        warnings.warn(f"gma_teach.kernels: the {what} tiles for {shapes} do not fit this GPU even at 16 rows "
+                      f"({error}); computing the {what} with torch instead", RuntimeWarning, stacklevel=3)
+        return torch_path()
 
 
 @torch.library.custom_op("gma_teach::gma_forward", mutates_args=())
@@ -142,12 +175,23 @@ def gma_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w_sq: torch.T
                 out_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
     """(out (B, H, Nq, dv), memory (B, H, K, dv), normalizer (B, H, K)); memory and normalizer are the fp32
     write-pass results kept for the backward (empty for causal, whose state is recomputed)."""
-    if causal:
-        out = _causal_forward(q, k, v, w_sq, w_lin, bias, eps, chunk_size, out_dtype)
-        empty = q.new_empty(0, dtype=torch.float32)
-        return out, empty, empty.clone()
-    memory, normalizer = _write(k, v, w_sq, w_lin, bias)
-    return _read(q, memory, normalizer, w_sq, w_lin, bias, eps, out_dtype), memory, normalizer
+    def kernel_path():
+        if causal:
+            out = _causal_forward(q, k, v, w_sq, w_lin, bias, eps, chunk_size, out_dtype)
+            empty = q.new_empty(0, dtype=torch.float32)
+            return out, empty, empty.clone()
+        memory, normalizer = _write(k, v, w_sq, w_lin, bias)
+        return _read(q, memory, normalizer, w_sq, w_lin, bias, eps, out_dtype), memory, normalizer
+
+    def torch_path():
+        out, memory, normalizer = _torch_forward(q, k, v, w_sq, w_lin, bias, causal, eps)
+        return out.to(out_dtype), memory, normalizer
+
+    return _with_torch_fallback("forward", _shape_text(q, k, v, w_sq), kernel_path, torch_path)
+
+
+def _shape_text(q, k, v, w_sq):
+    return f"K={w_sq.shape[1]}, d={q.shape[3]}, d_v={v.shape[3]}, {q.dtype}"
 
 
 @gma_forward.register_fake
@@ -180,8 +224,8 @@ def _mixture_parts(slots, n_components, d, device):
 def _bidirectional_backward(d_out, q, k, v, w_sq, w_lin, bias, memory, normalizer, eps):
     batch, heads, n_q, n_k, d, d_v, n_components = _sizes(q, k, v, w_sq)
     block_k, block_d, block_dv = _block(n_components), _block(d), _block(d_v)
-    precision, device, bh = _precision(q.device), q.device, batch * heads
-    sizes = dict(BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv, PRECISION=precision)
+    device, bh = q.device, batch * heads
+    sizes = dict(BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv, **_precisions(device, v.dtype))
     d_q = torch.empty(q.shape, device=device, dtype=torch.float32)
 
     def launch_queries(block_n):
@@ -217,8 +261,8 @@ def _bidirectional_backward(d_out, q, k, v, w_sq, w_lin, bias, memory, normalize
 def _causal_backward(d_out, q, k, v, w_sq, w_lin, bias, eps, chunk_size):
     batch, heads, n, _, d, d_v, n_components = _sizes(q, k, v, w_sq)
     block_k, block_d, block_dv = _block(n_components), _block(d), _block(d_v)
-    precision, device, bh = _precision(q.device), q.device, batch * heads
-    sizes = dict(BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv, PRECISION=precision)
+    device, bh = q.device, batch * heads
+    sizes = dict(BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv, **_precisions(device, v.dtype))
     d_q = torch.empty(q.shape, device=device, dtype=torch.float32)
     d_num = torch.empty(batch, heads, n, d_v, device=device, dtype=torch.float32)
     d_den = torch.empty(batch, heads, n, device=device, dtype=torch.float32)
@@ -250,11 +294,22 @@ def gma_backward(d_out: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch
                  causal: bool, eps: float, chunk_size: int) -> list[torch.Tensor]:
     """[d_q, d_k, d_v] in the inputs' dtypes and [d_w_sq, d_w_lin, d_bias] in fp32, recomputing Gamma."""
     d_out = d_out.contiguous()
-    if causal:
-        grads = _causal_backward(d_out, q, k, v, w_sq, w_lin, bias, eps, chunk_size)
-    else:
-        grads = _bidirectional_backward(d_out, q, k, v, w_sq, w_lin, bias, memory, normalizer, eps)
-    d_q, d_k, d_v, *mixture = grads
+
+    def kernel_path():
+        if causal:
+            return _causal_backward(d_out, q, k, v, w_sq, w_lin, bias, eps, chunk_size)
+        return _bidirectional_backward(d_out, q, k, v, w_sq, w_lin, bias, memory, normalizer, eps)
+
+    def gradients():
+        inputs = [t.detach().requires_grad_() for t in (q, k, v, w_sq, w_lin, bias)]
+        out, _, _ = _torch_forward(*inputs, causal, eps)
+        return torch.autograd.grad(out, inputs, d_out.float())
+
+    def torch_path():  # a custom op's body runs below autograd; a fresh thread starts with autograd on
+        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
+            return pool.submit(gradients).result()
+
+    d_q, d_k, d_v, *mixture = _with_torch_fallback("backward", _shape_text(q, k, v, w_sq), kernel_path, torch_path)
     return [d_q.to(q.dtype), d_k.to(k.dtype), d_v.to(v.dtype), *mixture]
 
 
@@ -419,5 +474,6 @@ def responsibilities(x: torch.Tensor, means: torch.Tensor, variances: torch.Tens
     gamma = torch.empty(batch, heads, n, n_components, device=x.device, dtype=torch.float32)
     kernels.responsibility_kernel[(batch * heads, triton.cdiv(n, BLOCK_N))](
         x.contiguous(), w_sq, w_lin, bias, gamma, heads, n, n_components, d, BLOCK_N=BLOCK_N, BLOCK_K=block_k,
-        BLOCK_D=_block(d), PRECISION=_precision(x.device), **_launch_options(block_k, BLOCK_N, 0))
+        BLOCK_D=_block(d), LOGIT_PRECISION=_precisions(x.device, x.dtype)["LOGIT_PRECISION"],
+        **_launch_options(block_k, BLOCK_N, 0))
     return gamma

@@ -8,12 +8,17 @@ of size ``dv``. The mixture enters every kernel through three small fp32 tensors
 * ``bias``  ``(H, K)``    = ``log_priors - 0.5 * sum_d log variances - 0.5 * sum_d means**2 / variances``
 
 so that ``logits = (x * x) @ w_sq^T + x @ w_lin^T + bias`` (two GEMMs with fp32 accumulation) and
-``gamma = softmax_K(logits)``. Gamma is recomputed wherever it is needed and never written to global memory
-(except by :func:`responsibility_kernel`, whose job is to return it).
+``gamma = softmax_K(logits)``. Kernels that loop over blocks reload these tables (and other loop-invariant
+K-sized tiles) in every iteration from the L2 cache: kept live across the loop, their tensor-core copies in
+shared memory add up beyond what a GPU has (measured by compiling ahead of time for sm_90). Gamma is
+recomputed wherever it is needed and never written to global memory (except by :func:`responsibility_kernel`,
+whose job is to return it).
 
 Every tensor is contiguous in the layout ``(B, H, N, feature)``; program axis 0 runs over ``B * H``. All
-arithmetic is fp32: inputs are cast right after ``tl.load``. ``PRECISION`` is the ``input_precision`` of the
-fp32 ``tl.dot`` calls: ``"ieee"`` or ``"tf32x3"`` (accurate, see the kernel notes); never one-pass ``"tf32"``.
+arithmetic is fp32: inputs are cast right after ``tl.load``. ``LOGIT_PRECISION`` is the ``input_precision`` of
+the logits GEMMs: ``"ieee"`` or ``"tf32x3"``, never one-pass ``"tf32"`` (the logits cancel: chapter 7).
+``PRECISION`` is that of every other ``tl.dot`` (values, states, gradients), which do not cancel: one-pass
+``"tf32"`` is used there for half-precision inputs, whose results are rounded to 8 or 11 bits anyway.
 """
 import triton
 import triton.language as tl
@@ -52,11 +57,11 @@ def _store_rows(ptr, value, bh, rows, N, F, BLOCK_F: tl.constexpr):
 
 
 @triton.jit
-def _responsibilities(x, rows, N, w_sq, w_lin, bias, PRECISION: tl.constexpr):
+def _responsibilities(x, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION: tl.constexpr):
     """gamma (BLOCK_N, BLOCK_K) of the routing vectors ``x`` (BLOCK_N, BLOCK_D): the logits GEMM on [x*x, x]
     with fp32 accumulation, then a stable softmax over K. Rows at or beyond N are set to 0."""
-    logits = tl.dot(x * x, tl.trans(w_sq), input_precision=PRECISION)
-    logits += tl.dot(x, tl.trans(w_lin), input_precision=PRECISION)
+    logits = tl.dot(x * x, tl.trans(w_sq), input_precision=LOGIT_PRECISION)
+    logits += tl.dot(x, tl.trans(w_lin), input_precision=LOGIT_PRECISION)
     logits += bias[None, :]
     shifted = logits - tl.max(logits, axis=1)[:, None]
     p = tl.exp(shifted)
@@ -92,13 +97,13 @@ def _store_mixture_grads(d_w_sq_ptr, d_w_lin_ptr, d_bias_ptr, slot, d_w_sq, d_w_
 @triton.jit
 def responsibility_kernel(x_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, gamma_ptr, H, N, K, D,
                           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr,
-                          PRECISION: tl.constexpr):
+                          LOGIT_PRECISION: tl.constexpr):
     """gamma (B, H, N, K) fp32 from x (B, H, N, D). Grid: (B * H, cdiv(N, BLOCK_N))."""
     bh = tl.program_id(0)
     rows = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
     x = _load_rows(x_ptr, bh, rows, N, D, BLOCK_D)
-    gamma = _responsibilities(x, rows, N, w_sq, w_lin, bias, PRECISION)
+    gamma = _responsibilities(x, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
     _store_rows(gamma_ptr, gamma, bh, rows, N, K, BLOCK_K)
 
 
@@ -109,18 +114,19 @@ def responsibility_kernel(x_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, gamma_ptr, H, N,
 def write_kernel(k_ptr, v_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, memory_part_ptr, normalizer_part_ptr,
                  H, N, K, D, DV, BLOCKS_PER_SPLIT, N_SPLITS,
                  BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
-                 PRECISION: tl.constexpr):
+                 PRECISION: tl.constexpr, LOGIT_PRECISION: tl.constexpr):
     """Partial memories (B*H, N_SPLITS, K, DV) and normalizers (B*H, N_SPLITS, K), fp32: program (bh, split)
     sums the blocks [split * BLOCKS_PER_SPLIT, (split + 1) * BLOCKS_PER_SPLIT) of keys. The caller adds the
     splits in a fixed order (deterministic, no atomics). Grid: (B * H, N_SPLITS)."""
     bh = tl.program_id(0)
     split = tl.program_id(1)
-    w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
     memory = tl.zeros((BLOCK_K, BLOCK_DV), dtype=tl.float32)
     normalizer = tl.zeros((BLOCK_K,), dtype=tl.float32)
     for i in range(0, BLOCKS_PER_SPLIT):
+        w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
         rows = (split * BLOCKS_PER_SPLIT + i) * BLOCK_N + tl.arange(0, BLOCK_N)
-        gamma = _responsibilities(_load_rows(k_ptr, bh, rows, N, D, BLOCK_D), rows, N, w_sq, w_lin, bias, PRECISION)
+        x = _load_rows(k_ptr, bh, rows, N, D, BLOCK_D)
+        gamma = _responsibilities(x, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
         values = _load_rows(v_ptr, bh, rows, N, DV, BLOCK_DV)
         memory += tl.dot(tl.trans(gamma), values, input_precision=PRECISION)
         normalizer += tl.sum(gamma, axis=0)
@@ -134,12 +140,12 @@ def write_kernel(k_ptr, v_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, memory_part_ptr, n
 def read_kernel(q_ptr, memory_ptr, normalizer_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, out_ptr,
                 H, N, K, D, DV, eps,
                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
-                PRECISION: tl.constexpr):
+                PRECISION: tl.constexpr, LOGIT_PRECISION: tl.constexpr):
     """out = (Gamma_Q S) / (Gamma_Q z + eps) for one block of queries. Grid: (B * H, cdiv(N, BLOCK_N))."""
     bh = tl.program_id(0)
     rows = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
     w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
-    gamma = _responsibilities(_load_rows(q_ptr, bh, rows, N, D, BLOCK_D), rows, N, w_sq, w_lin, bias, PRECISION)
+    gamma = _responsibilities(_load_rows(q_ptr, bh, rows, N, D, BLOCK_D), rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
     offs_k = tl.arange(0, BLOCK_K)
     memory = _load_rows(memory_ptr, bh, offs_k, K, DV, BLOCK_DV)
     normalizer = tl.load(normalizer_ptr + bh * K + offs_k, mask=offs_k < K, other=0.0)
@@ -154,20 +160,21 @@ def read_kernel(q_ptr, memory_ptr, normalizer_ptr, w_sq_ptr, w_lin_ptr, bias_ptr
 @triton.jit
 def causal_forward_kernel(q_ptr, k_ptr, v_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, out_ptr, H, N, K, D, DV, eps,
                           CHUNK: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr,
-                          BLOCK_DV: tl.constexpr, PRECISION: tl.constexpr):
+                          BLOCK_DV: tl.constexpr, PRECISION: tl.constexpr, LOGIT_PRECISION: tl.constexpr):
     """One program per (batch, head) walks the chunks in order. Within a chunk the masked affinity
     A = tril(Gamma_Q Gamma_K^T) (CHUNK x CHUNK) handles j <= i; the state (S, z) holds every earlier chunk.
     Grid: (B * H,)."""
     bh = tl.program_id(0)
-    w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
     memory = tl.zeros((BLOCK_K, BLOCK_DV), dtype=tl.float32)
     normalizer = tl.zeros((BLOCK_K,), dtype=tl.float32)
     offs = tl.arange(0, CHUNK)
     causal = offs[:, None] >= offs[None, :]
     for start in range(0, N, CHUNK):
+        w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
         rows = start + offs
-        gamma_q = _responsibilities(_load_rows(q_ptr, bh, rows, N, D, BLOCK_D), rows, N, w_sq, w_lin, bias, PRECISION)
-        gamma_k = _responsibilities(_load_rows(k_ptr, bh, rows, N, D, BLOCK_D), rows, N, w_sq, w_lin, bias, PRECISION)
+        x_q, x_k = _load_rows(q_ptr, bh, rows, N, D, BLOCK_D), _load_rows(k_ptr, bh, rows, N, D, BLOCK_D)
+        gamma_q = _responsibilities(x_q, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
+        gamma_k = _responsibilities(x_k, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
         values = _load_rows(v_ptr, bh, rows, N, DV, BLOCK_DV)
         affinity = tl.where(causal, tl.dot(gamma_q, tl.trans(gamma_k), input_precision=PRECISION), 0.0)
         numerator = tl.dot(affinity, values, input_precision=PRECISION)
@@ -189,24 +196,24 @@ def query_backward_kernel(q_ptr, d_out_ptr, memory_ptr, normalizer_ptr, w_sq_ptr
                           d_memory_part_ptr, d_normalizer_part_ptr, d_w_sq_part_ptr, d_w_lin_part_ptr,
                           d_bias_part_ptr, H, N, K, D, DV, eps, BLOCKS_PER_SPLIT, N_SPLITS,
                           BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr,
-                          BLOCK_DV: tl.constexpr, PRECISION: tl.constexpr):
+                          BLOCK_DV: tl.constexpr, PRECISION: tl.constexpr, LOGIT_PRECISION: tl.constexpr):
     """d_q, plus per-program partials of d_S, d_z and of the mixture gradients (query side).
     Grid: (B * H, N_SPLITS)."""
     bh = tl.program_id(0)
     split = tl.program_id(1)
-    w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
     offs_k = tl.arange(0, BLOCK_K)
-    memory = _load_rows(memory_ptr, bh, offs_k, K, DV, BLOCK_DV)
-    normalizer = tl.load(normalizer_ptr + bh * K + offs_k, mask=offs_k < K, other=0.0)
     d_memory = tl.zeros((BLOCK_K, BLOCK_DV), dtype=tl.float32)
     d_normalizer = tl.zeros((BLOCK_K,), dtype=tl.float32)
     d_w_sq = tl.zeros((BLOCK_K, BLOCK_D), dtype=tl.float32)
     d_w_lin = tl.zeros((BLOCK_K, BLOCK_D), dtype=tl.float32)
     d_bias = tl.zeros((BLOCK_K,), dtype=tl.float32)
     for i in range(0, BLOCKS_PER_SPLIT):
+        w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
+        memory = _load_rows(memory_ptr, bh, offs_k, K, DV, BLOCK_DV)
+        normalizer = tl.load(normalizer_ptr + bh * K + offs_k, mask=offs_k < K, other=0.0)
         rows = (split * BLOCKS_PER_SPLIT + i) * BLOCK_N + tl.arange(0, BLOCK_N)
         x = _load_rows(q_ptr, bh, rows, N, D, BLOCK_D)
-        gamma = _responsibilities(x, rows, N, w_sq, w_lin, bias, PRECISION)
+        gamma = _responsibilities(x, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
         d_out = _load_rows(d_out_ptr, bh, rows, N, DV, BLOCK_DV)
         numerator = tl.dot(gamma, memory, input_precision=PRECISION)
         denominator = tl.sum(gamma * normalizer[None, :], axis=1) + eps
@@ -231,21 +238,21 @@ def query_backward_kernel(q_ptr, d_out_ptr, memory_ptr, normalizer_ptr, w_sq_ptr
 def key_backward_kernel(k_ptr, v_ptr, d_memory_ptr, d_normalizer_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, d_k_ptr, d_v_ptr,
                         d_w_sq_part_ptr, d_w_lin_part_ptr, d_bias_part_ptr, H, N, K, D, DV, BLOCKS_PER_SPLIT,
                         N_SPLITS, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr,
-                        BLOCK_DV: tl.constexpr, PRECISION: tl.constexpr):
+                        BLOCK_DV: tl.constexpr, PRECISION: tl.constexpr, LOGIT_PRECISION: tl.constexpr):
     """d_k, d_v, plus per-program partials of the mixture gradients (key side). Grid: (B * H, N_SPLITS)."""
     bh = tl.program_id(0)
     split = tl.program_id(1)
-    w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
     offs_k = tl.arange(0, BLOCK_K)
-    d_memory = _load_rows(d_memory_ptr, bh, offs_k, K, DV, BLOCK_DV)
-    d_normalizer = tl.load(d_normalizer_ptr + bh * K + offs_k, mask=offs_k < K, other=0.0)
     d_w_sq = tl.zeros((BLOCK_K, BLOCK_D), dtype=tl.float32)
     d_w_lin = tl.zeros((BLOCK_K, BLOCK_D), dtype=tl.float32)
     d_bias = tl.zeros((BLOCK_K,), dtype=tl.float32)
     for i in range(0, BLOCKS_PER_SPLIT):
+        w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
+        d_memory = _load_rows(d_memory_ptr, bh, offs_k, K, DV, BLOCK_DV)
+        d_normalizer = tl.load(d_normalizer_ptr + bh * K + offs_k, mask=offs_k < K, other=0.0)
         rows = (split * BLOCKS_PER_SPLIT + i) * BLOCK_N + tl.arange(0, BLOCK_N)
         x = _load_rows(k_ptr, bh, rows, N, D, BLOCK_D)
-        gamma = _responsibilities(x, rows, N, w_sq, w_lin, bias, PRECISION)
+        gamma = _responsibilities(x, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
         values = _load_rows(v_ptr, bh, rows, N, DV, BLOCK_DV)
         d_gamma = tl.dot(values, tl.trans(d_memory), input_precision=PRECISION) + d_normalizer[None, :]
         _store_rows(d_v_ptr, tl.dot(gamma, d_memory, input_precision=PRECISION), bh, rows, N, DV, BLOCK_DV)
@@ -267,11 +274,10 @@ def key_backward_kernel(k_ptr, v_ptr, d_memory_ptr, d_normalizer_ptr, w_sq_ptr, 
 def causal_query_backward_kernel(q_ptr, k_ptr, v_ptr, d_out_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, d_q_ptr, d_num_ptr,
                                  d_den_ptr, d_w_sq_part_ptr, d_w_lin_part_ptr, d_bias_part_ptr, H, N, K, D, DV, eps,
                                  CHUNK: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr,
-                                 BLOCK_DV: tl.constexpr, PRECISION: tl.constexpr):
+                                 BLOCK_DV: tl.constexpr, PRECISION: tl.constexpr, LOGIT_PRECISION: tl.constexpr):
     """d_q, d_num (B*H, N, DV) and d_den (B*H, N) for the reverse scan, mixture-gradient partials (query side).
     d_Gamma_Q,i = sum_{j <= i} Gamma_K,j (V_j . d_num_i + d_den_i). Grid: (B * H,)."""
     bh = tl.program_id(0)
-    w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
     memory = tl.zeros((BLOCK_K, BLOCK_DV), dtype=tl.float32)
     normalizer = tl.zeros((BLOCK_K,), dtype=tl.float32)
     d_w_sq = tl.zeros((BLOCK_K, BLOCK_D), dtype=tl.float32)
@@ -280,10 +286,12 @@ def causal_query_backward_kernel(q_ptr, k_ptr, v_ptr, d_out_ptr, w_sq_ptr, w_lin
     offs = tl.arange(0, CHUNK)
     causal = offs[:, None] >= offs[None, :]
     for start in range(0, N, CHUNK):
+        w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
         rows = start + offs
         x = _load_rows(q_ptr, bh, rows, N, D, BLOCK_D)
-        gamma_q = _responsibilities(x, rows, N, w_sq, w_lin, bias, PRECISION)
-        gamma_k = _responsibilities(_load_rows(k_ptr, bh, rows, N, D, BLOCK_D), rows, N, w_sq, w_lin, bias, PRECISION)
+        gamma_q = _responsibilities(x, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
+        x_k = _load_rows(k_ptr, bh, rows, N, D, BLOCK_D)
+        gamma_k = _responsibilities(x_k, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
         values = _load_rows(v_ptr, bh, rows, N, DV, BLOCK_DV)
         d_out = _load_rows(d_out_ptr, bh, rows, N, DV, BLOCK_DV)
         affinity = tl.where(causal, tl.dot(gamma_q, tl.trans(gamma_k), input_precision=PRECISION), 0.0)
@@ -313,12 +321,11 @@ def causal_query_backward_kernel(q_ptr, k_ptr, v_ptr, d_out_ptr, w_sq_ptr, w_lin
 def causal_key_backward_kernel(q_ptr, k_ptr, v_ptr, d_num_ptr, d_den_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, d_k_ptr,
                                d_v_ptr, d_w_sq_part_ptr, d_w_lin_part_ptr, d_bias_part_ptr, H, N, K, D, DV,
                                CHUNK: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr,
-                               BLOCK_DV: tl.constexpr, PRECISION: tl.constexpr):
+                               BLOCK_DV: tl.constexpr, PRECISION: tl.constexpr, LOGIT_PRECISION: tl.constexpr):
     """d_k, d_v and mixture-gradient partials (key side), walking the chunks from last to first.
     d_Gamma_K,j = sum_{i >= j} Gamma_Q,i (V_j . d_num_i + d_den_i);  d_V_j = sum_{i >= j} (Gamma_Q,i . Gamma_K,j)
     d_num_i. Grid: (B * H,)."""
     bh = tl.program_id(0)
-    w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
     reverse_memory = tl.zeros((BLOCK_K, BLOCK_DV), dtype=tl.float32)
     reverse_normalizer = tl.zeros((BLOCK_K,), dtype=tl.float32)
     d_w_sq = tl.zeros((BLOCK_K, BLOCK_D), dtype=tl.float32)
@@ -328,10 +335,12 @@ def causal_key_backward_kernel(q_ptr, k_ptr, v_ptr, d_num_ptr, d_den_ptr, w_sq_p
     causal = offs[:, None] >= offs[None, :]  # [i, j]: query i sees key j
     n_chunks = tl.cdiv(N, CHUNK)
     for step in range(0, n_chunks):
+        w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
         rows = (n_chunks - 1 - step) * CHUNK + offs
         x = _load_rows(k_ptr, bh, rows, N, D, BLOCK_D)
-        gamma_k = _responsibilities(x, rows, N, w_sq, w_lin, bias, PRECISION)
-        gamma_q = _responsibilities(_load_rows(q_ptr, bh, rows, N, D, BLOCK_D), rows, N, w_sq, w_lin, bias, PRECISION)
+        gamma_k = _responsibilities(x, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
+        x_q = _load_rows(q_ptr, bh, rows, N, D, BLOCK_D)
+        gamma_q = _responsibilities(x_q, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
         values = _load_rows(v_ptr, bh, rows, N, DV, BLOCK_DV)
         d_num = _load_rows(d_num_ptr, bh, rows, N, DV, BLOCK_DV)
         d_den = tl.load(d_den_ptr + bh * N + rows, mask=rows < N, other=0.0)
