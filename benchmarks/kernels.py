@@ -4,6 +4,8 @@ Usage (from the repository root)::
 
     python benchmarks/kernels.py                 # the full sweep on a CUDA GPU -> book/results/kernels_<gpu>.json
     python benchmarks/kernels.py --quick         # tiny sizes; runs anywhere (the kernels interpreted on a CPU)
+    python benchmarks/kernels.py --shared-memory 90 --components 128 --blocks 64 32
+                                                 # shared memory per kernel, compiled ahead of time (no GPU)
 
 Sweep: B=8, H=8, d=d_v=64; N in {1K, 4K, 16K}; K in {64, 128, 256}; bidirectional and causal; bf16 and fp32;
 forward and forward+backward. Implementations (each computes GMA from q, k, v and the mixture, responsibilities
@@ -37,6 +39,7 @@ import math
 import platform
 import subprocess
 import sys
+import warnings
 from pathlib import Path
 
 import torch
@@ -167,6 +170,7 @@ def make_inputs(batch, heads, n, n_components, d, d_v, dtype, device, backward):
 
 
 def measure(impl, inputs, causal, backward, device, repeat):
+    """(median seconds, note): the note names any torch fallback of gma_triton (tiles too big for this GPU)."""
     function = IMPLEMENTATIONS[impl]
 
     def step():
@@ -176,7 +180,12 @@ def measure(impl, inputs, causal, backward, device, repeat):
             for tensor in inputs:
                 tensor.grad = None
 
-    return time_call(step, warmup=2 if device.type == "cuda" else 1, repeat=repeat, device=device)
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always", RuntimeWarning)
+        step()
+    fallbacks = sorted({str(w.message).split("computing the ")[-1] for w in caught if "do not fit" in str(w.message)})
+    seconds = time_call(step, warmup=2 if device.type == "cuda" else 1, repeat=repeat, device=device)
+    return seconds, "; ".join(f"torch fallback: {text}" for text in fallbacks)
 
 
 def git_commit() -> str:
@@ -228,12 +237,60 @@ def parse_args(argv=None):
     parser.add_argument("--bandwidth-tbs", type=float, default=None, help="memory bandwidth in TB/s")
     parser.add_argument("--out", type=Path, default=None, help="JSON path (default: book/results/kernels_<gpu>.json "
                         "on CUDA, the gma_teach cache folder otherwise)")
+    parser.add_argument("--shared-memory", type=int, metavar="ARCH", default=None,
+                        help="instead of timing, compile every kernel for sm_ARCH (e.g. 90, 80, 75; no GPU needed) "
+                        "and report its shared memory per block for --components and --blocks")
+    parser.add_argument("--blocks", type=int, nargs="+", default=[64, 32, 16], help="tile rows for --shared-memory")
     args = parser.parse_args(argv)
     if args.quick:
         args.seq_lens, args.components, args.batch, args.heads, args.dim, args.repeat = [64, 100], [8, 16], 1, 2, 16, 2
         if not torch.cuda.is_available():
             args.dtypes = ["float32"]
     return args
+
+
+def shared_memory_report(arch: int, components, chunk_or_block, dim: int) -> list[dict]:
+    """Compile every kernel ahead of time for ``sm_<arch>`` (no GPU needed) and report its shared memory.
+
+    Loads ``_triton_kernels.py`` as a standalone module so that its kernels are compiled, not interpreted.
+    A GPU has at most 227 KiB (sm_90), 163 KiB (sm_80) or 64 KiB (sm_75) per block; a kernel over the limit is
+    launched with smaller tiles, and where none fit ``gma_triton`` falls back to torch.
+    """
+    import importlib.util
+
+    import triton
+    from triton.backends.compiler import GPUTarget
+
+    path = ROOT / "gma_teach" / "kernels" / "_triton_kernels.py"
+    spec = importlib.util.spec_from_file_location("gma_kernels_aot", path)
+    module = importlib.util.module_from_spec(spec)
+    spec.loader.exec_module(module)
+    precisions = ([("tf32x3", "tf32", "bf16"), ("tf32x3", "tf32x3", "fp32")] if arch >= 80
+                  else [("ieee", "ieee", "fp16")])
+    names = ["write_kernel", "read_kernel", "causal_forward_kernel", "query_backward_kernel", "key_backward_kernel",
+             "causal_query_backward_kernel", "causal_key_backward_kernel"]
+    rows = []
+    for logit_precision, precision, dtype in precisions:
+        for n_components in components:
+            for block in chunk_or_block:
+                for name in names:
+                    kernel = getattr(module, name)
+                    constants = {"CHUNK" if name.startswith("causal") else "BLOCK_N": block, "BLOCK_K": n_components,
+                                 "BLOCK_D": dim, "BLOCK_DV": dim, "PRECISION": precision,
+                                 "LOGIT_PRECISION": logit_precision}
+                    signature = {arg: "constexpr" if arg in constants else
+                                 f"*{dtype}" if arg in ("q_ptr", "k_ptr", "v_ptr", "out_ptr") else
+                                 "*fp32" if arg.endswith("_ptr") else "fp32" if arg == "eps" else "i32"
+                                 for arg in kernel.arg_names}
+                    source = triton.compiler.ASTSource(fn=kernel, signature=signature, constexprs=constants)
+                    compiled = triton.compile(source, target=GPUTarget("cuda", arch, 32),
+                                              options={"num_warps": 8 if n_components * block > 8192 else 4})
+                    row = dict(kernel=name, arch=arch, inputs=dtype, n_components=n_components, block=block, d=dim,
+                               shared_kib=compiled.metadata.shared / 1024)
+                    print(f"sm_{arch} {dtype:5s} K={n_components:4d} block={block:3d} {name:30s} "
+                          f"{row['shared_kib']:7.1f} KiB", flush=True)
+                    rows.append(row)
+    return rows
 
 
 def default_out(device: torch.device, quick: bool) -> Path:
@@ -245,6 +302,15 @@ def default_out(device: torch.device, quick: bool) -> Path:
 
 def main(argv=None):
     args = parse_args(argv)
+    if args.shared_memory is not None:
+        rows = shared_memory_report(args.shared_memory, args.components, args.blocks, args.dim)
+        out = args.out or gma_teach.cache_dir() / "benchmarks" / f"kernels_shared_memory_sm{args.shared_memory}.json"
+        out.parent.mkdir(parents=True, exist_ok=True)
+        out.write_text(json.dumps({"command": " ".join([Path(sys.executable).name, *sys.argv]),
+                                   "git_commit": git_commit(), "triton": hardware(torch.device("cpu"))["triton"],
+                                   "rows": rows}, indent=1))
+        print(f"wrote {out}")
+        return rows
     device = gma_teach.device()
     peaks = peaks_for(device, args)
     batch, heads, d = args.batch, args.heads, args.dim
@@ -268,7 +334,9 @@ def main(argv=None):
                             if reason is None:
                                 try:
                                     inputs = make_inputs(batch, heads, n, n_components, d, d, dtype, device, backward)
-                                    seconds = measure(impl, inputs, causal, backward, device, args.repeat)
+                                    seconds, note = measure(impl, inputs, causal, backward, device, args.repeat)
+                                    if note:
+                                        row["note"] = note
                                     flops = model_flops(impl, batch, heads, n, n_components, d, d, causal, backward)
                                     floor = floor_seconds(flops, batch, heads, n, d, d, dtype, backward, peaks)
                                     row.update(ms=1e3 * seconds, tokens_per_s=batch * n / seconds,
@@ -314,7 +382,8 @@ def print_row(row):
         print(f"{prefix} skipped: {row['skipped']}")
         return
     roof = "" if row["roofline_percent"] is None else f"{row['roofline_percent']:6.1f}"
-    print(f"{prefix} {row['ms']:9.3f} {row['tokens_per_s']:10.3g} {row['tflops']:8.3g} {roof:>6s}")
+    note = f"  ({row['note']})" if row.get("note") else ""
+    print(f"{prefix} {row['ms']:9.3f} {row['tokens_per_s']:10.3g} {row['tflops']:8.3g} {roof:>6s}{note}")
 
 
 if __name__ == "__main__":
