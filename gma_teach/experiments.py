@@ -379,12 +379,15 @@ def mean_std(values) -> tuple[float, float]:
 
 
 def run(experiment: str, mixer: str, *, scale_name: str | None = None, seeds=(0,), n_components: int | None = None,
-        source: str | None = None, progress: bool = False, command: str | None = None, **overrides) -> dict:
+        source: str | None = None, progress: bool = False, command: str | None = None, on_seed=None,
+        **overrides) -> dict:
     """Run ``experiment`` for every seed in ``seeds``; returns the JSON-ready record the command line writes.
 
     The record: ``experiment``, ``mixer``, ``scale``, ``config`` (the preset with overrides), ``runs`` (one record per
-    seed), ``summary`` (mean and std of the final metric and of tokens/s), ``parameters``, ``data_source`` and the
-    provenance (``hardware``, ``date``, ``commit``, ``command``).
+    seed), ``summary`` (mean and std of the final metric and of tokens/s), ``parameters``, ``data_source``,
+    ``complete`` (all seeds ran) and the provenance (``hardware``, ``date``, ``commit``, ``command``).
+    ``on_seed(record)``, if given, receives the partial record after every seed (the command line saves it, so an
+    interrupted run keeps its finished seeds).
     """
     if experiment not in EXPERIMENTS:
         raise ValueError(f"experiment must be one of {EXPERIMENTS}, got {experiment!r}")
@@ -395,28 +398,39 @@ def run(experiment: str, mixer: str, *, scale_name: str | None = None, seeds=(0,
     config = {**vars(p), **overrides, "mixer": mixer, "mixer_options": mixer_options(p, mixer, n_components)}
     origin = provenance(command)  # taken before training: the commit and date of the code that runs
     started = time.perf_counter()
-    runs = []
+    q = SimpleNamespace(**{**vars(p), **overrides})
     if experiment == "lm":
-        q = SimpleNamespace(**{**vars(p), **overrides})
         data = lm_data(q, source=source)
-        for seed in seeds:
+    else:
+        data = listops_data(q, source=source) if experiment == "listops" else text_data(q, source=source)
+    runs = []
+    record = None
+    for seed in seeds:
+        if experiment == "lm":
             runs.append(run_lm(mixer, scale_name=chosen, seed=seed, n_components=n_components, data=data,
                                progress=progress, **overrides))
-        metric, values = "val_perplexity", [r["val"]["perplexity"] for r in runs]
-    else:
-        q = SimpleNamespace(**{**vars(p), **overrides})
-        data = listops_data(q, source=source) if experiment == "listops" else text_data(q, source=source)
-        for seed in seeds:
+        else:
             runs.append(run_classification(experiment, mixer, scale_name=chosen, seed=seed, n_components=n_components,
                                            data=data, progress=progress, **overrides))
+        record = _record(experiment, mixer, chosen, config, runs, len(runs) == len(seeds), started, origin)
+        if on_seed is not None:
+            on_seed(record)
+    return record
+
+
+def _record(experiment, mixer, scale_name, config, runs, complete, started, origin) -> dict:
+    if experiment == "lm":
+        metric, values = "val_perplexity", [r["val"]["perplexity"] for r in runs]
+    else:
         metric, values = "test_accuracy", [r["test"]["accuracy"] for r in runs]
     mean, std = mean_std(values)
     speed_mean, speed_std = mean_std([r["tokens_per_second"] for r in runs])
-    return {"experiment": experiment, "mixer": mixer, "n_components": runs[0]["n_components"], "scale": chosen,
+    return {"experiment": experiment, "mixer": mixer, "n_components": runs[0]["n_components"], "scale": scale_name,
             "config": config, "data_source": runs[0]["data_source"], "parameters": runs[0]["parameters"],
-            "summary": {"metric": metric, "mean": mean, "std": std, "values": values, "seeds": list(seeds),
-                        "tokens_per_second_mean": speed_mean, "tokens_per_second_std": speed_std},
-            "runs": runs, "wall_seconds": time.perf_counter() - started, **origin}
+            "summary": {"metric": metric, "mean": mean, "std": std, "values": values,
+                        "seeds": [r["seed"] for r in runs], "tokens_per_second_mean": speed_mean,
+                        "tokens_per_second_std": speed_std},
+            "complete": complete, "runs": runs, "wall_seconds": time.perf_counter() - started, **origin}
 
 
 def load_results(pattern: str = "*.json", folder: str | os.PathLike | None = None) -> list[dict]:
@@ -447,11 +461,15 @@ def main(argv=None) -> dict:
         raise SystemExit(f"--seeds must be >= 1, got {args.seeds}")
     shown = argv if argv is not None else sys.argv[1:]
     command = "python -m gma_teach.experiments " + " ".join(shown)
-    record = run(args.experiment, args.mixer, scale_name=args.scale, seeds=tuple(range(args.seeds)),
-                 n_components=args.n_components, source=args.source, progress=args.progress, command=command)
     out = Path(args.out)
     out.parent.mkdir(parents=True, exist_ok=True)
-    out.write_text(json.dumps(record, indent=1, default=str) + "\n")
+
+    def save(record):
+        out.write_text(json.dumps(record, indent=1, default=str) + "\n")
+
+    record = run(args.experiment, args.mixer, scale_name=args.scale, seeds=tuple(range(args.seeds)),
+                 n_components=args.n_components, source=args.source, progress=args.progress, command=command,
+                 on_seed=save)
     summary = record["summary"]
     print(f"{args.experiment} {args.mixer} ({record['scale']}): {summary['metric']} {summary['mean']:.4f} +- "
           f"{summary['std']:.4f} over {len(summary['values'])} seed(s); {summary['tokens_per_second_mean']:.0f} "

@@ -29,7 +29,7 @@ def test_main_listops_tiny_writes_valid_json(tmp_path, monkeypatch):
     loaded = json.loads(out.read_text())
     assert loaded["summary"] == json.loads(json.dumps(record["summary"]))
     assert loaded["experiment"] == "listops" and loaded["scale"] == "tiny" and loaded["n_components"] == 16
-    assert loaded["summary"]["seeds"] == [0, 1] and len(loaded["runs"]) == 2
+    assert loaded["summary"]["seeds"] == [0, 1] and len(loaded["runs"]) == 2 and loaded["complete"] is True
     p = smaller("listops", "tiny")
     for run in loaded["runs"]:
         history = run["history"]
@@ -44,7 +44,10 @@ def test_main_listops_tiny_writes_valid_json(tmp_path, monkeypatch):
 
 
 def test_text_record_labels_the_stand_in():
-    record = experiments.run("text", "linear", scale_name="tiny", epochs=1, n_train=64, n_test=32)
+    partial = []
+    record = experiments.run("text", "linear", scale_name="tiny", seeds=(0, 1), epochs=1, n_train=64, n_test=32,
+                             on_seed=partial.append)
+    assert [r["complete"] for r in partial] == [False, True] and partial[0]["summary"]["seeds"] == [0]
     assert record["data_source"].startswith("STAND-IN") and record["runs"][0]["history"]["epochs"] == [1.0]
     assert record["runs"][0]["n_components"] is None
 
