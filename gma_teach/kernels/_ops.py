@@ -103,7 +103,7 @@ def _write(k, v, w_sq, w_lin, bias):
             **_precisions(k.device, v.dtype), **_launch_options(block_k, block_n, block_dv))
         return memory_parts, normalizer_parts
 
-    memory_parts, normalizer_parts = _fitting(("write", block_k, block_d, block_dv, k.device), BLOCK_N, launch)
+    memory_parts, normalizer_parts = _fitting(("write", block_k, block_d, block_dv, v.dtype, k.device), BLOCK_N, launch)
     memory = memory_parts.sum(1).view(batch, heads, n_components, d_v)
     normalizer = normalizer_parts.sum(1).view(batch, heads, n_components)
     return memory, normalizer
@@ -121,7 +121,7 @@ def _read(q, memory, normalizer, w_sq, w_lin, bias, eps, out_dtype):
             BLOCK_N=block_n, BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv, **_precisions(q.device, out_dtype),
             **_launch_options(block_k, block_n, block_dv))
 
-    _fitting(("read", block_k, block_d, block_dv, q.device), BLOCK_N, launch)
+    _fitting(("read", block_k, block_d, block_dv, out_dtype, q.device), BLOCK_N, launch)
     return out
 
 
@@ -136,7 +136,7 @@ def _causal_forward(q, k, v, w_sq, w_lin, bias, eps, chunk_size, out_dtype):
             BLOCK_D=block_d, BLOCK_DV=block_dv, **_precisions(q.device, v.dtype),
             **_launch_options(block_k, chunk, block_dv))
 
-    _fitting(("causal_forward", block_k, block_d, block_dv, q.device), chunk_size, launch)
+    _fitting(("causal_forward", block_k, block_d, block_dv, v.dtype, q.device), chunk_size, launch)
     return out
 
 
@@ -239,8 +239,8 @@ def _bidirectional_backward(d_out, q, k, v, w_sq, w_lin, bias, memory, normalize
             **_launch_options(block_k, block_n, max(block_dv, block_d)))
         return d_memory_parts.sum(1), d_normalizer_parts.sum(1), parts
 
-    d_memory, d_normalizer, query_parts = _fitting(("query_backward", block_k, block_d, block_dv, device), BLOCK_N,
-                                                   launch_queries)
+    d_memory, d_normalizer, query_parts = _fitting(
+        ("query_backward", block_k, block_d, block_dv, v.dtype, device), BLOCK_N, launch_queries)
     d_k = torch.empty(k.shape, device=device, dtype=torch.float32)
     d_v_ = torch.empty(v.shape, device=device, dtype=torch.float32)
 
@@ -252,7 +252,7 @@ def _bidirectional_backward(d_out, q, k, v, w_sq, w_lin, bias, memory, normalize
             per_split, n_splits, BLOCK_N=block_n, **sizes, **_launch_options(block_k, block_n, max(block_dv, block_d)))
         return parts
 
-    key_parts = _fitting(("key_backward", block_k, block_d, block_dv, device), BLOCK_N, launch_keys)
+    key_parts = _fitting(("key_backward", block_k, block_d, block_dv, v.dtype, device), BLOCK_N, launch_keys)
     query_grads = _mixture_grads(query_parts, batch, heads, n_components, d)
     key_grads = _mixture_grads(key_parts, batch, heads, n_components, d)
     return (d_q, d_k, d_v_, *(a + b for a, b in zip(query_grads, key_grads)))
@@ -281,8 +281,8 @@ def _causal_backward(d_out, q, k, v, w_sq, w_lin, bias, eps, chunk_size):
             q, k, v, d_num, d_den, w_sq, w_lin, bias, d_k, d_v_, *key_parts, heads, n, n_components, d, d_v,
             CHUNK=chunk, **sizes, **_launch_options(block_k, chunk, max(block_dv, block_d)))
 
-    _fitting(("causal_query_backward", block_k, block_d, block_dv, device), chunk_size, launch_queries)
-    _fitting(("causal_key_backward", block_k, block_d, block_dv, device), chunk_size, launch_keys)
+    _fitting(("causal_query_backward", block_k, block_d, block_dv, v.dtype, device), chunk_size, launch_queries)
+    _fitting(("causal_key_backward", block_k, block_d, block_dv, v.dtype, device), chunk_size, launch_keys)
     query_grads = _mixture_grads(query_parts, batch, heads, n_components, d)
     key_grads = _mixture_grads(key_parts, batch, heads, n_components, d)
     return (d_q, d_k, d_v_, *(a + b for a, b in zip(query_grads, key_grads)))
