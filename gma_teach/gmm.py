@@ -132,7 +132,7 @@ def log_likelihood(x, means, variances, log_priors):
 def log_responsibilities(x, means, variances, log_priors):
     """``log gamma_k(x) = log p(z=k | x)``: ``(..., [H,] N, K)`` (at least float32), computed in GEMM form.
 
-    Shapes as in :func:`log_joint`.
+    Shapes as in :func:`~gma_teach.gmm.log_joint`.
     """
     return torch.log_softmax(log_joint(x, means, variances, log_priors), dim=-1)
 
