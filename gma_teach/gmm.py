@@ -66,7 +66,7 @@ def _check_mixture(x, means, variances, log_priors, *, check_values: bool = True
                 f"with one mixture per head (means {tuple(means.shape)}) x must be (..., H={n_heads}, N, d), "
                 f"got shape {tuple(x.shape)}"
             )
-    if check_values:
+    if check_values and not torch.compiler.is_compiling():  # value checks would break a compiled graph
         if not bool((variances > 0).all()):
             raise ValueError(f"variances must be > 0, got minimum {variances.min().item():.3g}")
         total = torch.logsumexp(log_priors.detach().double(), dim=-1)

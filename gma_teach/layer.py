@@ -128,9 +128,12 @@ class GaussianMixtureAttention(nn.Module):
                 raise ValueError("impl='triton' takes no key_padding_mask (the kernels never store Gamma_K); "
                                  "use impl='auto' or a torch form")
         q, k, v = self._project(x, context)
-        impl = _auto_impl(self.causal, x.device, fused=key_padding_mask is None) if self.impl == "auto" \
-            else self.impl
         mixture = self.mixture
+        if self.impl != "auto":
+            impl = self.impl
+        else:  # the fused kernels never store Gamma_K, so a padding mask needs a torch form
+            impl = _auto_impl(self.causal, v, None if key_padding_mask is not None else mixture.means,
+                              self.chunk_size)
         if impl == "triton":
             output = gma(q, k, v, mixture.means, mixture.variances, mixture.log_priors, causal=self.causal,
                          eps=self.eps, impl="triton", chunk_size=self.chunk_size)

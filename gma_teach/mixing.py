@@ -234,13 +234,14 @@ def _mixing_dtype(dtype):
     return torch.float64 if dtype == torch.float64 else torch.float32
 
 
-def _auto_impl(causal: bool, device: torch.device, fused: bool) -> str:
-    if fused and device.type == "cuda":
-        try:
-            from . import kernels
-        except ImportError:
-            kernels = None
-        if kernels is not None and kernels.is_available(device):
+def _auto_impl(causal: bool, v: torch.Tensor, means: torch.Tensor | None = None, chunk_size: int = 64) -> str:
+    """``"triton"`` when the fused kernels can take these inputs (CUDA, a kernel dtype and sizes; only when the
+    mixture is given, i.e. from :func:`gma`), else ``"chunked"`` (causal) or ``"linear"``."""
+    if means is not None and v.device.type == "cuda":
+        from . import kernels
+
+        if kernels.is_available(v.device) and kernels.supports(v.dtype, means.shape[-2], means.shape[-1],
+                                                               v.shape[-1], chunk_size):
             return "triton"
     return "chunked" if causal else "linear"
 
@@ -269,7 +270,7 @@ def gma_from_responsibilities(gamma_q, gamma_k, v, *, causal: bool = False, eps:
         raise ValueError("impl='triton' fuses the responsibilities into the kernel: call gma(q, k, v, means, "
                          "variances, log_priors, impl='triton') instead of gma_from_responsibilities")
     if impl == "auto":
-        impl = _auto_impl(causal, v.device, fused=False)
+        impl = _auto_impl(causal, v)
     dtype = _mixing_dtype(v.dtype)
     with torch.autocast(v.device.type, enabled=False):
         output = _IMPLEMENTATIONS[impl](gamma_q.to(dtype), gamma_k.to(dtype), v.to(dtype), causal, eps, chunk_size)
@@ -300,22 +301,22 @@ def gma(q, k, v, means, variances, log_priors, *, causal: bool = False, eps: flo
         raise ValueError(f"v must have one row per key: k has N_k={k.shape[-2]} ({tuple(k.shape)}), "
                          f"v has {v.shape[-2]} ({tuple(v.shape)})")
     if impl == "auto":
-        impl = _auto_impl(causal, v.device, fused=True)
+        impl = _auto_impl(causal, v, means, chunk_size)
     if impl == "triton":
-        return _gma_triton(q, k, v, means, variances, log_priors, causal=causal, eps=eps)
+        return _gma_triton(q, k, v, means, variances, log_priors, causal=causal, eps=eps, chunk_size=chunk_size)
     gamma_q = torch.softmax(gemm_logits(q, means, variances, log_priors), dim=-1)
     gamma_k = torch.softmax(gemm_logits(k, means, variances, log_priors), dim=-1)
     return gma_from_responsibilities(gamma_q, gamma_k, v, causal=causal, eps=eps, impl=impl,
                                      chunk_size=chunk_size)
 
 
-def _gma_triton(q, k, v, means, variances, log_priors, *, causal, eps):
+def _gma_triton(q, k, v, means, variances, log_priors, *, causal, eps, chunk_size):
     """Bring any accepted layout to the kernels' ``(B, H, N, d)`` with ``(H, K, d)`` mixtures, and back."""
-    try:
-        from . import kernels
-    except ImportError as error:
-        raise ValueError(f"impl='triton' needs the triton package ({error}); install it with "
-                         "`pip install triton` (Linux) or use impl='auto'") from None
+    from . import kernels
+
+    if not kernels.is_available(v.device):
+        raise ValueError(f"impl='triton' cannot run on {v.device}: triton {kernels.triton_status()}; "
+                         "use impl='auto' (the torch forms)")
     if causal and q.shape[-2] != k.shape[-2]:
         raise ValueError(f"causal=True needs as many queries as keys, got N_q={q.shape[-2]} and N_k={k.shape[-2]}")
     per_head = means.dim() == 3
@@ -328,6 +329,7 @@ def _gma_triton(q, k, v, means, variances, log_priors, *, causal, eps):
     def flat(t):
         return t.reshape(-1, *t.shape[-3:])
 
-    output = kernels.gma_triton(flat(q), flat(k), flat(v), means, variances, log_priors, causal=causal, eps=eps)
+    output = kernels.gma_triton(flat(q), flat(k), flat(v), means, variances, log_priors, causal=causal, eps=eps,
+                                chunk_size=chunk_size if causal else None)
     output = output.reshape(*lead, *output.shape[-2:])
     return output if per_head else output.squeeze(-3)

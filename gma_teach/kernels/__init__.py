@@ -14,11 +14,15 @@ from ._environment import interpreting, is_available
 from ._environment import status as triton_status
 
 if _configure()["installed"]:
-    from ._ops import gma_triton, mixture_tables, responsibilities
+    from ._ops import gma_triton, mixture_tables, responsibilities, supports
 else:
     def _missing(*args, **kwargs):
         raise ImportError(f"the Triton kernels are unavailable: triton {triton_status()}")
 
     gma_triton = responsibilities = mixture_tables = _missing
 
-__all__ = ["gma_triton", "responsibilities", "mixture_tables", "is_available", "triton_status", "interpreting"]
+    def supports(*args, **kwargs) -> bool:
+        return False
+
+__all__ = ["gma_triton", "responsibilities", "mixture_tables", "supports", "is_available", "triton_status",
+           "interpreting"]

@@ -23,6 +23,13 @@ _MAX_COMPONENTS = 512
 _MAX_FEATURES = 256
 BLOCK_N = 64
 DEFAULT_CHUNK = 64
+CHUNK_SIZES = (16, 32, 64, 128)
+
+
+def supports(dtype: torch.dtype, n_components: int, d: int, d_v: int, chunk_size: int | None) -> bool:
+    """Whether :func:`gma_triton` accepts these sizes (``impl="auto"`` asks before choosing the kernels)."""
+    return (dtype in _FLOAT_INPUTS and 1 <= n_components <= _MAX_COMPONENTS and max(d, d_v) <= _MAX_FEATURES
+            and (chunk_size is None or chunk_size in CHUNK_SIZES))
 
 
 def _block(size: int) -> int:
@@ -408,8 +415,8 @@ def _validate(q, k, v, means, variances, log_priors, causal, eps, chunk_size):
     if causal and n_q != n_k:
         raise ValueError(f"causal GMA needs as many queries as keys (self-attention), got Nq={n_q}, Nk={n_k}")
     if chunk_size is not None and (not isinstance(chunk_size, int) or isinstance(chunk_size, bool)
-                                   or chunk_size not in (16, 32, 64, 128)):
-        raise ValueError(f"chunk_size must be None or one of 16, 32, 64, 128 (a tl.dot tile), got {chunk_size!r}")
+                                   or chunk_size not in CHUNK_SIZES):
+        raise ValueError(f"chunk_size must be None or one of {CHUNK_SIZES} (a tl.dot tile), got {chunk_size!r}")
     if not torch.compiler.is_compiling() and not bool((variances > 0).all()):
         raise ValueError("variances must be strictly positive")
     _check_device(q.device)
