@@ -19,7 +19,7 @@ def test_wheel_installs_into_a_fresh_venv(tmp_path):
     venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
     wheel = next(wheel_dir.glob("gma_teach-*.whl"))
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "-q",
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--ignore-installed", "-q",
                     str(wheel)], check=True, timeout=300)
     script = (
         "import torch, gma_teach, pathlib;"
