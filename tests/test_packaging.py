@@ -19,8 +19,8 @@ def test_wheel_installs_into_a_fresh_venv(tmp_path):
     venv.EnvBuilder(system_site_packages=True, with_pip=False).create(env_dir)
     python = env_dir / "bin" / "python"
     wheel = next(wheel_dir.glob("gma_teach-*.whl"))
-    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps", "--ignore-installed", "-q",
-                    str(wheel)], check=True, timeout=300)
+    subprocess.run([sys.executable, "-m", "pip", "--python", str(python), "install", "--no-deps",
+                    "--ignore-installed", "-q", str(wheel)], check=True, timeout=300)
     script = (
         "import torch, gma_teach, pathlib;"
         "assert 'env' in pathlib.Path(gma_teach.__file__).parts, gma_teach.__file__;"
