@@ -8,6 +8,18 @@ class ExerciseError(AssertionError):
     """Raised by a checker when the reader's answer is wrong; the message says what is wrong."""
 
 
+def call_reader(fn, *args):
+    """Call the reader's ``fn``; any exception it raises becomes an :class:`ExerciseError` naming its cause."""
+    if not callable(fn):
+        raise TypeError(f"fn must be a function, got {type(fn).__name__}")
+    try:
+        return fn(*args)
+    except ExerciseError:
+        raise
+    except Exception as error:  # the reader's bug: report it as the exercise's failure, with its cause
+        raise ExerciseError(f"your function raised {type(error).__name__}: {error}") from error
+
+
 def compare(name: str, got, expected: torch.Tensor, *, atol: float = 1e-8, rtol: float = 1e-6) -> None:
     """Raise :class:`ExerciseError` naming the first problem between ``got`` and ``expected``."""
     if not isinstance(got, torch.Tensor):

@@ -10,7 +10,7 @@ import math
 
 import torch
 
-from ._common import ExerciseError, compare
+from ._common import ExerciseError, call_reader, compare
 
 __all__ = ["check_causal_attention", "check_softmax_attention"]
 
@@ -24,17 +24,6 @@ def _reference_attention(q, k, v, causal: bool):
         future = torch.ones(n_q, n_k, dtype=torch.bool).triu(1)
         scores = scores.masked_fill(future, float("-inf"))
     return torch.softmax(scores, dim=-1) @ v
-
-
-def _call(fn, *args):
-    if not callable(fn):
-        raise TypeError(f"fn must be a function, got {type(fn).__name__}")
-    try:
-        return fn(*args)
-    except ExerciseError:
-        raise
-    except Exception as error:  # the reader's bug: report it as the exercise's failure, with its cause
-        raise ExerciseError(f"your function raised {type(error).__name__}: {error}") from error
 
 
 def _cases(seed: int):
@@ -53,7 +42,7 @@ def _check_large_scores(fn, causal: bool, seed: int) -> None:
     q = 40.0 * torch.randn(6, 16, generator=generator)
     k = 40.0 * torch.randn(6, 16, generator=generator)
     v = torch.randn(6, 3, generator=generator)
-    got = _call(fn, q, k, v)
+    got = call_reader(fn, q, k, v)
     if isinstance(got, torch.Tensor) and not torch.isfinite(got).all():
         raise ExerciseError(
             "non-finite output for float32 inputs with large scores (|q.k|/sqrt(d) of several hundred): "
@@ -71,7 +60,7 @@ def check_softmax_attention(fn, *, seed: int = 0) -> str:
         seed: seed of the random inputs.
     """
     for q, k, v in _cases(seed):
-        got = _call(fn, q, k, v)
+        got = call_reader(fn, q, k, v)
         expected = _reference_attention(q, k, v, causal=False)
         if isinstance(got, torch.Tensor) and got.shape == expected.shape:
             unscaled = torch.softmax(q @ k.transpose(-1, -2), -1) @ v
@@ -98,7 +87,7 @@ def check_causal_attention(fn, *, seed: int = 0) -> str:
         seed: seed of the random inputs.
     """
     for q, k, v in _cases(seed):
-        got = _call(fn, q, k, v)
+        got = call_reader(fn, q, k, v)
         if isinstance(got, torch.Tensor) and got.shape == v.shape[:-2] + (q.shape[-2], v.shape[-1]):
             if torch.allclose(got.double(), _reference_attention(q, k, v, causal=False), atol=1e-8):
                 raise ExerciseError("no causal mask applied: the output equals bidirectional attention")
@@ -107,7 +96,7 @@ def check_causal_attention(fn, *, seed: int = 0) -> str:
             k_changed, v_changed = k.clone(), v.clone()
             k_changed[..., position + 1:, :] += 3.0
             v_changed[..., position + 1:, :] -= 5.0
-            changed = _call(fn, q, k_changed, v_changed)
+            changed = call_reader(fn, q, k_changed, v_changed)
             difference = (changed[..., : position + 1, :].double() - got[..., : position + 1, :].double()).abs()
             if difference.max() > 0:
                 raise ExerciseError(

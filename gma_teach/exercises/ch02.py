@@ -11,8 +11,7 @@ import math
 import torch
 
 from .. import gmm
-from ._common import ExerciseError, compare
-from .ch01 import _call
+from ._common import ExerciseError, call_reader, compare
 
 __all__ = ["check_gemm_coefficients", "check_log_responsibilities"]
 
@@ -39,7 +38,7 @@ def check_log_responsibilities(fn, *, seed: int = 0) -> str:
     for n, k, d in ((11, 3, 2), (17, 5, 1), (9, 7, 4)):
         means, variances, log_priors = _mixture(generator, k, d)
         x = 2.0 * torch.randn(n, d, generator=generator, dtype=torch.float64)
-        got = _call(fn, x, means, variances, log_priors)
+        got = call_reader(fn, x, means, variances, log_priors)
         expected = gmm.log_responsibilities(x, means, variances, log_priors)
         if isinstance(got, torch.Tensor) and got.shape == expected.shape and torch.isfinite(got).all():
             row_sums = torch.logsumexp(got.double(), -1)
@@ -59,7 +58,7 @@ def check_log_responsibilities(fn, *, seed: int = 0) -> str:
     means, variances, log_priors = _mixture(generator, 4, 3)
     far = means[0] + 100.0 * variances[0].sqrt() * torch.tensor([1.0, -1.0, 1.0], dtype=torch.float64)
     x = torch.stack([far, -far, 3.0 * far])
-    got = _call(fn, x, means, variances, log_priors)
+    got = call_reader(fn, x, means, variances, log_priors)
     if isinstance(got, torch.Tensor) and got.shape == (3, 4) and not torch.isfinite(got).all():
         raise ExerciseError(
             "non-finite log-responsibilities for points far from every component: exp(log p(x, k)) underflowed to "
@@ -83,7 +82,7 @@ def check_gemm_coefficients(fn, *, seed: int = 0) -> str:
     generator = torch.Generator().manual_seed(seed)
     for n, k, d in ((13, 3, 2), (7, 5, 3), (10, 1, 5)):
         means, variances, log_priors = _mixture(generator, k, d)
-        result = _call(fn, means, variances, log_priors)
+        result = call_reader(fn, means, variances, log_priors)
         if not isinstance(result, (tuple, list)) or len(result) != 2:
             raise ExerciseError(f"return a pair (W, c), got {type(result).__name__}")
         weight, constant = result

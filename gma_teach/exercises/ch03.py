@@ -9,8 +9,7 @@ from __future__ import annotations
 import torch
 
 from .. import mixing
-from ._common import ExerciseError, compare
-from .ch01 import _call
+from ._common import ExerciseError, call_reader, compare
 
 __all__ = ["check_affinity", "check_affinity_rank"]
 
@@ -33,7 +32,7 @@ def check_affinity(fn, *, seed: int = 0) -> str:
     generator = torch.Generator().manual_seed(seed)
     for n_q, n_k, k, eps in ((7, 7, 3, 1e-6), (5, 11, 4, 1e-6), (9, 6, 2, 0.5)):
         gamma_q, gamma_k = _responsibilities(generator, n_q, k), _responsibilities(generator, n_k, k)
-        got = _call(fn, gamma_q, gamma_k, eps)
+        got = call_reader(fn, gamma_q, gamma_k, eps)
         expected = mixing.affinity(gamma_q, gamma_k, eps=eps)
         if isinstance(got, torch.Tensor) and got.shape == expected.shape:
             unnormalized = gamma_q @ gamma_k.T
@@ -73,7 +72,7 @@ def check_affinity_rank(fn, *, seed: int = 0) -> str:
     cases.append((tied_q, tied_k))
     for gamma_q, gamma_k in cases:
         expected = int(torch.linalg.matrix_rank(gamma_q @ gamma_k.T))
-        got = _call(fn, gamma_q, gamma_k)
+        got = call_reader(fn, gamma_q, gamma_k)
         if isinstance(got, torch.Tensor):
             if got.numel() != 1:
                 raise ExerciseError(f"return one number (the rank), got a tensor of shape {tuple(got.shape)}")

@@ -10,21 +10,9 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from ..mixing import gma_from_responsibilities, read_memory, write_memory
-from ._common import ExerciseError, compare
+from ._common import ExerciseError, call_reader, compare
 
 __all__ = ["check_flop_count", "check_read_memory", "check_write_memory"]
-
-
-def _call(fn, *args):
-    """Call the reader's ``fn``; any exception it raises becomes an :class:`ExerciseError` naming its cause."""
-    if not callable(fn):
-        raise TypeError(f"fn must be a function, got {type(fn).__name__}")
-    try:
-        return fn(*args)
-    except ExerciseError:
-        raise
-    except Exception as error:  # the reader's bug: report it as the exercise's failure, with its cause
-        raise ExerciseError(f"your function raised {type(error).__name__}: {error}") from error
 
 
 def _responsibility_cases(seed: int):
@@ -46,7 +34,7 @@ def check_write_memory(fn, *, seed: int = 0) -> str:
         seed: seed of the random inputs.
     """
     for _, gamma_k, v in _responsibility_cases(seed):
-        got = _call(fn, gamma_k, v)
+        got = call_reader(fn, gamma_k, v)
         if not isinstance(got, tuple) or len(got) != 2:
             raise ExerciseError(f"return a pair (memory, normalizer), got {type(got).__name__}")
         memory, normalizer = got
@@ -83,7 +71,7 @@ def check_read_memory(fn, *, seed: int = 0, eps: float = 1e-6) -> str:
     """
     for gamma_q, gamma_k, v in _responsibility_cases(seed):
         memory, normalizer = gamma_k.mT @ v, gamma_k.sum(-2)
-        got = _call(fn, gamma_q, memory, normalizer, eps)
+        got = call_reader(fn, gamma_q, memory, normalizer, eps)
         expected = gma_from_responsibilities(gamma_q, gamma_k, v, eps=eps, impl="naive")
         if isinstance(got, torch.Tensor) and got.shape == expected.shape:
             unnormalized = gamma_q @ memory
@@ -95,7 +83,7 @@ def check_read_memory(fn, *, seed: int = 0, eps: float = 1e-6) -> str:
     gamma_q = torch.tensor([[1.0, 0.0], [0.5, 0.5]], dtype=torch.float64)
     gamma_k = torch.tensor([[0.0, 1.0], [0.0, 1.0], [0.0, 1.0]], dtype=torch.float64)
     v = torch.tensor([[1.0], [2.0], [3.0]], dtype=torch.float64)
-    got = _call(fn, gamma_q, gamma_k.mT @ v, gamma_k.sum(-2), eps)
+    got = call_reader(fn, gamma_q, gamma_k.mT @ v, gamma_k.sum(-2), eps)
     if isinstance(got, torch.Tensor) and not torch.isfinite(got).all():
         raise ExerciseError("a query whose components hold no key mass gave a non-finite output: add eps to the "
                             "denominator Gamma_Q z, as in O = Gamma_Q S / (Gamma_Q z + eps)")
@@ -143,7 +131,7 @@ def check_flop_count(fn, *, seed: int = 0) -> str:
     for _ in range(4):
         n_q, n_k, n_components, d_value = (int(x) for x in torch.randint(3, 40, (4,), generator=generator))
         for form in ("naive", "linear"):
-            got = _call(fn, form, n_q, n_k, n_components, d_value)
+            got = call_reader(fn, form, n_q, n_k, n_components, d_value)
             expected = _measured_flops(form, n_q, n_k, n_components, d_value)
             if isinstance(got, torch.Tensor):
                 got = got.item()

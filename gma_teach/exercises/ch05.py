@@ -9,8 +9,7 @@ from __future__ import annotations
 import torch
 import torch.nn.functional as F
 
-from ._common import ExerciseError, compare
-from .ch04 import _call
+from ._common import ExerciseError, call_reader, compare
 
 __all__ = ["check_raw_for_variance", "check_responsibility_jacobian"]
 
@@ -28,7 +27,7 @@ def check_raw_for_variance(fn, *, seed: int = 0) -> str:
     generator = torch.Generator().manual_seed(seed)
     for min_variance in (1e-3, 0.05):
         target = min_variance + torch.rand(4, 7, generator=generator, dtype=torch.float64) * 3 + 1e-3
-        raw = _call(fn, target, min_variance)
+        raw = call_reader(fn, target, min_variance)
         if isinstance(raw, torch.Tensor) and raw.shape == target.shape:
             if torch.allclose(F.softplus(raw.double()), target, rtol=1e-9):
                 raise ExerciseError(f"softplus(raw) equals the target, but the variance is softplus(raw) + "
@@ -37,7 +36,7 @@ def check_raw_for_variance(fn, *, seed: int = 0) -> str:
         compare(f"softplus(raw) + min_variance (min_variance={min_variance})", got, target, rtol=1e-9)
     # large and tiny variances in float32: log(exp(y) - 1) overflows for y > 88 and loses everything for y << 1
     target = torch.tensor([1e-4, 0.5, 1.0, 30.0, 200.0], dtype=torch.float32) + 1e-3
-    raw = _call(fn, target, 1e-3)
+    raw = call_reader(fn, target, 1e-3)
     if isinstance(raw, torch.Tensor) and not torch.isfinite(raw).all():
         raise ExerciseError(
             f"non-finite raw value for float32 targets {target.tolist()}: exp(y) overflows for y > 88. "
@@ -64,7 +63,7 @@ def check_responsibility_jacobian(fn, *, seed: int = 0) -> str:
         flat = logits.reshape(-1, n_components)
         rows = [torch.autograd.functional.jacobian(lambda s: torch.softmax(s, -1), row) for row in flat]
         expected = torch.stack(rows).reshape(*prefix, n_components, n_components)
-        got = _call(fn, gamma.clone())
+        got = call_reader(fn, gamma.clone())
         if isinstance(got, torch.Tensor) and got.shape == expected.shape:
             if torch.allclose(got.double(), torch.diag_embed(gamma * (1 - gamma)), atol=1e-10):
                 raise ExerciseError("you returned only the diagonal gamma_k (1 - gamma_k); the off-diagonal "

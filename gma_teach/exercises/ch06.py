@@ -10,8 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..mixing import gma_from_responsibilities
-from ._common import ExerciseError, compare
-from .ch04 import _call
+from ._common import ExerciseError, call_reader, compare
 
 __all__ = ["check_causal_gma", "check_recurrent_step"]
 
@@ -39,14 +38,14 @@ def check_causal_gma(fn, *, seed: int = 0, eps: float = 1e-6) -> str:
         eps: the normalizer's floor passed to ``fn``.
     """
     for gamma_q, gamma_k, v in _causal_cases(seed):
-        got = _call(fn, gamma_q, gamma_k, v, eps)
+        got = call_reader(fn, gamma_q, gamma_k, v, eps)
         expected = _spec(gamma_q, gamma_k, v, eps)
         if isinstance(got, torch.Tensor) and got.shape == expected.shape:
             position = gamma_q.shape[-2] // 2
             gamma_k_changed, v_changed = gamma_k.clone(), v.clone()
             gamma_k_changed[..., position + 1:, :] = gamma_k_changed[..., position + 1:, :].flip(-1)
             v_changed[..., position + 1:, :] += 5.0
-            changed = _call(fn, gamma_q, gamma_k_changed, v_changed, eps)
+            changed = call_reader(fn, gamma_q, gamma_k_changed, v_changed, eps)
             difference = (changed[..., : position + 1, :].double() - got[..., : position + 1, :].double()).abs()
             if difference.max() > 0:
                 raise ExerciseError(
@@ -83,7 +82,7 @@ def check_recurrent_step(fn, *, seed: int = 0, eps: float = 1e-6) -> str:
         normalizer = torch.zeros(*prefix, n_components, dtype=torch.float64)
         outputs = []
         for t in range(n_tokens):
-            got = _call(fn, gamma_q[..., t, :], gamma_k[..., t, :], v[..., t, :], memory, normalizer, eps)
+            got = call_reader(fn, gamma_q[..., t, :], gamma_k[..., t, :], v[..., t, :], memory, normalizer, eps)
             if not isinstance(got, tuple) or len(got) != 3:
                 raise ExerciseError(f"return a triple (o_t, memory, normalizer), got {type(got).__name__}")
             output, memory, normalizer = got

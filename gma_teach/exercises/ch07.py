@@ -10,8 +10,7 @@ from __future__ import annotations
 import torch
 
 from ..gmm import responsibilities
-from ._common import ExerciseError, compare
-from .ch04 import _call
+from ._common import ExerciseError, call_reader, compare
 
 __all__ = ["check_masked_softmax", "check_normalizer_kernel", "check_softmax_backward"]
 
@@ -44,7 +43,7 @@ def check_normalizer_kernel(fn, *, seed: int = 0) -> str:
         k = torch.randn(batch, heads, n, dim, generator=generator).to(device)
         mixture = _random_mixture(generator, heads, n_components, dim, device)
         expected = responsibilities(k, *mixture).sum(-2)
-        got = _call(fn, k, *mixture)
+        got = call_reader(fn, k, *mixture)
         if isinstance(got, torch.Tensor) and got.shape == expected.shape and whole_blocks_ok:
             error = (got.double().cpu() - expected.double().cpu()).abs().max().item()
             if error > 1e-4:
@@ -75,7 +74,7 @@ def check_masked_softmax(fn, *, seed: int = 0) -> str:
         for offset, spread in ((-2.0, 3.0), (500.0, 30.0)):  # logits below 0 (padding matters), then huge ones
             logits = (spread * torch.randn(rows, columns, generator=generator) + offset).to(device)
             expected = torch.softmax(logits.double(), -1)
-            got = _call(fn, logits)
+            got = call_reader(fn, logits)
             if isinstance(got, torch.Tensor) and got.shape == expected.shape:
                 if not torch.isfinite(got).all():
                     raise ExerciseError(f"non-finite values for logits near {offset:g} ({rows} x {columns}): "
@@ -104,7 +103,7 @@ def check_softmax_backward(fn, *, seed: int = 0) -> str:
         d_gamma = torch.randn(*shape, generator=generator, dtype=torch.float64)
         gamma = torch.softmax(logits, -1)
         (expected,) = torch.autograd.grad(gamma, logits, d_gamma)
-        got = _call(fn, gamma.detach(), d_gamma)
+        got = call_reader(fn, gamma.detach(), d_gamma)
         if isinstance(got, torch.Tensor) and got.shape == expected.shape:
             if torch.allclose(got, gamma.detach() * d_gamma):
                 raise ExerciseError("that is gamma * d_gamma: the softmax couples the components, so subtract "

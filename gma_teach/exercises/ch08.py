@@ -14,20 +14,9 @@ import torch
 from ..baselines import softmax_attention
 from ..measure import peak_memory
 from ..plots.attention import loglog_slope
-from ._common import ExerciseError
+from ._common import ExerciseError, call_reader
 
 __all__ = ["check_loglog_slope", "check_softmax_memory_prediction", "measure_softmax_attention_memory"]
-
-
-def _call(fn, *args):
-    if not callable(fn):
-        raise TypeError(f"fn must be a function, got {type(fn).__name__}")
-    try:
-        return fn(*args)
-    except ExerciseError:
-        raise
-    except Exception as error:  # the reader's bug: report it as the exercise's failure, with its cause
-        raise ExerciseError(f"your function raised {type(error).__name__}: {error}") from error
 
 
 def measure_softmax_attention_memory(batch: int, heads: int, seq_len: int, d_head: int = 16) -> int:
@@ -48,7 +37,7 @@ def check_softmax_memory_prediction(predict, *, tolerance: float = 0.1) -> str:
     """
     for batch, heads, seq_len in ((1, 2, 384), (2, 1, 512), (1, 3, 640)):
         measured = measure_softmax_attention_memory(batch, heads, seq_len)
-        got = _call(predict, batch, heads, seq_len, 4)
+        got = call_reader(predict, batch, heads, seq_len, 4)
         if not isinstance(got, (int, float)) or isinstance(got, bool) or not math.isfinite(got) or got <= 0:
             raise ExerciseError(f"return a positive number of bytes, got {got!r}")
         matrix = batch * heads * seq_len * seq_len * 4
@@ -71,7 +60,7 @@ def check_loglog_slope(fit, *, seed: int = 0) -> str:
         noise = torch.exp(0.05 * torch.randn(n_points, generator=generator, dtype=torch.float64))
         values = [3.0 * n ** exponent * float(e) for n, e in zip(sizes, noise)]
         expected = loglog_slope(sizes, values)
-        got = _call(fit, list(sizes), list(values))
+        got = call_reader(fit, list(sizes), list(values))
         try:
             got = float(got)
         except (TypeError, ValueError):

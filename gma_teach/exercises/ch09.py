@@ -8,8 +8,7 @@ failed and why, or return a short success message.
 from __future__ import annotations
 
 from ..data import listops
-from ._common import ExerciseError
-from .ch04 import _call
+from ._common import ExerciseError, call_reader
 
 __all__ = ["check_listops_evaluator", "check_listops_tokenizer"]
 
@@ -49,7 +48,7 @@ def check_listops_evaluator(fn, *, n_random: int = 200, seed: int = 0) -> str:
                                                  seed=seed)]
     for source in list(_HAND_MADE) + generated:
         expected = listops.evaluate(source)
-        got = _call(fn, source)
+        got = call_reader(fn, source)
         if type(got).__module__ == "numpy" and hasattr(got, "item"):  # a numpy integer is fine
             got = got.item()
         if isinstance(got, bool) or not isinstance(got, int):
@@ -71,7 +70,7 @@ def check_listops_tokenizer(fn, *, n_random: int = 50, seed: int = 0) -> str:
                                                  seed=seed)]
     for source in list(_HAND_MADE) + ["( ( [SM 1 ) ] )", "7"] + generated:
         expected = listops.tokenize(source)
-        got = _call(fn, source)
+        got = call_reader(fn, source)
         if not isinstance(got, list) or not all(isinstance(t, str) for t in got):
             raise ExerciseError(f"expected a list of str for {source[:60]!r}, got {type(got).__name__}")
         if got != expected:

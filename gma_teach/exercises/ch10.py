@@ -12,8 +12,7 @@ import torch
 import torch.nn.functional as F
 
 from ..data.wikitext import pack
-from ._common import ExerciseError, compare
-from .ch04 import _call
+from ._common import ExerciseError, call_reader, compare
 
 __all__ = ["check_pack", "check_perplexity", "check_state_bytes"]
 
@@ -24,7 +23,7 @@ def check_pack(fn, *, seed: int = 0) -> str:
     generator = torch.Generator().manual_seed(seed)
     for length, block_size in ((23, 5), (101, 10), (64, 7), (11, 10)):
         stream = torch.randint(0, 1000, (length,), generator=generator)
-        got = _call(fn, stream, block_size)
+        got = call_reader(fn, stream, block_size)
         expected = pack(stream, block_size)
         if isinstance(got, torch.Tensor) and got.dim() == 2 and got.shape[1] == block_size:
             raise ExerciseError(f"blocks have {block_size} tokens; they need block_size + 1 = {block_size + 1} so "
@@ -47,7 +46,7 @@ def check_perplexity(fn, *, seed: int = 0) -> str:
     for batch, length, vocab in ((2, 7, 11), (3, 5, 50), (1, 13, 3)):
         logits = torch.randn(batch, length, vocab, generator=generator, dtype=torch.float64) * 3
         targets = torch.randint(0, vocab, (batch, length), generator=generator)
-        got = _call(fn, logits, targets)
+        got = call_reader(fn, logits, targets)
         if isinstance(got, torch.Tensor):
             if got.numel() != 1:
                 raise ExerciseError(f"expected one number, got a tensor of shape {tuple(got.shape)}")
@@ -78,7 +77,7 @@ def check_state_bytes(fn) -> str:
         state = layer.init_state(batch)
         expected = sum(t.numel() * t.element_size() for t in (state.memory, state.normalizer))
         element = torch.empty((), dtype=dtype).element_size()
-        got = _call(fn, batch, n_heads, n_components, d_value, element)
+        got = call_reader(fn, batch, n_heads, n_components, d_value, element)
         if not isinstance(got, int) or isinstance(got, bool):
             raise ExerciseError(f"expected an int number of bytes, got {type(got).__name__}")
         if got != expected:

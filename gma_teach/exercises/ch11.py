@@ -11,8 +11,7 @@ import math
 import torch
 
 from .. import diagnostics
-from ._common import ExerciseError
-from .ch01 import _call
+from ._common import ExerciseError, call_reader
 
 __all__ = ["check_mutual_information", "check_purity", "check_token_entropy"]
 
@@ -68,7 +67,7 @@ def check_purity(fn, *, seed: int = 0) -> str:
     """
     for assignments, categories, n_components in _tables(seed):
         expected = _reference(assignments, categories, n_components)["purity"]
-        got = _as_number("purity", _call(fn, assignments.clone(), categories.clone()))
+        got = _as_number("purity", call_reader(fn, assignments.clone(), categories.clone()))
         if abs(got - expected) > _TOLERANCE:
             if abs(got - _macro_purity(assignments, categories)) < _TOLERANCE:
                 raise ExerciseError(
@@ -94,7 +93,7 @@ def check_mutual_information(fn, *, seed: int = 0) -> str:
     for assignments, categories, n_components in _tables(seed):
         reference = _reference(assignments, categories, n_components)
         expected = reference["mi"]
-        got = _as_number("mutual information", _call(fn, assignments.clone(), categories.clone()))
+        got = _as_number("mutual information", call_reader(fn, assignments.clone(), categories.clone()))
         if abs(got - expected) > _TOLERANCE:
             if expected > 0 and abs(got - expected / math.log(2)) < _TOLERANCE:
                 raise ExerciseError("your value is in bits: use the natural logarithm (nats), as the paper does")
@@ -123,7 +122,7 @@ def check_token_entropy(fn, *, seed: int = 0) -> str:
         resp[0, n_components - 1] = 1.0  # a one-hot row: 0 * log 0 must count as 0
         metrics = diagnostics.routing_metrics(resp, [0] * n_tokens)
         expected = metrics["token_entropy"]
-        got = _as_number("token entropy", _call(fn, resp.clone()))
+        got = _as_number("token entropy", call_reader(fn, resp.clone()))
         if abs(got - expected) > _TOLERANCE:
             if abs(got - expected * math.log(n_components)) < _TOLERANCE:
                 raise ExerciseError("you did not normalize: divide each row's entropy by ln K")
