@@ -428,8 +428,10 @@ def test_figures_draw_the_numbers_they_claim():
     np.testing.assert_allclose(heights, np.sort(averaged.mean(0).numpy())[::-1])
     fig = plot_token_strip(tokens[:30], resp[:30])
     assert len([text for text in fig.axes[0].texts if text.get_text().startswith(" w")]) == 30
-    fig = plot_responsibility_pca(resp, categories, max_points=50)
+    fig = plot_responsibility_pca(resp, categories, max_points=50, top=20)
     assert sum(len(collection.get_offsets()) for collection in fig.axes[0].collections) == 50
+    labels = fig.axes[1].get_legend_handles_labels()[1]
+    assert len(labels) == 1 + len(torch.unique(averaged.argmax(-1)))  # "other components" + every winner, no more
     explorer = RoutingExplorer(resp[:30], tokens[:30], position=4)
     assert explorer.component == int(averaged[4].argmax())
     fig = explorer.figure()

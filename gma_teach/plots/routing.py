@@ -241,7 +241,7 @@ def plot_responsibility_pca(resp, categories: Sequence[str], *, max_points: int 
     by_category.legend(fontsize=6, markerscale=2, ncol=2)
     by_category.set_title("coloured by category")
     counts = np.bincount(assignments, minlength=gamma.shape[1])
-    leaders = np.argsort(-counts, kind="stable")[: int(top)]
+    leaders = np.array([k for k in np.argsort(-counts, kind="stable")[: int(top)] if counts[k] > 0])
     colors = dominant_component_colors(gamma.shape[1])
     rest = shown[~np.isin(assignments[shown], leaders)]
     by_component.scatter(scores[rest, 0], scores[rest, 1], s=4, alpha=0.3, color="0.75", label="other components")
@@ -249,7 +249,7 @@ def plot_responsibility_pca(resp, categories: Sequence[str], *, max_points: int 
         mask = shown[assignments[shown] == k]
         by_component.scatter(scores[mask, 0], scores[mask, 1], s=4, alpha=0.6, color=colors[k], label=f"k={k}")
     by_component.legend(fontsize=6, markerscale=2, ncol=2)
-    by_component.set_title(f"coloured by component ({int(top)} most assigned)")
+    by_component.set_title(f"coloured by component ({len(leaders)} most assigned)")
     for ax in (by_category, by_component):
         ax.set_xlabel(f"PC1 ({explained[0]:.1%} of variance)")
         ax.set_ylabel(f"PC2 ({explained[1]:.1%} of variance)")
