@@ -9,7 +9,8 @@ Three comparisons (CPU float32, forward + backward, B=1, H=4, d=32, K=64 unless 
    >= 10x faster at N=8192).
 
 ``--quick`` shrinks every size so the script can run in tests (its ratios are then not the targets' sizes).
-``--json FILE`` also writes the rows with the hardware, date, commit and command.
+``--json FILE`` also writes the rows with the hardware, date, commit and command; ``--threads N`` fixes torch's
+CPU threads (use 1 on a machine that other jobs share).
 """
 from __future__ import annotations
 
@@ -138,7 +139,12 @@ def main(argv: list[str] | None = None) -> list[Row]:
     parser = argparse.ArgumentParser(prog="python -m gma_teach.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for tests")
     parser.add_argument("--json", metavar="FILE", help="also write the rows and their provenance as JSON")
+    parser.add_argument("--threads", type=int, default=None,
+                        help="torch CPU threads (default: torch's choice); 1 gives steady timings on a shared machine, "
+                             "where threads that wait for each other dominate the clock")
     args = parser.parse_args(argv)
+    if args.threads is not None:
+        torch.set_num_threads(args.threads)
     rows = run_benchmarks(quick=args.quick)
     print(format_table(rows))
     if args.json:
