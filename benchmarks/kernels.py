@@ -32,12 +32,9 @@ tensors. Without a known peak the % column is empty. A configuration that runs o
 from __future__ import annotations
 
 import argparse
-import datetime
 import inspect
 import json
 import math
-import platform
-import subprocess
 import sys
 import warnings
 from pathlib import Path
@@ -46,7 +43,8 @@ import torch
 import torch.nn.functional as F
 
 import gma_teach
-from gma_teach.measure import time_call
+from gma_teach.measure import git_commit, provenance, time_call
+from gma_teach.measure import hardware as measured_hardware
 
 ROOT = Path(__file__).resolve().parents[1]
 CHUNK = 64
@@ -188,25 +186,10 @@ def measure(impl, inputs, causal, backward, device, repeat):
     return seconds, "; ".join(f"torch fallback: {text}" for text in fallbacks)
 
 
-def git_commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], cwd=ROOT, capture_output=True, text=True,
-                              check=True).stdout.strip()
-    except (OSError, subprocess.CalledProcessError):
-        return "unknown"
-
-
 def hardware(device: torch.device) -> dict:
-    info = {"device": device.type, "cpu": platform.processor() or platform.machine(),
-            "torch": torch.__version__, "python": platform.python_version()}
     from gma_teach import kernels
 
-    info["triton"] = kernels.triton_status()
-    if device.type == "cuda":
-        major, minor = torch.cuda.get_device_capability(device)
-        info.update(gpu=torch.cuda.get_device_name(device), compute_capability=f"sm_{major}{minor}",
-                    cuda=torch.version.cuda)
-    return info
+    return {**measured_hardware(device), "triton": kernels.triton_status()}
 
 
 def peaks_for(device, args):
@@ -307,7 +290,7 @@ def main(argv=None):
         out = args.out or gma_teach.cache_dir() / "benchmarks" / f"kernels_shared_memory_sm{args.shared_memory}.json"
         out.parent.mkdir(parents=True, exist_ok=True)
         out.write_text(json.dumps({"command": " ".join([Path(sys.executable).name, *sys.argv]),
-                                   "git_commit": git_commit(), "triton": hardware(torch.device("cpu"))["triton"],
+                                   "commit": git_commit(), "triton": hardware(torch.device("cpu"))["triton"],
                                    "rows": rows}, indent=1))
         print(f"wrote {out}")
         return rows
@@ -358,9 +341,7 @@ def main(argv=None):
                             print_row(row)
     result = {
         "benchmark": "gma_teach kernels",
-        "command": " ".join([Path(sys.executable).name, *sys.argv]),
-        "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-        "git_commit": git_commit(),
+        **provenance(" ".join([Path(sys.executable).name, *sys.argv]), device),
         "hardware": hardware(device),
         "sizes": dict(batch=batch, heads=heads, d=d, d_v=d, chunk_size=CHUNK, quick=args.quick),
         "roofline": None if peaks is None else dict(bf16_tflops=peaks[0], bandwidth_tbs=peaks[1],

@@ -15,10 +15,7 @@ CPU threads (use 1 on a machine that other jobs share).
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
-import platform
-import subprocess
 import sys
 from dataclasses import asdict, dataclass
 
@@ -26,7 +23,7 @@ import torch
 import torch.nn.functional as F
 
 from . import gma, gma_from_responsibilities, gmm
-from .measure import peak_memory, time_call
+from .measure import peak_memory, provenance, time_call
 
 
 @dataclass
@@ -127,14 +124,6 @@ def format_table(rows: list[Row]) -> str:
     return "\n".join(lines)
 
 
-def _commit() -> str:
-    try:
-        return subprocess.run(["git", "rev-parse", "HEAD"], capture_output=True, text=True, check=True,
-                              timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-
-
 def main(argv: list[str] | None = None) -> list[Row]:
     parser = argparse.ArgumentParser(prog="python -m gma_teach.bench", description=__doc__.split("\n")[0])
     parser.add_argument("--quick", action="store_true", help="small sizes, for tests")
@@ -148,14 +137,8 @@ def main(argv: list[str] | None = None) -> list[Row]:
     rows = run_benchmarks(quick=args.quick)
     print(format_table(rows))
     if args.json:
-        record = {
-            "hardware": f"{platform.processor() or platform.machine()}, {torch.get_num_threads()} torch threads",
-            "torch": torch.__version__,
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "commit": _commit(),
-            "command": "python -m gma_teach.bench " + " ".join(argv if argv is not None else sys.argv[1:]),
-            "rows": [asdict(row) for row in rows],
-        }
+        command = "python -m gma_teach.bench " + " ".join(argv if argv is not None else sys.argv[1:])
+        record = {**provenance(command), "rows": [asdict(row) for row in rows]}
         with open(args.json, "w") as handle:
             json.dump(record, handle, indent=2)
     return rows

@@ -94,3 +94,50 @@ def _native_stderr_silenced():
         os.dup2(saved, 2)
         os.close(saved)
         os.close(devnull)
+
+
+def hardware(device=None) -> dict:
+    """What a number was measured on: CPU model, cores and torch threads; GPU name, capability and CUDA version."""
+    import platform
+
+    device = torch.device(device) if device is not None else torch.device("cpu")
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    info = {"cpu": cpu, "logical_cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "torch": torch.__version__, "python": platform.python_version(), "platform": platform.platform(),
+            "device": str(device)}
+    if device.type == "cuda":
+        major, minor = torch.cuda.get_device_capability(device)
+        info.update(gpu=torch.cuda.get_device_name(device), capability=f"sm_{major}{minor}", cuda=torch.version.cuda)
+    return info
+
+
+def git_commit() -> str:
+    """The commit of the package's checkout, with ``+dirty`` if tracked files changed; ``"unknown"`` outside one."""
+    import subprocess
+    from pathlib import Path
+
+    folder = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=folder,
+                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return commit + ("+dirty" if dirty else "")
+
+
+def provenance(command: str | None = None, device=None) -> dict:
+    """``{"hardware", "date", "commit", "command"}`` for a recorded result (date in UTC, ISO 8601)."""
+    import datetime
+
+    return {"hardware": hardware(device),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "commit": git_commit(),
+            "command": command or " ".join(["python"] + sys.argv)}

@@ -22,19 +22,16 @@ Command line (writes a JSON file with hardware, date, commit and command)::
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import shlex
-import subprocess
 import sys
 from pathlib import Path
 
 import torch
 
 from .baselines import MIXER_NAMES, make_mixer
-from .measure import peak_memory, time_call
+from .measure import peak_memory, provenance, time_call
 from .models import parameter_counts
 from .scale import preset, seed_everything
 
@@ -219,38 +216,6 @@ def format_table(results, *, columns=("label", "seq_len", "params", "peak_memory
 
 
 # -------------------------------------------------------------------------------------------- recording
-def hardware_description(device=None) -> dict:
-    """What the numbers were measured on: CPU model and cores, torch threads, GPU name and capability."""
-    device = torch.device(device) if device is not None else torch.device("cpu")
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo") as handle:
-            names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
-        cpu = names[0] if names else cpu
-    except OSError:
-        pass
-    info = {"cpu": cpu, "logical_cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "torch": torch.__version__, "python": platform.python_version(), "platform": platform.platform(),
-            "device": str(device)}
-    if device.type == "cuda":
-        major, minor = torch.cuda.get_device_capability(device)
-        info.update(gpu=torch.cuda.get_device_name(device), capability=f"sm_{major}{minor}")
-    return info
-
-
-def git_commit() -> str:
-    """The commit of the package's checkout (``+dirty`` if it has changes), or ``"unknown"``."""
-    folder = Path(__file__).resolve().parent
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True,
-                                timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--", "."], cwd=folder, capture_output=True,
-                               text=True, timeout=10).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return commit + ("+dirty" if dirty else "")
-
-
 def run_recorded(scale_name=None, *, device=None, mixers=None, command=None, printer=None) -> dict:
     """Run the sweep of preset ``"ch08"`` at a scale and return a record with its provenance.
 
@@ -263,11 +228,9 @@ def run_recorded(scale_name=None, *, device=None, mixers=None, command=None, pri
                                                "k_values", "k_sweep_len", "n_features", "linformer_k",
                                                "softmax_max_len", "repeat")}
     config["mixers"] = list(mixers or p.mixers)
-    commit, date = git_commit(), datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds")
+    origin = provenance(command or "gma_teach.profiling.run_recorded", device)  # before the run: its code
     results = sweep(device=device, printer=printer, **config)
-    return {"hardware": hardware_description(device), "date": date, "commit": commit,
-            "command": command or "gma_teach.profiling.run_recorded",
-            "scale": p.scale, "config": config, "results": results,
+    return {**origin, "scale": p.scale, "config": config, "results": results,
             "memory_slopes": fit_slopes(n_sweep(results))}
 
 

@@ -435,7 +435,7 @@ def test_figures_draw_the_numbers_they_claim():
     explorer = RoutingExplorer(resp[:30], tokens[:30], position=4)
     assert explorer.component == int(averaged[4].argmax())
     fig = explorer.figure()
-    assert f"position 4" in fig.axes[0].get_title()
+    assert "position 4" in fig.axes[0].get_title()
     with pytest.raises(ValueError, match="position must be"):
         explorer.set_position(30)
     with pytest.raises(ValueError, match="tokens has 3 entries"):
