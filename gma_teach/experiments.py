@@ -18,12 +18,9 @@ standard deviation, training tokens per second, parameter counts, hardware, date
 from __future__ import annotations
 
 import argparse
-import datetime
 import json
 import os
-import platform
 import statistics
-import subprocess
 import sys
 import time
 from dataclasses import dataclass
@@ -32,6 +29,7 @@ from types import SimpleNamespace
 
 import torch
 
+from . import measure
 from .baselines import MIXER_NAMES
 from .models import DecoderLM, EncoderClassifier, parameter_counts
 from .scale import cache_dir, device, preset, scale, seed_everything
@@ -46,37 +44,19 @@ LM_MIXERS = tuple(name for name in MIXER_NAMES if name != "linformer")
 # Provenance
 # ----------------------------------------------------------------------------------------------------------------
 def hardware() -> str:
-    """The machine in words: GPU name, or CPU model with core and thread counts."""
-    if torch.cuda.is_available():
-        return f"{torch.cuda.get_device_name()} (CUDA {torch.version.cuda}), torch {torch.__version__}"
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
-        cpu = names[0] if names else cpu
-    except OSError:
-        pass
-    return (f"CPU: {cpu}, {os.cpu_count()} logical cores, {torch.get_num_threads()} torch threads, "
-            f"torch {torch.__version__}")
-
-
-def commit() -> str:
-    """``git describe``-like id of the working tree (``+dirty`` when it has uncommitted changes), or ``unknown``."""
-    here = Path(__file__).resolve().parent
-    try:
-        sha = subprocess.run(["git", "rev-parse", "--short", "HEAD"], cwd=here, capture_output=True, text=True,
-                             timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=here,
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return sha + ("+dirty" if dirty else "")
+    """The machine in one line (GPU name, or CPU model with core and thread counts), from
+    :func:`gma_teach.measure.hardware`."""
+    info = measure.hardware(device())
+    if "gpu" in info:
+        return f"{info['gpu']} (CUDA {info['cuda']}), torch {info['torch']}"
+    return (f"CPU: {info['cpu']}, {info['logical_cores']} logical cores, {info['torch_threads']} torch threads, "
+            f"torch {info['torch']}")
 
 
 def provenance(command: str | None = None) -> dict:
-    """Hardware, UTC date, commit and command of a run."""
-    return {"hardware": hardware(), "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "commit": commit(), "command": command or " ".join([Path(sys.executable).name] + sys.argv)}
+    """Hardware (one line), UTC date, commit and command of a run."""
+    return {**measure.provenance(command or " ".join([Path(sys.executable).name] + sys.argv)),
+            "hardware": hardware()}
 
 
 # ----------------------------------------------------------------------------------------------------------------

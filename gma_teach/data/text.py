@@ -11,7 +11,6 @@ packages (``tkinter``, ``asyncio``, ``email``, ``logging``), to be classified by
 """
 from __future__ import annotations
 
-import ast
 import os
 import random
 import sys
@@ -20,13 +19,14 @@ from typing import Sequence
 
 import torch
 
+from ._stdlib import docstrings_under
+
 PAD_ID = 0
 VOCAB_SIZE = 257
 HUB_REPO = "stanfordnlp/imdb"
 HUB_CONFIG = "plain_text"
 IMDB_CLASSES = ("negative", "positive")
 STDLIB_GROUPS = ("tkinter", "asyncio", "email", "logging")
-_EXCLUDED_DIRS = {"test", "tests", "idle_test", "site-packages", "dist-packages", "__pycache__"}
 
 
 def encode_bytes(text: str, max_length: int) -> list[int]:
@@ -105,26 +105,9 @@ def stdlib_docstrings(groups: Sequence[str] = STDLIB_GROUPS, *, min_chars: int =
         folder = os.path.join(root, group)
         if not os.path.isdir(folder):
             raise ValueError(f"group {group!r} is not a package of this Python's standard library ({root})")
-        for text in _docstrings_under(folder, min_chars):
+        for text in docstrings_under(folder, min_chars):
             groups_of.setdefault(text, []).append(group)
     return [(found[0], text) for text, found in groups_of.items() if len(found) == 1]
-
-
-def _docstrings_under(folder: str, min_chars: int):
-    """Yield the docstrings of every ``.py`` file under ``folder`` (sorted walk, test folders skipped)."""
-    for dirpath, dirnames, filenames in os.walk(folder):
-        dirnames[:] = sorted(d for d in dirnames if d not in _EXCLUDED_DIRS)
-        for filename in sorted(f for f in filenames if f.endswith(".py")):
-            try:
-                with open(os.path.join(dirpath, filename), encoding="utf-8") as handle:
-                    tree = ast.parse(handle.read())
-            except (SyntaxError, UnicodeDecodeError, ValueError):
-                continue
-            for node in ast.walk(tree):
-                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                    text = ast.get_docstring(node)
-                    if text and len(text) >= min_chars:
-                        yield text
 
 
 def splits(n_train: int, n_test: int, *, source: str = "stdlib", max_length: int = 1000, seed: int = 0,

@@ -15,7 +15,6 @@
 """
 from __future__ import annotations
 
-import ast
 import hashlib
 import importlib.util
 import os
@@ -26,11 +25,12 @@ from typing import Sequence
 
 import torch
 
+from ._stdlib import docstrings_under
+
 HUB_REPO = "Salesforce/wikitext"
 CONFIGS = {"wikitext-103": "wikitext-103-raw-v1", "wikitext-2": "wikitext-2-raw-v1"}
 GPT2_TIKTOKEN_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
 TIKTOKEN_HOST = "openaipublic.blob.core.windows.net"
-_EXCLUDED_DIRS = {"test", "tests", "idle_test", "site-packages", "dist-packages", "__pycache__"}
 
 
 # --------------------------------------------------------------------------------------------- tokenizers
@@ -230,20 +230,7 @@ def stdlib_corpus(*, min_chars: int = 40) -> list[str]:
     from pydoc_data.topics import topics
 
     documents = [topics[name] for name in sorted(topics)]
-    root = sysconfig.get_paths()["stdlib"]
-    for dirpath, dirnames, filenames in os.walk(root):
-        dirnames[:] = sorted(d for d in dirnames if d not in _EXCLUDED_DIRS and not d.startswith("."))
-        for filename in sorted(f for f in filenames if f.endswith(".py")):
-            try:
-                with open(os.path.join(dirpath, filename), encoding="utf-8") as handle:
-                    tree = ast.parse(handle.read())
-            except (SyntaxError, UnicodeDecodeError, ValueError):
-                continue
-            for node in ast.walk(tree):
-                if isinstance(node, (ast.Module, ast.ClassDef, ast.FunctionDef, ast.AsyncFunctionDef)):
-                    text = ast.get_docstring(node)
-                    if text and len(text) >= min_chars:
-                        documents.append(text)
+    documents.extend(docstrings_under(sysconfig.get_paths()["stdlib"], min_chars))
     return documents
 
 
