@@ -1,4 +1,5 @@
-"""After the build: every chapter in _toc.yml rendered to HTML with content, and the bibliography rendered."""
+"""After the build: every page in _toc.yml rendered to HTML with content, every chapter shows figures, and the
+bibliography rendered."""
 import pathlib
 import sys
 
@@ -20,16 +21,19 @@ def files(node):
 
 
 pages = [toc["root"], *files({k: v for k, v in toc.items() if k != "root"})]
-missing = []
-for page in pages:
-    stem = pathlib.Path(page).with_suffix("")
-    target = html / f"{stem}.html"
-    if not target.exists() or target.stat().st_size < 2000:
-        missing.append(str(target))
-bibliography = [p for p in html.rglob("*.html") if 'class="citation' in p.read_text(errors="ignore")
-                or "docutils citation" in p.read_text(errors="ignore")]
+missing = [page for page in pages if not (html / f"{pathlib.Path(page).with_suffix('')}.html").exists()
+           or (html / f"{pathlib.Path(page).with_suffix('')}.html").stat().st_size < 2000]
 if missing:
     sys.exit(f"pages not rendered: {missing}")
+chapters = [page for page in pages if pathlib.Path(page).name[:2].isdigit()]
+without_figures = [page for page in chapters
+                   if "_images/" not in (html / f"{pathlib.Path(page).with_suffix('')}.html").read_text()]
+if without_figures:
+    sys.exit(f"chapters without a rendered figure (is MPLBACKEND overriding the notebooks' inline backend?): "
+             f"{without_figures}")
+bibliography = [p for p in html.rglob("*.html") if "docutils citation" in p.read_text(errors="ignore")
+                or 'class="citation' in p.read_text(errors="ignore")]
 if not bibliography:
     sys.exit("no page carries a rendered bibliography entry")
-print(f"book check: {len(pages)} pages rendered; bibliography entries on {len(bibliography)} page(s)")
+print(f"book check: {len(pages)} pages rendered, figures in all {len(chapters)} chapters; bibliography entries "
+      f"on {len(bibliography)} page(s)")
