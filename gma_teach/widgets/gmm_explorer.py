@@ -9,12 +9,14 @@ import math
 
 import torch
 
+from ._base import Explorer
+
 __all__ = ["GMMExplorer", "gmm_explorer"]
 
 _MAX_COMPONENTS = 8
 
 
-class GMMExplorer:
+class GMMExplorer(Explorer):
     """A diagonal Gaussian mixture in 1-D or 2-D with sliders for one component's mean and variance and for K.
 
     Attributes:
@@ -45,7 +47,6 @@ class GMMExplorer:
         self._pool_variances = torch.full((_MAX_COMPONENTS, dim), 0.6, dtype=torch.float64)
         self.n_components = n_components
         self.controls = None
-        self._handle = None
 
     @property
     def means(self) -> torch.Tensor:
@@ -89,13 +90,6 @@ class GMMExplorer:
             self.means, self.variances, self.log_priors, extent=(-5.0, 5.0, -5.0, 5.0), n_points=120
         )
 
-    def _redraw(self) -> None:
-        import matplotlib.pyplot as plt
-
-        fig = self.figure()
-        if self._handle is not None:
-            self._handle.update(fig)
-        plt.close(fig)
 
     def _build_controls(self):
         import ipywidgets as widgets
@@ -143,18 +137,6 @@ class GMMExplorer:
         load_component()
         sliders = [component, mean_x] + ([mean_y] if self.dim == 2 else []) + [variance, n_components]
         return widgets.VBox(sliders)
-
-    def show(self) -> "GMMExplorer":
-        """Display the static figure, then the sliders that redraw it in place."""
-        import matplotlib.pyplot as plt
-        from IPython.display import display
-
-        fig = self.figure()
-        self._handle = display(fig, display_id=True)
-        plt.close(fig)
-        self.controls = self._build_controls()
-        display(self.controls)
-        return self
 
 
 def gmm_explorer(dim: int = 1, n_components: int = 3, *, seed: int = 0) -> GMMExplorer:

@@ -10,11 +10,12 @@ from typing import Sequence
 import numpy as np
 
 from .. import diagnostics
+from ._base import Explorer
 
 __all__ = ["RoutingExplorer", "routing_explorer"]
 
 
-class RoutingExplorer:
+class RoutingExplorer(Explorer):
     """Head-averaged query responsibilities of one sequence, viewed one position and one component at a time.
 
     Attributes:
@@ -37,7 +38,6 @@ class RoutingExplorer:
         self.set_position(position)
         self.set_component(int(self.resp[position].argmax()) if component is None else component)
         self.controls = None
-        self._handle = None
 
     def set_position(self, position: int) -> None:
         """Show the routing of the token at ``position`` (0 to N-1)."""
@@ -85,13 +85,6 @@ class RoutingExplorer:
             lower.legend(fontsize=8)
         return fig
 
-    def _redraw(self) -> None:
-        import matplotlib.pyplot as plt
-
-        fig = self.figure()
-        if self._handle is not None:
-            self._handle.update(fig)
-        plt.close(fig)
 
     def _build_controls(self):
         import ipywidgets as widgets
@@ -113,18 +106,6 @@ class RoutingExplorer:
         position.observe(on_position, names="value")
         component.observe(on_component, names="value")
         return widgets.VBox([position, component])
-
-    def show(self) -> "RoutingExplorer":
-        """Display the static figure, then the sliders that redraw it in place."""
-        import matplotlib.pyplot as plt
-        from IPython.display import display
-
-        fig = self.figure()
-        self._handle = display(fig, display_id=True)
-        plt.close(fig)
-        self.controls = self._build_controls()
-        display(self.controls)
-        return self
 
 
 def routing_explorer(resp, tokens: Sequence[str], *, position: int = 0,
