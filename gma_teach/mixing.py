@@ -36,7 +36,6 @@ from . import _checks
 from .gmm import _check_mixture, gemm_logits
 
 IMPLS = ("naive", "linear", "cumsum", "chunked", "recurrent", "triton")
-_TORCH_IMPLS = IMPLS[:-1]
 
 
 # ----------------------------------------------------------------------------------------------- the pieces
