@@ -272,7 +272,9 @@ def _as_resp(resp) -> torch.Tensor:
     if n_components < 2:
         raise ValueError(f"resp must have K >= 2 components (entropies are normalized by ln K), got K={n_components}")
     if not torch.isfinite(resp).all():
-        raise ValueError("resp contains NaN or infinite values")
+        bad = ~torch.isfinite(resp)
+        raise ValueError(f"resp must be finite, got {int(bad.sum())} NaN or infinite values "
+                         f"(first at index {bad.nonzero()[0].tolist()})")
     if (resp < 0).any():
         raise ValueError(f"resp must be non-negative, got a minimum of {resp.min().item():.3g}")
     row_error = (resp.sum(dim=-1) - 1).abs()
