@@ -206,7 +206,7 @@ def lm_data(p: SimpleNamespace, *, source: str | None = None):
     """:class:`gma_teach.data.wikitext.LMData` for preset ``p`` (``source`` default ``p.source``)."""
     from .data import wikitext
 
-    return wikitext.lm_data(source=source or p.source, tokenizer=p.tokenizer, block_size=p.block_size,
+    return wikitext.lm_data(source=source or p.source, tokenizer=p.tokenizer, block_size=p.seq_len,
                             max_train_tokens=p.max_train_tokens, max_val_tokens=p.max_val_tokens,
                             compact_vocab=p.compact_vocab, seed=p.data_seed)
 
@@ -215,7 +215,7 @@ def build_lm(p: SimpleNamespace, mixer: str, vocab_size: int, *, n_components: i
     """A :class:`~gma_teach.models.DecoderLM` sized by preset ``p``."""
     if mixer not in LM_MIXERS:
         raise ValueError(f"LM mixer must be one of {LM_MIXERS}, got {mixer!r}")
-    return DecoderLM(vocab_size, p.d_model, p.n_layers, p.n_heads, mixer=mixer, max_seq_len=p.block_size,
+    return DecoderLM(vocab_size, p.d_model, p.n_layers, p.n_heads, mixer=mixer, max_seq_len=p.seq_len,
                      d_ff=p.d_ff, dropout=p.dropout, mixer_options=mixer_options(p, mixer, n_components))
 
 
@@ -223,8 +223,8 @@ def _train_lm(p, mixer, data, *, n_components, seed, progress, checkpoint_path=N
     seed_everything(_check_seed(seed))
     model = build_lm(p, mixer, data.tokenizer.n_vocab, n_components=n_components).to(device())
     label = f"lm {mixer}" + (f" K={n_components or p.n_components}" if mixer == "gma" else "") + f" seed {seed}"
-    history = fit(model, data.train, val_data=data.val, steps=p.steps, eval_every=p.eval_every, lr=p.lr,
-                  weight_decay=p.weight_decay, warmup=int(round(p.warmup_fraction * p.steps)),
+    history = fit(model, data.train, val_data=data.val, steps=p.n_steps, eval_every=p.eval_every, lr=p.lr,
+                  weight_decay=p.weight_decay, warmup=int(round(p.warmup_fraction * p.n_steps)),
                   batch_size=p.batch_size, seed=seed, task="lm", progress=progress, label=label,
                   checkpoint_path=checkpoint_path)
     return model, history
@@ -232,7 +232,7 @@ def _train_lm(p, mixer, data, *, n_components, seed, progress, checkpoint_path=N
 
 def run_lm(mixer: str, *, scale_name: str | None = None, seed: int = 0, n_components: int | None = None,
            source: str | None = None, data=None, progress: bool = False, return_model: bool = False, **overrides):
-    """Train one causal LM for ``p.steps`` steps; returns a JSON-ready record (and the model if
+    """Train one causal LM for ``p.n_steps`` steps; returns a JSON-ready record (and the model if
     ``return_model``).
 
     The record holds ``history`` (validation perplexity every ``p.eval_every`` steps), ``val`` (loss and

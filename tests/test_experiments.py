@@ -6,7 +6,7 @@ import torch
 
 from gma_teach import experiments
 
-TINY_LM = dict(tokenizer="bytes", max_train_tokens=6000, max_val_tokens=2000, steps=6, eval_every=3)
+TINY_LM = dict(tokenizer="bytes", max_train_tokens=6000, max_val_tokens=2000, n_steps=6, eval_every=3)
 
 
 @pytest.fixture(autouse=True)
