@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    python benchmarks/kernels.py                 # the full sweep on a CUDA GPU -> book/results/kernels_<gpu>.json
+    python benchmarks/kernels.py                 # the full sweep on a CUDA GPU -> gma_teach/results/kernels_<gpu>.json
     python benchmarks/kernels.py --quick         # tiny sizes; runs anywhere (the kernels interpreted on a CPU)
     python benchmarks/kernels.py --shared-memory 90 --components 128 --blocks 64 32
                                                  # shared memory per kernel, compiled ahead of time (no GPU)
@@ -218,7 +218,7 @@ def parse_args(argv=None):
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--peak-tflops", type=float, default=None, help="dense bf16 tensor TFLOP/s of this GPU")
     parser.add_argument("--bandwidth-tbs", type=float, default=None, help="memory bandwidth in TB/s")
-    parser.add_argument("--out", type=Path, default=None, help="JSON path (default: book/results/kernels_<gpu>.json "
+    parser.add_argument("--out", type=Path, default=None, help="JSON path (default: gma_teach/results/kernels_<gpu>.json "
                         "on CUDA, the gma_teach cache folder otherwise)")
     parser.add_argument("--shared-memory", type=int, metavar="ARCH", default=None,
                         help="instead of timing, compile every kernel for sm_ARCH (e.g. 90, 80, 75; no GPU needed) "
@@ -279,7 +279,7 @@ def shared_memory_report(arch: int, components, chunk_or_block, dim: int) -> lis
 def default_out(device: torch.device, quick: bool) -> Path:
     if device.type == "cuda" and not quick:
         slug = "".join(c if c.isalnum() else "_" for c in torch.cuda.get_device_name(device)).strip("_")
-        return ROOT / "book" / "results" / f"kernels_{slug}.json"
+        return ROOT / "gma_teach" / "results" / f"kernels_{slug}.json"
     return gma_teach.cache_dir() / "benchmarks" / f"kernels_{device.type}{'_quick' if quick else ''}.json"
 
 

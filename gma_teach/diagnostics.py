@@ -632,7 +632,7 @@ K = 128, 65,536 validation tokens), typed from the paper for comparison. ``nmi_c
 def main(argv: Sequence[str] | None = None) -> dict:
     """Command line: record chapter 11's table for chapter 10's language model as a JSON file.
 
-    ``python -m gma_teach.diagnostics --scale small --out book/results/routing_small.json`` loads (or trains) the
+    ``python -m gma_teach.diagnostics --scale small --out gma_teach/results/routing_small.json`` loads (or trains) the
     model with :func:`gma_teach.experiments.load_or_train_lm`, reads its last layer with :func:`lm_routing` on
     ``preset("ch11").n_tokens`` validation tokens, and writes :func:`routing_report` for it and for a freshly
     initialised copy of the same architecture (the untrained control), with hardware, date, commit and command.

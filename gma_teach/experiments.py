@@ -9,7 +9,7 @@
 Sizes come from ``gma_teach.preset("listops" | "text" | "lm", scale)``. The chapters call the same functions as the
 command line::
 
-    python -m gma_teach.experiments listops --mixer gma --scale small --seeds 3 --out book/results/listops_gma.json
+    python -m gma_teach.experiments listops --mixer gma --scale small --seeds 3 --out gma_teach/results/listops_gma.json
 
 writes a JSON record: the configuration, per-epoch metrics and final test metric of every seed, their mean and
 standard deviation, training tokens per second, parameter counts, hardware, date, commit and the command.
@@ -414,8 +414,9 @@ def _record(experiment, mixer, scale_name, config, runs, complete, started, orig
 
 
 def load_results(pattern: str = "*.json", folder: str | os.PathLike | None = None) -> list[dict]:
-    """The recorded result files under ``book/results`` (or ``folder``) matching ``pattern``, sorted by name."""
-    folder = Path(folder) if folder is not None else Path(__file__).resolve().parent.parent / "book" / "results"
+    """The recorded result files under :func:`gma_teach.measure.results_folder` (or ``folder``) matching
+    ``pattern``, sorted by name."""
+    folder = Path(folder) if folder is not None else measure.results_folder()
     return [json.loads(path.read_text()) for path in sorted(folder.glob(pattern))]
 
 

@@ -141,3 +141,11 @@ def provenance(command: str | None = None, device=None) -> dict:
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "commit": git_commit(),
             "command": command or " ".join(["python"] + sys.argv)}
+
+
+def results_folder() -> "Path":
+    """The folder of recorded result files (``gma_teach/results``), shipped with the package so that a notebook
+    opened alone (on Colab, say) finds them too."""
+    from pathlib import Path
+
+    return Path(__file__).resolve().parent / "results"
