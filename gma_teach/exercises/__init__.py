@@ -1,11 +1,13 @@
 """Checkers for the chapters' exercises: call one on your own implementation.
 
-A checker compares your function with the package's reference on random inputs and raises
-:class:`ExerciseError` with a message that says *what* is wrong (shape, dtype, which entries, by how much);
-it returns a short success message otherwise. One module per chapter (``ch02``, ``ch03``, ...); every checker is
-also importable from here.
+A checker compares your function with the package's reference on random inputs. It prints
+``"Exercise 4.1: correct"`` when your answer is right, raises :class:`ExerciseError` with a message that says *what*
+is wrong (shape, dtype, which entries, by how much, and the likely misconception) when it is not, and prints
+``"Exercise 4.1: not attempted yet ..."`` while your function is still the stub (it raises ``NotImplementedError``).
+Pass ``strict=True`` to make a stub raise :class:`NotAttempted` instead (for grading). One module per chapter
+(``ch01``, ``ch02``, ...); every checker is also importable from here.
 """
-from ._common import ExerciseError
+from ._common import ExerciseError, NotAttempted, checker
 from .ch01 import check_causal_attention, check_softmax_attention
 from .ch02 import check_gemm_coefficients, check_log_responsibilities
 from .ch03 import check_affinity, check_affinity_rank
@@ -17,3 +19,35 @@ from .ch08 import check_loglog_slope, check_softmax_memory_prediction
 from .ch09 import check_listops_evaluator, check_listops_tokenizer
 from .ch10 import check_pack, check_perplexity, check_state_bytes
 from .ch11 import check_mutual_information, check_purity, check_token_entropy
+
+__all__ = [
+    "ExerciseError",
+    "NotAttempted",
+    "checker",
+    "check_causal_attention",
+    "check_softmax_attention",
+    "check_gemm_coefficients",
+    "check_log_responsibilities",
+    "check_affinity",
+    "check_affinity_rank",
+    "check_flop_count",
+    "check_read_memory",
+    "check_write_memory",
+    "check_raw_for_variance",
+    "check_responsibility_jacobian",
+    "check_causal_gma",
+    "check_recurrent_step",
+    "check_masked_softmax",
+    "check_normalizer_kernel",
+    "check_softmax_backward",
+    "check_loglog_slope",
+    "check_softmax_memory_prediction",
+    "check_listops_evaluator",
+    "check_listops_tokenizer",
+    "check_pack",
+    "check_perplexity",
+    "check_state_bytes",
+    "check_mutual_information",
+    "check_purity",
+    "check_token_entropy",
+]
