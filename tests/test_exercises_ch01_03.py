@@ -5,7 +5,71 @@ import math
 import pytest
 import torch
 
-from gma_teach.exercises import ExerciseError, ch01, ch02, ch03
+from gma_teach.exercises import ExerciseError, NotAttempted, ch01, ch02, ch03, checker
+from gma_teach.exercises._common import call_reader, not_attempted_message
+
+
+# ----------------------------------------------------------------------------------------------- the protocol
+def _stub(*args):
+    raise NotImplementedError("your code here")
+
+
+@pytest.mark.parametrize(
+    "check, number",
+    [
+        (ch01.check_softmax_attention, "1.1"),
+        (ch01.check_causal_attention, "1.2"),
+        (ch02.check_log_responsibilities, "2.1"),
+        (ch02.check_gemm_coefficients, "2.2"),
+        (ch03.check_affinity, "3.1"),
+        (ch03.check_affinity_rank, "3.2"),
+    ],
+)
+def test_a_stub_is_reported_as_not_attempted_and_strict_makes_it_fail(check, number, capsys):
+    assert check.exercise == number
+    assert check(_stub) is None
+    assert capsys.readouterr().out == (
+        f"Exercise {number}: not attempted yet (fill in the cell above and run it again)\n"
+    )
+    with pytest.raises(NotAttempted):
+        check(_stub, strict=True)
+
+
+def test_a_wrong_answer_names_its_exercise():
+    with pytest.raises(ExerciseError, match=r"^Exercise 1\.2: no causal mask"):
+        ch01.check_causal_attention(softmax_attention)
+
+
+def test_checker_decorator_prints_the_remark_and_keeps_the_check_signature(capsys):
+    @checker("12.3")
+    def check_double(fn, *, seed=0):
+        """Doc."""
+        if call_reader(fn, 2) != 4:
+            raise ExerciseError("double it")
+        return "remark" if seed == 0 else None
+
+    check_double(lambda x: 2 * x)
+    check_double(lambda x: 2 * x, seed=1)
+    assert capsys.readouterr().out == "Exercise 12.3: correct -- remark\nExercise 12.3: correct\n"
+    assert check_double.__doc__ == "Doc." and check_double.__name__ == "check_double"
+    with pytest.raises(ExerciseError, match=r"^Exercise 12\.3: double it$"):
+        check_double(lambda x: x)
+    assert not_attempted_message("12.3").startswith("Exercise 12.3: not attempted yet")
+
+
+@pytest.mark.parametrize("number", ["4", "4.1a", 4.1, "Exercise 4.1"])
+def test_checker_decorator_rejects_a_malformed_number(number):
+    with pytest.raises(ValueError, match="exercise must be a number like '4.1'"):
+        checker(number)
+
+
+def test_call_reader_turns_a_bug_into_an_exercise_error_and_a_stub_into_not_attempted():
+    with pytest.raises(ExerciseError, match="your function raised ZeroDivisionError"):
+        call_reader(lambda: 1 / 0)
+    with pytest.raises(NotAttempted):
+        call_reader(_stub)
+    with pytest.raises(TypeError, match="fn must be a function, got str"):
+        call_reader("not a function")
 
 
 # ----------------------------------------------------------------------------------------------- chapter 1
@@ -35,9 +99,11 @@ def mask_after_softmax(q, k, v):
     return weights.tril() @ v
 
 
-def test_ch01_checkers_accept_reference_solutions():
-    assert "correct" in ch01.check_softmax_attention(softmax_attention)
-    assert "correct" in ch01.check_causal_attention(causal_attention)
+def test_ch01_checkers_accept_reference_solutions(capsys):
+    assert ch01.check_softmax_attention(softmax_attention) is None
+    assert capsys.readouterr().out.startswith("Exercise 1.1: correct")
+    ch01.check_causal_attention(causal_attention)
+    assert capsys.readouterr().out.startswith("Exercise 1.2: correct")
 
 
 @pytest.mark.parametrize(
@@ -79,9 +145,11 @@ def gemm_coefficients(means, variances, log_priors):
     return weight, constant
 
 
-def test_ch02_checkers_accept_reference_solutions():
-    assert "correct" in ch02.check_log_responsibilities(log_responsibilities)
-    assert "reproduces" in ch02.check_gemm_coefficients(gemm_coefficients)
+def test_ch02_checkers_accept_reference_solutions(capsys):
+    ch02.check_log_responsibilities(log_responsibilities)
+    assert capsys.readouterr().out.startswith("Exercise 2.1: correct")
+    ch02.check_gemm_coefficients(gemm_coefficients)
+    assert capsys.readouterr().out.startswith("Exercise 2.2: correct -- [x*x, x] @ W.T + c reproduces")
 
 
 @pytest.mark.parametrize(
@@ -144,9 +212,11 @@ def affinity_rank(gamma_q, gamma_k):
     return int((singular_values > tolerance).sum())
 
 
-def test_ch03_checkers_accept_reference_solutions():
-    assert "correct" in ch03.check_affinity(affinity)
-    assert "correct" in ch03.check_affinity_rank(affinity_rank)
+def test_ch03_checkers_accept_reference_solutions(capsys):
+    ch03.check_affinity(affinity)
+    assert capsys.readouterr().out.startswith("Exercise 3.1: correct")
+    ch03.check_affinity_rank(affinity_rank)
+    assert capsys.readouterr().out.startswith("Exercise 3.2: correct")
 
 
 @pytest.mark.parametrize(

@@ -5,6 +5,7 @@ import torch.nn.functional as F
 
 from gma_teach.exercises import (
     ExerciseError,
+    NotAttempted,
     check_causal_gma,
     check_flop_count,
     check_raw_for_variance,
@@ -30,16 +31,19 @@ def flop_count(form, n_q, n_k, n_components, d_value):
     return 2 * n_k * n_components * d_value + 2 * n_q * n_components * d_value + 2 * n_q * n_components
 
 
-def test_ch04_checkers_accept_the_reference_solutions():
-    assert "correct" in check_write_memory(write_memory)
-    assert "correct" in check_read_memory(read_memory)
-    assert "matches" in check_flop_count(flop_count)
+def test_ch04_checkers_accept_the_reference_solutions(capsys):
+    check_write_memory(write_memory)
+    assert capsys.readouterr().out.startswith("Exercise 4.1: correct")
+    check_read_memory(read_memory)
+    assert capsys.readouterr().out.startswith("Exercise 4.2: correct")
+    check_flop_count(flop_count)
+    assert capsys.readouterr().out.startswith("Exercise 4.3: correct -- your formula matches")
 
 
 @pytest.mark.parametrize(
     "wrong, message",
     [
-        (lambda g, v: (v.transpose(-1, -2) @ g, g.sum(-2)), "V\\^T Gamma_K"),
+        (lambda g, v: (v.transpose(-1, -2) @ g, g.sum(-2)), "V\\^T Gamma\\^K"),
         (lambda g, v: (g.transpose(-1, -2) @ v, g.sum(-1)), "sums over the components"),
         (lambda g, v: g.transpose(-1, -2) @ v, "return a pair"),
         (lambda g, v: (0.5 * g.transpose(-1, -2) @ v, g.sum(-2)), "memory .* entries differ"),
@@ -89,9 +93,11 @@ def responsibility_jacobian(gamma):
     return torch.diag_embed(gamma) - gamma.unsqueeze(-1) * gamma.unsqueeze(-2)
 
 
-def test_ch05_checkers_accept_the_reference_solutions():
-    assert "correct" in check_raw_for_variance(raw_for_variance)
-    assert "correct" in check_responsibility_jacobian(responsibility_jacobian)
+def test_ch05_checkers_accept_the_reference_solutions(capsys):
+    check_raw_for_variance(raw_for_variance)
+    assert capsys.readouterr().out.startswith("Exercise 5.1: correct")
+    check_responsibility_jacobian(responsibility_jacobian)
+    assert capsys.readouterr().out.startswith("Exercise 5.2: correct")
 
 
 @pytest.mark.parametrize(
@@ -135,9 +141,11 @@ def recurrent_step(gamma_q_t, gamma_k_t, v_t, memory, normalizer, eps):
     return output, memory, normalizer
 
 
-def test_ch06_checkers_accept_the_reference_solutions():
-    assert "correct" in check_causal_gma(causal_gma)
-    assert "correct" in check_recurrent_step(recurrent_step)
+def test_ch06_checkers_accept_the_reference_solutions(capsys):
+    check_causal_gma(causal_gma)
+    assert capsys.readouterr().out.startswith("Exercise 6.1: correct")
+    check_recurrent_step(recurrent_step)
+    assert capsys.readouterr().out.startswith("Exercise 6.2: correct")
 
 
 def _bidirectional(gamma_q, gamma_k, v, eps):
@@ -194,6 +202,29 @@ def _forgetful(gamma_q_t, gamma_k_t, v_t, memory, normalizer, eps):
 def test_check_recurrent_step_names_the_mistake(wrong, message):
     with pytest.raises(ExerciseError, match=message):
         check_recurrent_step(wrong)
+
+
+def _stub(*args):
+    raise NotImplementedError
+
+
+@pytest.mark.parametrize(
+    "check, number",
+    [
+        (check_write_memory, "4.1"),
+        (check_read_memory, "4.2"),
+        (check_flop_count, "4.3"),
+        (check_raw_for_variance, "5.1"),
+        (check_responsibility_jacobian, "5.2"),
+        (check_causal_gma, "6.1"),
+        (check_recurrent_step, "6.2"),
+    ],
+)
+def test_a_stub_is_reported_as_not_attempted_and_strict_makes_it_fail(check, number, capsys):
+    assert check(_stub) is None
+    assert capsys.readouterr().out.startswith(f"Exercise {number}: not attempted yet")
+    with pytest.raises(NotAttempted):
+        check(_stub, strict=True)
 
 
 def test_checkers_reject_a_non_callable():

@@ -1,8 +1,9 @@
 """Chapter 1's exercises: softmax attention written by hand, then its causal (masked) form.
 
 Each checker calls your function on random inputs of odd sizes (with batch and head axes) and compares it with a
-float64 reference; it raises :class:`~gma_teach.exercises.ExerciseError` saying what is wrong, or returns a short
-success message.
+float64 reference; it raises
+:class:`~gma_teach.exercises.ExerciseError` saying what is wrong, or prints "Exercise N.M: correct" (the
+protocol is in :mod:`gma_teach.exercises._common`).
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import math
 
 import torch
 
-from ._common import ExerciseError, call_reader, compare
+from ._common import ExerciseError, call_reader, checker, compare
 
 __all__ = ["check_causal_attention", "check_softmax_attention"]
 
@@ -51,6 +52,7 @@ def _check_large_scores(fn, causal: bool, seed: int) -> None:
     compare("output for large scores", got, _reference_attention(q, k, v, causal), atol=1e-4, rtol=1e-4)
 
 
+@checker("1.1")
 def check_softmax_attention(fn, *, seed: int = 0) -> str:
     """Check ``fn(q, k, v) -> softmax(q k^T / sqrt(d)) v``.
 
@@ -73,9 +75,10 @@ def check_softmax_attention(fn, *, seed: int = 0) -> str:
                 )
         compare(f"output for q of shape {tuple(q.shape)}", got, expected)
     _check_large_scores(fn, causal=False, seed=seed)
-    return "softmax attention: correct on all cases, including large scores."
+    return "right on every case, including large float32 scores."
 
 
+@checker("1.2")
 def check_causal_attention(fn, *, seed: int = 0) -> str:
     """Check ``fn(q, k, v)``: causal softmax attention, where query ``i`` sees only keys ``j <= i``.
 
@@ -106,4 +109,4 @@ def check_causal_attention(fn, *, seed: int = 0) -> str:
                 )
         compare(f"output for q of shape {tuple(q.shape)}", got, _reference_attention(q, k, v, causal=True))
     _check_large_scores(fn, causal=True, seed=seed)
-    return "causal attention: correct, and no future token leaks into the past."
+    return "and no future token leaks into the past."

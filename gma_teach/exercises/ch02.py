@@ -1,8 +1,9 @@
 """Chapter 2's exercises: stable log-responsibilities, and the coefficient matrix of the GEMM form.
 
 Each checker calls your function on random diagonal mixtures of odd sizes and compares it with the package's
-float64 reference (:mod:`gma_teach.gmm`); it raises :class:`~gma_teach.exercises.ExerciseError` saying what is
-wrong, or returns a short success message.
+float64 reference (:mod:`gma_teach.gmm`); it raises
+:class:`~gma_teach.exercises.ExerciseError` saying what is wrong, or prints "Exercise N.M: correct" (the
+protocol is in :mod:`gma_teach.exercises._common`).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import math
 import torch
 
 from .. import gmm
-from ._common import ExerciseError, call_reader, compare
+from ._common import ExerciseError, call_reader, checker, compare
 
 __all__ = ["check_gemm_coefficients", "check_log_responsibilities"]
 
@@ -23,8 +24,9 @@ def _mixture(generator, n_components: int, dim: int):
     return means, variances, log_priors
 
 
+@checker("2.1")
 def check_log_responsibilities(fn, *, seed: int = 0) -> str:
-    """Check ``fn(x, means, variances, log_priors) -> log p(z=k | x)``, computed stably.
+    """Check ``fn(x, means, variances, log_priors) -> log p(c=k | x)``, computed stably.
 
     Args:
         fn: your function; ``x`` ``(N, d)``, ``means``/``variances`` ``(K, d)``, ``log_priors`` ``(K,)``
@@ -45,7 +47,7 @@ def check_log_responsibilities(fn, *, seed: int = 0) -> str:
             if (got.double() >= -1e-12).all() and torch.allclose(
                 got.double().sum(-1), torch.ones(n, dtype=torch.float64)
             ):
-                raise ExerciseError("you returned responsibilities, not their logarithm: return log p(z=k | x)")
+                raise ExerciseError("you returned responsibilities, not their logarithm: return log p(c=k | x)")
             if (row_sums.abs() > 1e-6).any():
                 raise ExerciseError(
                     f"rows are not normalized: logsumexp over k should be 0, got up to {row_sums.abs().max():.3g}. "
@@ -66,9 +68,10 @@ def check_log_responsibilities(fn, *, seed: int = 0) -> str:
         )
     compare("log-responsibilities for points far from every component", got,
             gmm.log_responsibilities(x, means, variances, log_priors), atol=1e-6, rtol=1e-8)
-    return "log-responsibilities: correct, and stable far from every component."
+    return "and stable far from every component."
 
 
+@checker("2.2")
 def check_gemm_coefficients(fn, *, seed: int = 0) -> str:
     """Check ``fn(means, variances, log_priors) -> (W, c)`` with ``log p(x, k) = [x*x, x] @ W[k] + c[k]``.
 
@@ -112,4 +115,4 @@ def check_gemm_coefficients(fn, *, seed: int = 0) -> str:
         if torch.allclose(linear, -means / variances, atol=1e-10):
             raise ExerciseError("the x coefficients have the wrong sign: they are +mu / sigma^2")
         compare(f"[x*x, x] @ W.T + c for K={k}, d={d} against log p(x, k)", got, expected)
-    return "GEMM coefficients: [x*x, x] @ W.T + c reproduces log p(x, k)."
+    return "[x*x, x] @ W.T + c reproduces log p(x, k)."

@@ -1,15 +1,15 @@
 """Chapter 3's exercises: the normalized GMA affinity, and its rank measured numerically.
 
 Each checker calls your function on random responsibilities of odd sizes and compares it with a float64
-reference; it raises :class:`~gma_teach.exercises.ExerciseError` saying what is wrong, or returns a short success
-message.
+reference; it raises :class:`~gma_teach.exercises.ExerciseError` saying what is wrong, or prints "Exercise N.M:
+correct" (the protocol is in :mod:`gma_teach.exercises._common`).
 """
 from __future__ import annotations
 
 import torch
 
 from .. import mixing
-from ._common import ExerciseError, call_reader, compare
+from ._common import ExerciseError, call_reader, checker, compare
 
 __all__ = ["check_affinity", "check_affinity_rank"]
 
@@ -19,6 +19,7 @@ def _responsibilities(generator, n: int, k: int, *, sharpness: float = 1.0) -> t
     return torch.softmax(sharpness * torch.randn(n, k, generator=generator, dtype=torch.float64), -1)
 
 
+@checker("3.1")
 def check_affinity(fn, *, seed: int = 0) -> str:
     """Check ``fn(gamma_q, gamma_k, eps) -> A`` with ``A = M / (M 1 + eps)`` and ``M = gamma_q gamma_k^T``.
 
@@ -47,9 +48,10 @@ def check_affinity(fn, *, seed: int = 0) -> str:
             if (got < 0).any():
                 raise ExerciseError(f"A has negative entries (min {got.min().item():.3g}); it must be >= 0")
         compare(f"affinity for N_q={n_q}, N_k={n_k}, K={k}, eps={eps}", got, expected)
-    return "affinity: correct, including cross-attention shapes and a large eps."
+    return "including cross-attention shapes and a large eps."
 
 
+@checker("3.2")
 def check_affinity_rank(fn, *, seed: int = 0) -> str:
     """Check ``fn(gamma_q, gamma_k) -> int``: the numerical rank of ``gamma_q gamma_k^T``.
 
@@ -89,4 +91,4 @@ def check_affinity_rank(fn, *, seed: int = 0) -> str:
             )
         if got != expected:
             raise ExerciseError(f"rank {got} for {shape}, expected {expected}")
-    return "affinity rank: correct; it never exceeds K and drops when components are tied."
+    return "the rank never exceeds K and drops when components are tied."

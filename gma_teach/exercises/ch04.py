@@ -2,7 +2,8 @@
 
 Each checker calls your function on random float64 inputs of odd sizes (with batch and head axes, and with
 ``N_q != N_k`` where that makes sense) and compares it with an independent reference; it raises
-:class:`~gma_teach.exercises.ExerciseError` saying what is wrong, or returns a short success message.
+:class:`~gma_teach.exercises.ExerciseError` saying what is wrong, or prints "Exercise N.M: correct" (the
+protocol is in :mod:`gma_teach.exercises._common`).
 """
 from __future__ import annotations
 
@@ -10,7 +11,7 @@ import torch
 from torch.utils.flop_counter import FlopCounterMode
 
 from ..mixing import gma_from_responsibilities, read_memory, write_memory
-from ._common import ExerciseError, call_reader, compare
+from ._common import ExerciseError, call_reader, checker, compare
 
 __all__ = ["check_flop_count", "check_read_memory", "check_write_memory"]
 
@@ -25,8 +26,9 @@ def _responsibility_cases(seed: int):
         yield gamma_q, gamma_k, v
 
 
+@checker("4.1")
 def check_write_memory(fn, *, seed: int = 0) -> str:
-    """Check ``fn(gamma_k, v) -> (memory, normalizer)``: ``memory = Gamma_K^T V``, ``normalizer = Gamma_K^T 1``.
+    """Check ``fn(gamma_k, v) -> (memory, normalizer)``: ``memory = Gamma^K^T V``, ``normalizer = Gamma^K^T 1``.
 
     Args:
         fn: your function; ``gamma_k`` ``(..., N_k, K)``, ``v`` ``(..., N_k, d_v)`` -> ``memory`` ``(..., K, d_v)``
@@ -44,7 +46,7 @@ def check_write_memory(fn, *, seed: int = 0) -> str:
         )
         if isinstance(memory, torch.Tensor) and memory.shape == expected_memory.mT.shape != expected_memory.shape:
             raise ExerciseError(
-                f"memory has shape {tuple(memory.shape)}: that is V^T Gamma_K; the memory is Gamma_K^T V, "
+                f"memory has shape {tuple(memory.shape)}: that is V^T Gamma^K; the memory is Gamma^K^T V, "
                 f"one row per slot: {tuple(expected_memory.shape)}"
             )
         compare(f"memory for gamma_k of shape {tuple(gamma_k.shape)}", memory, expected_memory)
@@ -54,11 +56,12 @@ def check_write_memory(fn, *, seed: int = 0) -> str:
                 f"tokens (dim=-2), giving shape {tuple(gamma_k.shape[:-2] + gamma_k.shape[-1:])}"
             )
         compare(f"normalizer for gamma_k of shape {tuple(gamma_k.shape)}", normalizer, gamma_k.sum(-2))
-    return "write_memory: correct -- K slots of values and their key mass, whatever N is."
+    return "K slots of values and their key mass, whatever N is."
 
 
+@checker("4.2")
 def check_read_memory(fn, *, seed: int = 0, eps: float = 1e-6) -> str:
-    """Check ``fn(gamma_q, memory, normalizer, eps) -> O = Gamma_Q S / (Gamma_Q z + eps)``.
+    """Check ``fn(gamma_q, memory, normalizer, eps) -> O = Gamma^Q memory / (Gamma^Q normalizer + eps)``.
 
     The memory comes from random keys and values, so the output must also equal the ``N x N`` form of chapter 3.
     One case has a query whose responsibilities miss every key's component: only ``eps`` keeps it finite.
@@ -76,7 +79,7 @@ def check_read_memory(fn, *, seed: int = 0, eps: float = 1e-6) -> str:
         if isinstance(got, torch.Tensor) and got.shape == expected.shape:
             unnormalized = gamma_q @ memory
             if torch.allclose(got.double(), unnormalized, atol=1e-10):
-                raise ExerciseError("the output is Gamma_Q S without dividing by Gamma_Q z + eps: each query's "
+                raise ExerciseError("the output is Gamma^Q memory without dividing by Gamma^Q normalizer + eps: each query's "
                                     "weights must sum to 1 over the keys")
         compare(f"output for gamma_q of shape {tuple(gamma_q.shape)}", got, expected)
     # a query on component 0 while every key sits on component 1: numerator and normalizer are both 0
@@ -86,10 +89,10 @@ def check_read_memory(fn, *, seed: int = 0, eps: float = 1e-6) -> str:
     got = call_reader(fn, gamma_q, gamma_k.mT @ v, gamma_k.sum(-2), eps)
     if isinstance(got, torch.Tensor) and not torch.isfinite(got).all():
         raise ExerciseError("a query whose components hold no key mass gave a non-finite output: add eps to the "
-                            "denominator Gamma_Q z, as in O = Gamma_Q S / (Gamma_Q z + eps)")
+                            "denominator Gamma^Q normalizer, as in O = Gamma^Q memory / (Gamma^Q normalizer + eps)")
     compare("output when a query's components hold no key mass", got,
             gma_from_responsibilities(gamma_q, gamma_k, v, eps=eps, impl="naive"))
-    return "read_memory: correct, equal to the N x N form, and finite when a query finds no keys."
+    return "equal to the N x N form, and finite when a query finds no keys."
 
 
 def _naive_order(gamma_q, gamma_k, v, eps=1e-6):
@@ -99,7 +102,7 @@ def _naive_order(gamma_q, gamma_k, v, eps=1e-6):
 
 
 def _linear_order(gamma_q, gamma_k, v, eps=1e-6):
-    """Chapter 4's order: write the memory ``(S, z)``, then read it."""
+    """Chapter 4's order: write the memory ``(memory, normalizer)``, then read it."""
     return read_memory(gamma_q, *write_memory(gamma_k, v), eps)
 
 
@@ -114,11 +117,12 @@ def _measured_flops(form: str, n_q: int, n_k: int, n_components: int, d_value: i
     return counter.get_total_flops()
 
 
+@checker("4.3")
 def check_flop_count(fn, *, seed: int = 0) -> str:
     """Check ``fn(form, n_q, n_k, n_components, d_value) -> int``: the matrix-product FLOPs of one GMA head.
 
-    ``form`` is ``"naive"`` (``(Gamma_Q Gamma_K^T) V`` and its row sums) or ``"linear"`` (``Gamma_K^T V``, then
-    ``Gamma_Q S`` and ``Gamma_Q z``). A product of an ``(a, b)`` and a ``(b, c)`` matrix costs ``2 a b c`` FLOPs
+    ``form`` is ``"naive"`` (``(Gamma^Q Gamma^K^T) V`` and its row sums) or ``"linear"`` (``Gamma^K^T V``, then
+    ``Gamma^Q memory`` and ``Gamma^Q normalizer``). A product of an ``(a, b)`` and a ``(b, c)`` matrix costs ``2 a b c`` FLOPs
     (a multiply and an add per term); sums and divisions are not counted. The checker *measures* both orders,
     written as above with :func:`gma_teach.mixing.write_memory` and :func:`~gma_teach.mixing.read_memory` for the
     linear one, with ``torch.utils.flop_counter.FlopCounterMode`` at random sizes and compares.
@@ -142,9 +146,9 @@ def check_flop_count(fn, *, seed: int = 0) -> str:
                 if form == "naive" and got * 2 == expected:
                     hint = " -- count 2 FLOPs (multiply and add) per term of each product"
                 elif form == "linear" and got == expected - 2 * n_q * n_components:
-                    hint = " -- the normalizer read Gamma_Q z is a product too (2 N_q K)"
+                    hint = " -- the normalizer read Gamma^Q normalizer is a product too (2 N_q K)"
                 raise ExerciseError(
                     f"form={form!r}, n_q={n_q}, n_k={n_k}, n_components={n_components}, d_value={d_value}: "
                     f"you count {got} FLOPs, torch measured {expected}{hint}"
                 )
-    return "flop_count: your formula matches torch's FLOP counter for both orders."
+    return "your formula matches torch's FLOP counter for both orders."

@@ -1,19 +1,21 @@
 """Chapter 5's exercises: initializing a softplus-parameterized variance, and the responsibility Jacobian.
 
 Each checker calls your function on random inputs and compares it with an independent reference (``softplus``
-itself; autograd); it raises :class:`~gma_teach.exercises.ExerciseError` saying what is wrong, or returns a short
-success message.
+itself; autograd); it raises
+:class:`~gma_teach.exercises.ExerciseError` saying what is wrong, or prints "Exercise N.M: correct" (the
+protocol is in :mod:`gma_teach.exercises._common`).
 """
 from __future__ import annotations
 
 import torch
 import torch.nn.functional as F
 
-from ._common import ExerciseError, call_reader, compare
+from ._common import ExerciseError, call_reader, checker, compare
 
 __all__ = ["check_raw_for_variance", "check_responsibility_jacobian"]
 
 
+@checker("5.1")
 def check_raw_for_variance(fn, *, seed: int = 0) -> str:
     """Check ``fn(target, min_variance) -> raw`` with ``softplus(raw) + min_variance == target``.
 
@@ -28,10 +30,10 @@ def check_raw_for_variance(fn, *, seed: int = 0) -> str:
     for min_variance in (1e-3, 0.05):
         target = min_variance + torch.rand(4, 7, generator=generator, dtype=torch.float64) * 3 + 1e-3
         raw = call_reader(fn, target, min_variance)
-        if isinstance(raw, torch.Tensor) and raw.shape == target.shape:
-            if torch.allclose(F.softplus(raw.double()), target, rtol=1e-9):
-                raise ExerciseError(f"softplus(raw) equals the target, but the variance is softplus(raw) + "
-                                    f"min_variance: subtract min_variance={min_variance} first")
+        if (isinstance(raw, torch.Tensor) and raw.shape == target.shape
+                and torch.allclose(F.softplus(raw.double()), target, rtol=1e-9)):
+            raise ExerciseError(f"softplus(raw) equals the target, but the variance is softplus(raw) + "
+                                f"min_variance: subtract min_variance={min_variance} first")
         got = F.softplus(raw.double()) + min_variance if isinstance(raw, torch.Tensor) else raw
         compare(f"softplus(raw) + min_variance (min_variance={min_variance})", got, target, rtol=1e-9)
     # large and tiny variances in float32: log(exp(y) - 1) overflows for y > 88 and loses everything for y << 1
@@ -44,9 +46,10 @@ def check_raw_for_variance(fn, *, seed: int = 0) -> str:
         )
     got = F.softplus(raw.double()) + 1e-3 if isinstance(raw, torch.Tensor) else raw
     compare("softplus(raw) + min_variance for float32 targets from 1e-4 to 200", got, target.double(), rtol=1e-3)
-    return "raw_for_variance: correct and stable -- the layer can start at any variance you choose."
+    return "stable in float32: the layer can start at any variance you choose."
 
 
+@checker("5.2")
 def check_responsibility_jacobian(fn, *, seed: int = 0) -> str:
     """Check ``fn(gamma) -> J`` with ``J[..., k, j] = d gamma_k / d s_j`` for ``gamma = softmax(s)``.
 
@@ -64,9 +67,9 @@ def check_responsibility_jacobian(fn, *, seed: int = 0) -> str:
         rows = [torch.autograd.functional.jacobian(lambda s: torch.softmax(s, -1), row) for row in flat]
         expected = torch.stack(rows).reshape(*prefix, n_components, n_components)
         got = call_reader(fn, gamma.clone())
-        if isinstance(got, torch.Tensor) and got.shape == expected.shape:
-            if torch.allclose(got.double(), torch.diag_embed(gamma * (1 - gamma)), atol=1e-10):
-                raise ExerciseError("you returned only the diagonal gamma_k (1 - gamma_k); the off-diagonal "
-                                    "entries are -gamma_k gamma_j (raising s_j takes mass from every other k)")
+        if (isinstance(got, torch.Tensor) and got.shape == expected.shape
+                and torch.allclose(got.double(), torch.diag_embed(gamma * (1 - gamma)), atol=1e-10)):
+            raise ExerciseError("you returned only the diagonal gamma_k (1 - gamma_k); the off-diagonal "
+                                "entries are -gamma_k gamma_j (raising s_j takes mass from every other k)")
         compare(f"Jacobian for gamma of shape {tuple(gamma.shape)}", got, expected, atol=1e-10)
-    return "responsibility_jacobian: correct -- diag(gamma) - gamma gamma^T."
+    return "diag(gamma) - gamma gamma^T."

@@ -2,15 +2,15 @@
 
 Each checker calls your function on random float64 inputs of odd sizes and compares it with the package's
 ``N x N`` spec (the lower-triangular affinity); the causal checkers also perturb the future and require the past
-to stay *exactly* unchanged. They raise :class:`~gma_teach.exercises.ExerciseError` saying what is wrong, or return
-a short success message.
+to stay *exactly* unchanged. They raise :class:`~gma_teach.exercises.ExerciseError` saying what is wrong, or print "Exercise N.M:
+correct" (the protocol is in :mod:`gma_teach.exercises._common`).
 """
 from __future__ import annotations
 
 import torch
 
 from ..mixing import gma_from_responsibilities
-from ._common import ExerciseError, call_reader, compare
+from ._common import ExerciseError, call_reader, checker, compare
 
 __all__ = ["check_causal_gma", "check_recurrent_step"]
 
@@ -28,6 +28,7 @@ def _spec(gamma_q, gamma_k, v, eps):
     return gma_from_responsibilities(gamma_q, gamma_k, v, causal=True, eps=eps, impl="naive")
 
 
+@checker("6.1")
 def check_causal_gma(fn, *, seed: int = 0, eps: float = 1e-6) -> str:
     """Check ``fn(gamma_q, gamma_k, v, eps)``: causal GMA, where position ``i`` reads only keys ``j <= i``.
 
@@ -61,9 +62,10 @@ def check_causal_gma(fn, *, seed: int = 0, eps: float = 1e-6) -> str:
                 raise ExerciseError("position i reads keys j < i only: the prefix sums must include token i "
                                     "itself (inclusive cumsum, write before read)")
         compare(f"output for gamma_q of shape {tuple(gamma_q.shape)}", got, expected)
-    return "causal_gma: correct, and no future token leaks into the past."
+    return "and no future token leaks into the past."
 
 
+@checker("6.2")
 def check_recurrent_step(fn, *, seed: int = 0, eps: float = 1e-6) -> str:
     """Check ``fn(gamma_q_t, gamma_k_t, v_t, memory, normalizer, eps) -> (o_t, memory, normalizer)``.
 
@@ -103,4 +105,4 @@ def check_recurrent_step(fn, *, seed: int = 0, eps: float = 1e-6) -> str:
             compare(f"outputs over {n_tokens} steps for gamma of shape {tuple(gamma_q.shape)}", stacked, expected)
         else:
             compare("o_t at step 0", outputs[0], expected[..., 0, :])
-    return "recurrent_step: correct -- constant-size state, same outputs as the parallel causal form."
+    return "constant-size state, same outputs as the parallel causal form."
