@@ -1,0 +1,435 @@
+r"""Chapters 9-11: tables and figures read from the recorded result files (``gma_teach/results/*.json``).
+
+A record is what ``python -m gma_teach.experiments ... --out FILE`` writes: ``experiment``, ``mixer``,
+``n_components``, ``config`` (with ``mixer_options``), ``runs`` (one per seed) and the provenance (``hardware``,
+``date``, ``commit``, ``command``). Everything here reads records defensively: a record that lacks a number is
+left out of the figure and named by :func:`describe_missing`, never drawn as a zero.
+
+Metrics (the ``metric=`` argument), read from each seed's run:
+
+* ``"test_accuracy"`` -- ``run["test"]["accuracy"]`` (ListOps, Text), shown in percent;
+* ``"val_loss"``, ``"val_perplexity"`` -- ``run["val"]["loss" | "perplexity"]`` (LM), per token of the record's
+  tokenizer, so two records with different tokenizers never share a table or an axis (:func:`check_one_tokenizer`);
+* ``"bits_per_byte"`` -- ``run["val"]["bits_per_byte"]``: validation loss summed over tokens, divided by the UTF-8
+  bytes of the text and by :math:`\ln 2`; it does not depend on the tokenizer.
+
+Error bars are 95% Student-t intervals of the mean over seeds (:func:`mean_interval`); one seed gets no bar and
+says so. Routing histories (active share of the components over training, chapter 11) are read by
+:func:`active_share_history` from ``run["history"]["routing"]``.
+"""
+from __future__ import annotations
+
+import math
+import statistics
+
+from ._style import COLORS, new_figure
+
+__all__ = [
+    "METRICS",
+    "active_share_history",
+    "check_one_tokenizer",
+    "describe_missing",
+    "format_summary",
+    "hardware_line",
+    "mean_interval",
+    "plot_active_share",
+    "plot_k_sweep",
+    "plot_loss_vs_throughput",
+    "plot_paper_comparison",
+    "record_label",
+    "record_values",
+    "summarize",
+    "tokenizer_of",
+]
+
+# metric -> (axis label, whether it is per token of a tokenizer, factor for display)
+METRICS = {
+    "test_accuracy": ("test accuracy (%)", False, 100.0),
+    "val_loss": ("validation loss (nats per token)", True, 1.0),
+    "val_perplexity": ("validation perplexity (per token)", True, 1.0),
+    "bits_per_byte": ("validation bits per byte", False, 1.0),
+}
+
+# two-sided 95% quantiles of Student's t for 1..30 degrees of freedom
+_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
+        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
+
+
+def _check_metric(metric: str) -> None:
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {sorted(METRICS)}, got {metric!r}")
+
+
+def _check_records(records) -> list:
+    if isinstance(records, dict):
+        records = [records]
+    if not isinstance(records, (list, tuple)) or not all(isinstance(r, dict) for r in records):
+        raise TypeError(f"records must be a list of record dicts (from experiments.load_results), got "
+                        f"{type(records).__name__}")
+    return list(records)
+
+
+# ----------------------------------------------------------------------------------------------- reading records
+def mean_interval(values) -> tuple[float, float | None]:
+    """Mean of ``values`` and the half-width of its 95% Student-t interval (``None`` for a single value)."""
+    values = [float(v) for v in values]
+    if not values:
+        raise ValueError("mean_interval needs at least one value")
+    mean = statistics.fmean(values)
+    if len(values) == 1:
+        return mean, None
+    df = len(values) - 1
+    quantile = _T95[df - 1] if df <= len(_T95) else 1.96 + (1.96 ** 3 + 1.96) / (4 * df)
+    return mean, quantile * statistics.stdev(values) / math.sqrt(len(values))
+
+
+def _run_metric(run: dict, metric: str):
+    if metric == "test_accuracy":
+        value = (run.get("test") or {}).get("accuracy")
+    else:
+        value = (run.get("val") or {}).get(metric.removeprefix("val_"))
+        if value is None and metric == "bits_per_byte":
+            value = run.get("bits_per_byte")
+    return None if value is None or not math.isfinite(float(value)) else float(value)
+
+
+def record_values(record: dict, metric: str) -> list[float]:
+    """Per-seed values of ``metric`` in ``record`` (seeds that lack it are skipped), in display units."""
+    _check_metric(metric)
+    factor = METRICS[metric][2]
+    values = [_run_metric(run, metric) for run in record.get("runs", [])]
+    return [factor * v for v in values if v is not None]
+
+
+def _options(record: dict) -> dict:
+    config = record.get("config") or {}
+    options = dict(config.get("mixer_options") or record.get("mixer_options") or {})
+    for key in ("n_components", "n_features", "k", "max_seq_len"):
+        options.pop(key, None)
+    return options
+
+
+def record_label(record: dict, *, with_k: bool = True) -> str:
+    """A short name: the record's ``label`` if it has one, else the mixer, ``K=...`` for GMA and any other mixer
+    option (a remedy, say) in brackets."""
+    if record.get("label"):
+        return str(record["label"])
+    label = str(record.get("mixer", "?"))
+    if with_k and record.get("n_components"):
+        label += f" K={record['n_components']}"
+    options = _options(record)
+    if options:
+        label += " (" + ", ".join(f"{key}={value}" for key, value in sorted(options.items())) + ")"
+    return label
+
+
+def tokenizer_of(record: dict) -> str | None:
+    """The tokenizer a language-model record used (``None`` when the record does not say)."""
+    if record.get("tokenizer"):
+        return str(record["tokenizer"])
+    for run in record.get("runs", []):
+        if run.get("tokenizer"):
+            return str(run["tokenizer"])
+    return None
+
+
+def hardware_line(record: dict) -> str:
+    """The record's machine in one short line (records store it as a line or as a dict)."""
+    hardware = record.get("hardware")
+    if isinstance(hardware, dict):
+        if hardware.get("gpu"):
+            return str(hardware["gpu"])
+        parts = [str(hardware.get("cpu", "CPU"))]
+        if hardware.get("logical_cores"):
+            parts.append(f"{hardware['logical_cores']} cores")
+        if hardware.get("torch_threads"):
+            parts.append(f"{hardware['torch_threads']} torch thread(s)")
+        return ", ".join(parts)
+    return str(hardware) if hardware else "machine not recorded"
+
+
+def _tokens_per_second(record: dict) -> list[float]:
+    return [float(run["tokens_per_second"]) for run in record.get("runs", []) if run.get("tokens_per_second")]
+
+
+def _steps(record: dict):
+    config = record.get("config") or {}
+    return config.get("n_steps", config.get("steps", config.get("epochs")))
+
+
+def summarize(records, metric: str) -> list[dict]:
+    """One row per record that has ``metric``: ``label``, ``mixer``, ``n_components``, ``n_seeds``, ``mean``,
+    ``half_width`` (95% interval, ``None`` for one seed), ``tokens_per_second``, ``tokenizer``, ``steps`` (or
+    epochs) and ``hardware``. Records without the metric are left out (see :func:`describe_missing`)."""
+    _check_metric(metric)
+    rows = []
+    for record in _check_records(records):
+        values = record_values(record, metric)
+        if not values:
+            continue
+        mean, half_width = mean_interval(values)
+        speeds = _tokens_per_second(record)
+        rows.append({"label": record_label(record), "mixer": record.get("mixer"),
+                     "n_components": record.get("n_components"), "n_seeds": len(values), "mean": mean,
+                     "half_width": half_width, "tokens_per_second": statistics.fmean(speeds) if speeds else None,
+                     "tokenizer": tokenizer_of(record), "steps": _steps(record), "hardware": hardware_line(record),
+                     "options": _options(record)})
+    return rows
+
+
+def format_summary(rows, metric: str) -> str:
+    """``rows`` from :func:`summarize` as an aligned text table (mean +- 95% interval, seeds, tokens/s)."""
+    _check_metric(metric)
+    if not rows:
+        return f"(no recorded run has {metric})"
+    width = max(12, *(len(row["label"]) for row in rows))
+    lines = [f"{METRICS[metric][0]}: mean over seeds +- half-width of the 95% interval",
+             f"{'run':{width}}  {'mean':>9} {'+- 95%':<10} {'seeds':>5}  {'train tok/s':>11}"]
+    for row in rows:
+        spread = f"+- {row['half_width']:.3f}" if row["half_width"] is not None else "(1 seed)"
+        speed = f"{row['tokens_per_second']:11,.0f}" if row["tokens_per_second"] else f"{'-':>11}"
+        lines.append(f"{row['label']:{width}}  {row['mean']:9.3f} {spread:<10} {row['n_seeds']:5d}  {speed}")
+    return "\n".join(lines)
+
+
+def check_one_tokenizer(records, metric: str) -> str | None:
+    """The one tokenizer of ``records`` when ``metric`` is per token; raise ``ValueError`` if they mix tokenizers.
+
+    Per-token losses and perplexities of different tokenizers measure different things (a byte-level model
+    predicts ~4 times as many, easier, tokens as a BPE model on the same text); bits per byte can be compared.
+    """
+    _check_metric(metric)
+    records = _check_records(records)
+    if not METRICS[metric][1]:
+        return None
+    names = sorted({tokenizer_of(r) or "unknown tokenizer" for r in records if record_values(r, metric)})
+    if len(names) > 1:
+        raise ValueError(f"{metric} is per token, and these records use {len(names)} tokenizers ({'; '.join(names)}):"
+                         " compare bits per byte (metric='bits_per_byte') or select one tokenizer's records")
+    return names[0] if names else None
+
+
+def describe_missing(records, *, metric: str, expected=(), min_seeds: int = 3) -> list[str]:
+    """Plain sentences for what the records lack: an expected run (a label such as ``"gma K=64"`` or a mixer
+    name) with no record, a record without ``metric``, or fewer than ``min_seeds`` seeds."""
+    _check_metric(metric)
+    records = _check_records(records)
+    notes = []
+    labels = {record_label(r) for r in records} | {str(r.get("mixer")) for r in records}
+    for name in expected:
+        if name not in labels:
+            notes.append(f"{name}: no recorded run")
+    for record in records:
+        n_values = len(record_values(record, metric))
+        if n_values == 0:
+            notes.append(f"{record_label(record)}: its record has no {metric}")
+        elif n_values < min_seeds:
+            notes.append(f"{record_label(record)}: {n_values} seed(s) recorded, {min_seeds} needed for an interval "
+                         "worth reading")
+    return notes
+
+
+def active_share_history(run: dict) -> tuple[list, list] | None:
+    """``(steps, active share)`` of one seed's training, mean over the GMA layers and heads it tracked, or ``None``.
+
+    Reads ``run["history"]["routing"]``: one entry per evaluation, each with ``active_share`` as a number, a list
+    (per layer or per head) or a nested list (layer x head); steps from the entry's ``step`` or the history's
+    ``steps``.
+    """
+    history = run.get("history") or {}
+    routing = history.get("routing")
+    if not routing:
+        return None
+    steps, shares = [], []
+    for index, entry in enumerate(routing):
+        share = entry.get("active_share") if isinstance(entry, dict) else None
+        flat = list(_flatten(share))
+        if not flat:
+            continue
+        step = entry.get("step") if entry.get("step") is not None else (history.get("steps") or [None] * (index + 1))[
+            index]
+        if step is None:
+            continue
+        steps.append(step)
+        shares.append(statistics.fmean(flat))
+    return (steps, shares) if steps else None
+
+
+def _flatten(value):
+    if isinstance(value, dict):
+        for item in value.values():
+            yield from _flatten(item)
+    elif isinstance(value, (list, tuple)):
+        for item in value:
+            yield from _flatten(item)
+    elif isinstance(value, (int, float)) and math.isfinite(value):
+        yield float(value)
+
+
+# ------------------------------------------------------------------------------------------------------ figures
+def _color(record_or_mixer, index: int = 0) -> str:
+    mixer = record_or_mixer.get("mixer") if isinstance(record_or_mixer, dict) else record_or_mixer
+    return COLORS.get(str(mixer), f"C{index}")
+
+
+def _axis(ax, **size):
+    if ax is not None:
+        return ax.figure, ax
+    fig, axes = new_figure(**size)
+    return fig, axes[0][0]
+
+
+def plot_paper_comparison(records, paper: dict, *, metric: str = "test_accuracy", paper_label: str = "paper",
+                          ax=None):
+    """Bars per mixer: the recorded mean with its 95% interval over seeds, beside the paper's mean +- std.
+
+    Args:
+        records: recorded runs (one task), e.g. ``experiments.load_results("listops_*_small.json")``.
+        paper: ``{name: (mean, std)}`` typed from the paper, in display units (percent for accuracy), keyed by
+            mixer name (a mixer with one record) or by :func:`record_label` (a mixer with several, e.g.
+            ``"gma K=64"``).
+        metric: see :data:`METRICS`.
+        paper_label: the legend entry of the paper's bars (say which table).
+        ax: an axis to draw on (default: a new figure).
+
+    Returns:
+        the matplotlib ``Figure``. A mixer with no record shows only the paper's bar, marked "not recorded".
+    """
+    _check_metric(metric)
+    summary = summarize(records, metric)
+    mixers_seen = [row["mixer"] for row in summary]
+    rows = {row["mixer"] if mixers_seen.count(row["mixer"]) == 1 else row["label"]: row for row in summary}
+    if not isinstance(paper, dict):
+        raise TypeError(f"paper must be a dict {{mixer: (mean, std)}}, got {type(paper).__name__}")
+    mixers = list(dict.fromkeys([*paper, *rows]))
+    fig, ax = _axis(ax, width=max(5.0, 1.0 * len(mixers) + 1.5))
+    for index, mixer in enumerate(mixers):
+        color = _color(mixer, index)
+        if mixer in rows:
+            row = rows[mixer]
+            ax.bar(index - 0.2, row["mean"], width=0.4, color=color,
+                   yerr=row["half_width"] if row["half_width"] is not None else None, capsize=3,
+                   label="recorded (mean, 95% interval)" if index == 0 else None)
+            ax.annotate(f"{row['n_seeds']} seed" + ("s" if row["n_seeds"] > 1 else ""), (index - 0.2, row["mean"]),
+                        xytext=(0, 4), textcoords="offset points", ha="center", va="bottom", fontsize=7, rotation=90)
+        else:
+            ax.annotate("not recorded", (index - 0.2, 0), xytext=(0, 4), textcoords="offset points", ha="center",
+                        va="bottom", fontsize=7, rotation=90)
+        if mixer in paper:
+            mean, std = paper[mixer]
+            ax.bar(index + 0.2, mean, width=0.4, color=color, alpha=0.35, hatch="//", edgecolor=color, yerr=std,
+                   capsize=3, label=f"{paper_label} (mean +- std)" if index == 0 else None)
+    ax.set_xticks(range(len(mixers)), mixers)
+    ax.set(ylabel=METRICS[metric][0])
+    ax.legend(loc="lower right", fontsize=8)
+    return fig
+
+
+def plot_loss_vs_throughput(records, *, metric: str = "bits_per_byte", ax=None):
+    """Validation quality against training throughput, one point per record (mean over seeds, 95% interval).
+
+    A per-token ``metric`` needs every record on one tokenizer (:func:`check_one_tokenizer`); bits per byte does
+    not. Records without the metric or without a measured throughput are left out.
+
+    Returns:
+        the matplotlib ``Figure``.
+    """
+    check_one_tokenizer(records, metric)
+    fig, ax = _axis(ax)
+    rows = [row for row in summarize(records, metric) if row["tokens_per_second"]]
+    for index, row in enumerate(rows):
+        color = _color(row["mixer"], index)
+        ax.errorbar(row["tokens_per_second"], row["mean"], yerr=row["half_width"], color=color, marker="o", ms=5,
+                    capsize=3)
+        ax.annotate(row["label"], (row["tokens_per_second"], row["mean"]), xytext=(4, 3), textcoords="offset points",
+                    fontsize=8, color=color)
+    if not rows:
+        ax.text(0.5, 0.5, f"no recorded run has {metric}", ha="center", va="center", transform=ax.transAxes)
+    ax.set(xlabel="training tokens per second (recorded machine)", ylabel=METRICS[metric][0])
+    return fig
+
+
+def plot_k_sweep(records, *, metric: str = "bits_per_byte", ax=None):
+    """GMA's ``metric`` (left) and training throughput (right) against the number of components ``K``.
+
+    GMA records are grouped by their options (the default mixture, a remedy, ...), one line each, with 95%
+    intervals over seeds; every other mixer is a horizontal line (its mean) for reference.
+
+    Returns:
+        the matplotlib ``Figure``.
+    """
+    check_one_tokenizer(records, metric)
+    if ax is None:
+        fig, axes = new_figure(2)
+        quality_ax, speed_ax = axes[0]
+    else:
+        quality_ax, speed_ax = ax
+        fig = quality_ax.figure
+    rows = summarize(records, metric)
+    groups: dict[str, list] = {}
+    for row in rows:
+        if row["mixer"] == "gma" and row["n_components"]:
+            name = "gma" + (" (" + ", ".join(f"{k}={v}" for k, v in sorted(row["options"].items())) + ")"
+                            if row["options"] else "")
+            groups.setdefault(name, []).append(row)
+    for index, (name, group) in enumerate(sorted(groups.items())):
+        group.sort(key=lambda row: row["n_components"])
+        ks = [row["n_components"] for row in group]
+        style = {"marker": "o", "ms": 4, "capsize": 3, "ls": "-" if index == 0 else "--", "label": name,
+                 "color": COLORS["gma"] if index == 0 else f"C{index}"}
+        quality_ax.errorbar(ks, [row["mean"] for row in group],
+                            yerr=[row["half_width"] or 0.0 for row in group], **style)
+        timed = [row for row in group if row["tokens_per_second"]]
+        speed_ax.plot([row["n_components"] for row in timed], [row["tokens_per_second"] for row in timed],
+                      marker="o", ms=4, ls=style["ls"], color=style["color"], label=name)
+    for index, row in enumerate(row for row in rows if row["mixer"] != "gma"):
+        color = _color(row["mixer"], index)
+        quality_ax.axhline(row["mean"], color=color, lw=1, ls=":", label=row["label"])
+        if row["tokens_per_second"]:
+            speed_ax.axhline(row["tokens_per_second"], color=color, lw=1, ls=":", label=row["label"])
+    if not groups:
+        quality_ax.text(0.5, 0.5, f"no recorded GMA run has {metric}", ha="center", va="center",
+                        transform=quality_ax.transAxes)
+    else:
+        quality_ax.set_xscale("log", base=2)
+        speed_ax.set_xscale("log", base=2)
+    quality_ax.set(xlabel="components K", ylabel=METRICS[metric][0])
+    speed_ax.set(xlabel="components K", ylabel="training tokens per second")
+    if rows:
+        quality_ax.legend(fontsize=7)
+    return fig
+
+
+def plot_active_share(records, *, ax=None):
+    """Share of GMA's components that win at least one token, over training, one line per record (mean over
+    seeds, layers and heads; the band spans the seeds). Records without a routing history are left out.
+
+    Returns:
+        the matplotlib ``Figure``.
+    """
+    records = _check_records(records)
+    fig, ax = _axis(ax)
+    drawn = 0
+    for index, record in enumerate(records):
+        histories = [h for h in (active_share_history(run) for run in record.get("runs", [])) if h]
+        if not histories:
+            continue
+        steps = sorted(set.intersection(*(set(h[0]) for h in histories)))
+        if not steps:
+            continue
+        per_seed = [[dict(zip(*h))[step] for step in steps] for h in histories]
+        mean = [statistics.fmean(values) for values in zip(*per_seed)]
+        color = f"C{drawn}"
+        ax.plot(steps, mean, marker="o", ms=3, color=color,
+                label=f"{record_label(record)} ({len(histories)} seed{'s' if len(histories) > 1 else ''})")
+        if len(histories) > 1:
+            ax.fill_between(steps, [min(v) for v in zip(*per_seed)], [max(v) for v in zip(*per_seed)], color=color,
+                            alpha=0.2)
+        drawn += 1
+    if not drawn:
+        ax.text(0.5, 0.5, "no recorded run tracked its routing", ha="center", va="center", transform=ax.transAxes)
+    ax.axhline(0.5, color="grey", lw=0.8, ls=":")
+    ax.set(xlabel="training step", ylabel="active share of components", ylim=(0, 1.02))
+    if drawn:
+        ax.legend(fontsize=7)
+    return fig

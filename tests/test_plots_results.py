@@ -1,0 +1,150 @@
+"""gma_teach.plots.results: numbers read from records are the records' numbers, intervals are Student-t
+intervals, tokenizers never mix on a per-token axis, and every figure says what it could not draw."""
+import math
+
+import matplotlib
+import pytest
+
+from gma_teach import experiments
+from gma_teach.plots import results
+
+matplotlib.use("Agg")
+
+
+def lm_record(mixer, values, *, k=None, tokenizer="gpt2", bpb=None, speed=1000.0, options=None, routing=None):
+    runs = []
+    for seed, loss in enumerate(values):
+        val = {"loss": loss, "perplexity": math.exp(loss)}
+        if bpb is not None:
+            val["bits_per_byte"] = bpb[seed]
+        history = {"steps": [100, 200]}
+        if routing is not None:
+            history["routing"] = routing[seed]
+        runs.append({"seed": seed, "val": val, "tokens_per_second": speed + seed, "tokenizer": tokenizer,
+                     "history": history})
+    config = {"n_steps": 200, "mixer_options": {**({"n_components": k} if k else {}), **(options or {})}}
+    return {"experiment": "lm", "mixer": mixer, "n_components": k, "config": config, "runs": runs,
+            "hardware": {"cpu": "test CPU", "logical_cores": 2, "torch_threads": 1}}
+
+
+def classify_record(mixer, accuracies, k=None):
+    return {"experiment": "listops", "mixer": mixer, "n_components": k, "config": {"epochs": 4},
+            "runs": [{"seed": s, "test": {"accuracy": a}, "tokens_per_second": 100.0} for s, a in enumerate(accuracies)],
+            "hardware": "CPU: test"}
+
+
+def test_mean_interval_is_the_student_t_interval():
+    stats = pytest.importorskip("scipy.stats")
+    for n in (2, 3, 5, 12, 31, 40, 200):
+        values = [math.sin(1.7 * i) + 0.1 * i for i in range(n)]
+        mean, half = results.mean_interval(values)
+        low, high = stats.t.interval(0.95, n - 1, loc=stats.tmean(values), scale=stats.sem(values))
+        assert math.isclose(mean, (low + high) / 2, rel_tol=1e-12)
+        assert math.isclose(half, (high - low) / 2, rel_tol=2e-3), n
+    assert results.mean_interval([3.0]) == (3.0, None)
+    with pytest.raises(ValueError, match="at least one"):
+        results.mean_interval([])
+
+
+def test_values_units_and_labels():
+    record = classify_record("gma", [0.3, 0.4], k=32)
+    assert results.record_values(record, "test_accuracy") == pytest.approx([30.0, 40.0])
+    assert results.record_values(record, "bits_per_byte") == []
+    assert results.record_label(record) == "gma K=32"
+    remedy = lm_record("gma", [5.0], k=64, options={"balance_weight": 0.01})
+    assert results.record_label(remedy) == "gma K=64 (balance_weight=0.01)"
+    assert results.record_label({**remedy, "label": "gma, balanced"}) == "gma, balanced"
+    assert results.hardware_line(remedy) == "test CPU, 2 cores, 1 torch thread(s)"
+    assert results.hardware_line(record) == "CPU: test"
+    assert results.tokenizer_of(remedy) == "gpt2"
+    with pytest.raises(ValueError, match="metric must be one of"):
+        results.record_values(record, "accuracy")
+    with pytest.raises(TypeError, match="records must be"):
+        results.summarize("lm_gma.json", "val_loss")
+
+
+def test_summary_matches_the_records():
+    records = [lm_record("gma", [5.0, 5.2, 5.1], k=64, bpb=[1.5, 1.6, 1.55]), lm_record("sdpa", [4.8], bpb=[1.4])]
+    rows = results.summarize(records, "bits_per_byte")
+    assert [row["label"] for row in rows] == ["gma K=64", "sdpa"]
+    assert rows[0]["mean"] == pytest.approx(1.55) and rows[0]["n_seeds"] == 3
+    assert rows[0]["half_width"] == pytest.approx(4.303 * 0.05 / math.sqrt(3), rel=1e-3)
+    assert rows[1]["half_width"] is None and rows[0]["tokens_per_second"] == pytest.approx(1001.0)
+    table = results.format_summary(rows, "bits_per_byte")
+    assert "1.550 +- 0.124" in table and "(1 seed)" in table
+    assert "no recorded run" in results.format_summary([], "val_loss")
+
+
+def test_per_token_metrics_never_mix_tokenizers():
+    mixed = [lm_record("gma", [5.0], k=8, bpb=[1.5]), lm_record("sdpa", [1.0], tokenizer="bytes", bpb=[1.4])]
+    with pytest.raises(ValueError, match="2 tokenizers.*bits_per_byte"):
+        results.check_one_tokenizer(mixed, "val_perplexity")
+    with pytest.raises(ValueError, match="tokenizers"):
+        results.plot_loss_vs_throughput(mixed, metric="val_loss")
+    assert results.check_one_tokenizer(mixed, "bits_per_byte") is None
+    assert results.check_one_tokenizer(mixed[:1], "val_loss") == "gpt2"
+    results.plot_loss_vs_throughput(mixed, metric="bits_per_byte")
+
+
+def test_missing_is_said_plainly():
+    records = [classify_record("gma", [0.3]), classify_record("softmax", [0.3, 0.4, 0.35])]
+    notes = results.describe_missing(records, metric="test_accuracy", expected=["gma", "softmax", "performer"])
+    assert notes == ["performer: no recorded run", "gma: 1 seed(s) recorded, 3 needed for an interval worth reading"]
+    assert results.describe_missing(records, metric="bits_per_byte")[0] == "gma: its record has no bits_per_byte"
+
+
+def test_active_share_history_reads_nested_tracking():
+    run = {"history": {"steps": [10, 20], "routing": [{"active_share": [[0.5, 1.0], [0.25, 0.25]]},
+                                                      {"step": 25, "active_share": 0.75}]}}
+    assert results.active_share_history(run) == ([10, 25], [0.5, 0.75])
+    assert results.active_share_history({"history": {}}) is None
+
+
+def test_paper_comparison_draws_recorded_and_paper_bars():
+    records = [classify_record("gma", [0.36, 0.37, 0.38]), classify_record("softmax", [0.38])]
+    paper = {"softmax": (41.33, 0.49), "gma": (41.17, 0.23), "performer": (40.65, 0.85)}
+    fig = results.plot_paper_comparison(records, paper, paper_label="paper, Table 2")
+    ax = fig.axes[0]
+    heights = sorted(round(p.get_height(), 2) for p in ax.patches)
+    assert heights == sorted([37.0, 38.0, 41.33, 41.17, 40.65])
+    texts = [t.get_text() for t in ax.texts]
+    assert "not recorded" in texts and "3 seeds" in texts and "1 seed" in texts
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["softmax", "gma", "performer"]
+    assert any("paper, Table 2" in t.get_text() for t in ax.get_legend().get_texts())
+
+
+def test_k_sweep_and_throughput_figures():
+    records = [lm_record("gma", [5.0, 5.1], k=k, bpb=[1.6 - k / 1000, 1.61 - k / 1000], speed=5000 / k)
+               for k in (32, 64, 128)]
+    records += [lm_record("gma", [5.0], k=64, bpb=[1.4], options={"balance_weight": 0.1}), lm_record("sdpa", [4.0],
+                                                                                                   bpb=[1.3])]
+    fig = results.plot_k_sweep(records)
+    quality, speed = fig.axes[:2]
+    lines = {bars.get_label(): bars.lines[0] for bars in quality.containers}
+    assert list(lines["gma"].get_xdata()) == [32, 64, 128]
+    assert list(lines["gma"].get_ydata()) == pytest.approx([1.5730, 1.5410, 1.4770])
+    assert "gma (balance_weight=0.1)" in lines
+    assert "sdpa" in [line.get_label() for line in quality.get_lines()]
+    assert len(speed.get_lines()) >= 2
+    fig = results.plot_loss_vs_throughput(records)
+    assert len(fig.axes[0].texts) == len(records)
+    empty = results.plot_k_sweep([lm_record("sdpa", [4.0])], metric="bits_per_byte")
+    assert "no recorded GMA run" in empty.axes[0].texts[0].get_text()
+
+
+def test_active_share_figure():
+    routing = [[{"active_share": 0.2}, {"active_share": 0.1}], [{"active_share": 0.3}, {"active_share": 0.2}]]
+    records = [lm_record("gma", [5.0, 5.0], k=8, routing=routing), lm_record("sdpa", [4.0])]
+    ax = results.plot_active_share(records).axes[0]
+    (line,) = [line for line in ax.get_lines() if not line.get_label().startswith("_")]
+    assert list(line.get_ydata()) == pytest.approx([0.25, 0.15]) and "2 seeds" in line.get_label()
+    assert "no recorded run" in results.plot_active_share([records[1]]).axes[0].texts[0].get_text()
+
+
+def test_recorded_files_load():
+    listops = experiments.load_results("listops_*_small.json")
+    assert listops, "the ListOps records ship with the package"
+    rows = results.summarize(listops, "test_accuracy")
+    for row, record in zip(rows, listops):
+        assert row["mean"] == pytest.approx(100 * record["summary"]["mean"])
+    results.plot_paper_comparison(listops, {"gma": (41.17, 0.23)})
