@@ -1,7 +1,16 @@
 """Sizes per chapter and scale; read them with :func:`gma_teach.preset`.
 
-Each entry maps ``"tiny"``, ``"small"`` and ``"full"`` to keyword sizes. ``tiny`` must keep a chapter within about
-two minutes on two CPU cores (CI runs every notebook twice), ``small`` within about ten minutes on a CPU.
+Each entry maps every scale of :data:`gma_teach.environment.SCALES` to keyword sizes (the same keys at every scale):
+
+* ``tiny``   -- about two minutes a chapter on two CPU cores (CI runs every notebook twice);
+* ``small``  -- at most about ten minutes a chapter on a laptop CPU;
+* ``medium`` -- a free Colab T4 (16 GB, sm_75): at most about ten minutes and 12 GiB of GPU memory a chapter;
+* ``full``   -- the paper's sizes, for a large GPU, only when asked. Chapters 9-10 then train a live demo at
+  ``live_scale`` and show the recorded long runs named by ``recorded_runs``; chapter 11 reads the LM of
+  ``lm_scale``.
+
+:func:`gma_teach.cost.predict` turns each entry into a predicted time and peak memory on a device profile; the tests
+in ``tests/test_cost.py`` hold every scale to its budget.
 """
 
 PRESETS: dict[str, dict[str, dict]] = {
@@ -14,6 +23,9 @@ PRESETS: dict[str, dict[str, dict]] = {
         "small": dict(seq_lens=[128, 256, 512, 1024, 2048, 4096, 8192], naive_max_len=4096, batch_size=1, n_heads=4,
                       d_route=32, d_value=32, n_components=64, repeat=7,
                       demo=dict(n_tokens=10, n_components=4, d_route=2, d_value=3)),
+        "medium": dict(seq_lens=[256, 512, 1024, 2048, 4096, 8192, 16384], naive_max_len=8192, batch_size=1,
+                       n_heads=8, d_route=64, d_value=64, n_components=128, repeat=10,
+                       demo=dict(n_tokens=10, n_components=4, d_route=2, d_value=3)),
         "full": dict(seq_lens=[256, 512, 1024, 2048, 4096, 8192, 16384, 32768], naive_max_len=16384, batch_size=1,
                      n_heads=8, d_route=64, d_value=64, n_components=128, repeat=10,
                      demo=dict(n_tokens=10, n_components=4, d_route=2, d_value=3)),
@@ -28,6 +40,9 @@ PRESETS: dict[str, dict[str, dict]] = {
         "small": dict(d_model=64, n_heads=4, n_components=16, d_probe=16, init_stds=[0.3, 1.0, 3.0],
                       min_variances=[1.0, 0.1, 0.01, 0.001, 0.0001], n_probe=4096, seq_len=64, n_pairs=24,
                       n_keys=256, n_values=16, n_train=16384, n_test=2048, batch_size=64, n_steps=1500, lr=2e-3),
+        "medium": dict(d_model=128, n_heads=4, n_components=32, d_probe=32, init_stds=[0.3, 1.0, 3.0],
+                       min_variances=[1.0, 0.1, 0.01, 0.001, 0.0001], n_probe=8192, seq_len=128, n_pairs=48,
+                       n_keys=1024, n_values=32, n_train=32768, n_test=4096, batch_size=128, n_steps=3000, lr=1e-3),
         "full": dict(d_model=128, n_heads=4, n_components=32, d_probe=32, init_stds=[0.3, 1.0, 3.0],
                      min_variances=[1.0, 0.1, 0.01, 0.001, 0.0001], n_probe=16384, seq_len=128, n_pairs=48,
                      n_keys=1024, n_values=32, n_train=65536, n_test=4096, batch_size=128, n_steps=5000, lr=1e-3),
@@ -43,6 +58,10 @@ PRESETS: dict[str, dict[str, dict]] = {
                       batch_size=1, n_heads=4, d_route=32, d_value=32, n_components=64, chunk_size=64,
                       chunk_sizes=[8, 16, 32, 64, 128, 256], d_model=64, decode_len=256, repeat=5,
                       demo=dict(n_tokens=9, n_components=3, d_value=2)),
+        "medium": dict(seq_lens=[256, 512, 1024, 2048, 4096, 8192, 16384], naive_max_len=8192, cumsum_max_len=8192,
+                       batch_size=1, n_heads=8, d_route=64, d_value=64, n_components=128, chunk_size=64,
+                       chunk_sizes=[16, 32, 64, 128, 256], d_model=256, decode_len=512, repeat=10,
+                       demo=dict(n_tokens=9, n_components=3, d_value=2)),
         "full": dict(seq_lens=[256, 512, 1024, 2048, 4096, 8192, 16384, 32768], naive_max_len=16384,
                      cumsum_max_len=8192, batch_size=1, n_heads=8, d_route=64, d_value=64, n_components=128,
                      chunk_size=64, chunk_sizes=[16, 32, 64, 128, 256], d_model=256, decode_len=1024, repeat=10,
@@ -54,6 +73,8 @@ PRESETS: dict[str, dict[str, dict]] = {
                      n_demo=10, d_demo=4),
         "small": dict(seq_lens=[256, 512, 1024, 2048, 4096, 8192], batch_size=1, n_heads=4, d_head=64,
                       n_components=32, repeat=5, n_demo=10, d_demo=4),
+        "medium": dict(seq_lens=[1024, 2048, 4096, 8192, 16384], batch_size=1, n_heads=4, d_head=64,
+                       n_components=64, repeat=10, n_demo=10, d_demo=4),
         "full": dict(seq_lens=[1024, 2048, 4096, 8192, 16384], batch_size=1, n_heads=8, d_head=64, n_components=64,
                      repeat=10, n_demo=10, d_demo=4),
     },
@@ -63,6 +84,8 @@ PRESETS: dict[str, dict[str, dict]] = {
                      trap_points=512, trap_dim=8, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0]),
         "small": dict(n_samples=3000, dim=2, n_components=4, n_em_iter=200, n_adam_steps=1500, lr=0.05,
                       trap_points=4096, trap_dim=16, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
+        "medium": dict(n_samples=6000, dim=2, n_components=5, n_em_iter=300, n_adam_steps=2000, lr=0.05,
+                       trap_points=8192, trap_dim=16, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
         "full": dict(n_samples=20000, dim=2, n_components=5, n_em_iter=300, n_adam_steps=3000, lr=0.05,
                      trap_points=16384, trap_dim=32, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
     },
@@ -72,18 +95,23 @@ PRESETS: dict[str, dict[str, dict]] = {
                      d_value=8),
         "small": dict(n_tokens=64, d_route=2, n_components=4, rank_tokens=128,
                       rank_components=[1, 2, 4, 8, 16, 32, 64], d_value=8),
+        "medium": dict(n_tokens=64, d_route=2, n_components=4, rank_tokens=256,
+                       rank_components=[1, 2, 4, 8, 16, 32, 64, 128], d_value=8),
         "full": dict(n_tokens=64, d_route=2, n_components=4, rank_tokens=256,
                      rank_components=[1, 2, 4, 8, 16, 32, 64, 128], d_value=8),
     },
     # ch11: reading the routing of chapter 10's LM -- validation tokens analysed (the paper: 65,536), permutation
-    # shuffles, and the sizes of the pictures (tokens in the heatmap/strip, points in the PCA, components shown).
+    # shuffles, the sizes of the pictures (tokens in the heatmap/strip, points in the PCA, components shown), and
+    # lm_scale: the scale of chapter 10's LM that is read (at full: the live demo's, not the days-long run).
     "ch11": {
         "tiny": dict(n_tokens=4096, n_shuffles=30, heatmap_tokens=48, strip_tokens=96, pca_points=1500,
-                     top_components=16, seed=0),
+                     top_components=16, seed=0, lm_scale="tiny"),
         "small": dict(n_tokens=16384, n_shuffles=100, heatmap_tokens=64, strip_tokens=160, pca_points=4000,
-                      top_components=20, seed=0),
+                      top_components=20, seed=0, lm_scale="small"),
+        "medium": dict(n_tokens=32768, n_shuffles=100, heatmap_tokens=64, strip_tokens=160, pca_points=5000,
+                       top_components=24, seed=0, lm_scale="medium"),
         "full": dict(n_tokens=65536, n_shuffles=100, heatmap_tokens=64, strip_tokens=160, pca_points=6000,
-                     top_components=24, seed=0),
+                     top_components=24, seed=0, lm_scale="medium"),
     },
     # Experiments of chapters 9-10 (gma_teach.experiments). listops: LRA's generator settings and split sizes
     # (full = LRA: depth 10, 500 < length < 2000, 96k/2k/2k, 4 layers, width 512, 8 heads, MLP 1024), the encoder,
@@ -97,6 +125,10 @@ PRESETS: dict[str, dict[str, dict]] = {
                       n_val=500, n_test=500, data_seed=0, d_model=64, n_layers=2, n_heads=4, d_ff=128, dropout=0.0,
                       pooling="cls", n_components=32, n_features=64, linformer_k=64, batch_size=32, epochs=4,
                       lr=1e-3, weight_decay=0.01, warmup_fraction=0.1),
+        "medium": dict(source="generate", max_depth=8, max_args=10, min_length=100, max_length=512, n_train=10000,
+                       n_val=1000, n_test=1000, data_seed=0, d_model=128, n_layers=2, n_heads=4, d_ff=256,
+                       dropout=0.1, pooling="cls", n_components=64, n_features=128, linformer_k=128, batch_size=32,
+                       epochs=8, lr=5e-4, weight_decay=0.01, warmup_fraction=0.1),
         "full": dict(source="auto", max_depth=10, max_args=10, min_length=500, max_length=2000, n_train=96000,
                      n_val=2000, n_test=2000, data_seed=0, d_model=512, n_layers=4, n_heads=8, d_ff=1024,
                      dropout=0.1, pooling="cls", n_components=128, n_features=256, linformer_k=256, batch_size=32,
@@ -112,6 +144,10 @@ PRESETS: dict[str, dict[str, dict]] = {
                       n_layers=2, n_heads=4, d_ff=128, dropout=0.0, pooling="mean", n_components=32,
                       n_features=64, linformer_k=64, batch_size=32, epochs=5, lr=1e-3, weight_decay=0.01,
                       warmup_fraction=0.1),
+        "medium": dict(source="stdlib", n_train=1000, n_test=370, max_length=512, data_seed=0, d_model=128,
+                       n_layers=2, n_heads=4, d_ff=256, dropout=0.1, pooling="mean", n_components=64,
+                       n_features=128, linformer_k=128, batch_size=32, epochs=10, lr=1e-3, weight_decay=0.01,
+                       warmup_fraction=0.1),
         "full": dict(source="imdb", n_train=25000, n_test=25000, max_length=4000, data_seed=0, d_model=256,
                      n_layers=4, n_heads=4, d_ff=1024, dropout=0.1, pooling="mean", n_components=128,
                      n_features=256, linformer_k=256, batch_size=32, epochs=20, lr=1e-4, weight_decay=0.01,
@@ -128,6 +164,10 @@ PRESETS: dict[str, dict[str, dict]] = {
                       max_val_tokens=None, compact_vocab=True, data_seed=0, d_model=128, n_layers=2, n_heads=4,
                       d_ff=512, dropout=0.0, n_components=64, n_components_sweep=[32, 64], n_features=64,
                       batch_size=16, n_steps=600, eval_every=200, lr=2e-3, weight_decay=0.01, warmup_fraction=0.05),
+        "medium": dict(source="stdlib", tokenizer="auto", seq_len=256, max_train_tokens=None,
+                       max_val_tokens=None, compact_vocab=True, data_seed=0, d_model=256, n_layers=4, n_heads=4,
+                       d_ff=1024, dropout=0.1, n_components=64, n_components_sweep=[32, 64], n_features=128,
+                       batch_size=16, n_steps=1500, eval_every=250, lr=1e-3, weight_decay=0.1, warmup_fraction=0.05),
         "full": dict(source="wikitext-103", tokenizer="gpt2", seq_len=1024, max_train_tokens=None,
                      max_val_tokens=None, compact_vocab=False, data_seed=0, d_model=512, n_layers=6, n_heads=8,
                      d_ff=2048, dropout=0.1, n_components=256, n_components_sweep=[128, 256], n_features=256,
@@ -143,6 +183,10 @@ PRESETS: dict[str, dict[str, dict]] = {
                       k_values=[16, 32, 128, 256], k_sweep_len=2048, n_features=256, linformer_k=256,
                       softmax_max_len=8192, repeat=3,
                       mixers=["softmax", "sdpa", "linear", "performer", "linformer", "mamba", "gma"]),
+        "medium": dict(d_model=512, n_heads=8, batch_size=2, seq_lens=[1024, 2048, 4096, 8192], n_components=128,
+                       k_values=[32, 64, 256, 512], k_sweep_len=4096, n_features=256, linformer_k=256,
+                       softmax_max_len=4096, repeat=5,
+                       mixers=["softmax", "sdpa", "linear", "performer", "linformer", "mamba", "gma"]),
         "full": dict(d_model=768, n_heads=12, batch_size=8, seq_lens=[1024, 2048, 4096, 8192], n_components=128,
                      k_values=[64, 256, 512], k_sweep_len=4096, n_features=256, linformer_k=256,
                      softmax_max_len=4096, repeat=10,
@@ -167,6 +211,15 @@ PRESETS: dict[str, dict[str, dict]] = {
                       precision=dict(n_tokens=4096, d_route=64, n_components=128),
                       timing=dict(seq_lens=[256, 512, 1024], batch_size=1, n_heads=2, d_route=32, d_value=32,
                                   n_components=64, repeat=3)),
+        "medium": dict(vector_len=1000, vector_block=256,
+                       demo=dict(batch_size=2, n_heads=4, n_tokens=1000, d_route=64, d_value=64, n_components=128,
+                                 chunk_size=64),
+                       cases=[(17, 17, 5, 7, 3, False), (1, 100, 16, 5, 40, False), (100, 17, 5, 16, 3, False),
+                              (17, 17, 16, 7, 40, True), (100, 100, 5, 16, 3, True), (1000, 1000, 64, 64, 128, True),
+                              (1000, 3000, 64, 64, 256, False)],
+                       precision=dict(n_tokens=4096, d_route=64, n_components=128),
+                       timing=dict(seq_lens=[1024, 2048, 4096, 8192], batch_size=2, n_heads=8, d_route=64, d_value=64,
+                                   n_components=128, repeat=10)),
         "full": dict(vector_len=1000, vector_block=256,
                      demo=dict(batch_size=2, n_heads=4, n_tokens=1000, d_route=64, d_value=64, n_components=128,
                                chunk_size=64),
@@ -177,23 +230,43 @@ PRESETS: dict[str, dict[str, dict]] = {
                      timing=dict(seq_lens=[1024, 4096, 16384], batch_size=8, n_heads=8, d_route=64, d_value=64,
                                  n_components=128, repeat=10)),
     },
-    # ch09: the chapter's own runs (sizes of each run: presets "listops" and "text" at the same scale), the demo
-    # trees, and how many generated trees the statistics use.
+    # ch09: the chapter's live runs (mixers x seeds; each run's sizes: presets "listops" and "text" at live_scale),
+    # the demo trees, how many generated trees the statistics use, and recorded_runs: glob patterns of the result
+    # files (under gma_teach.measure.results_folder()) the chapter shows. At full the paper's runs (6 mixers x 3 seeds
+    # x 20 epochs on 96k trees: days of GPU time) are loaded, never trained live; they are recorded with
+    #   python -m gma_teach.experiments listops --mixer M --scale full --seeds 3 \
+    #       --out gma_teach/results/listops_M_full.json
+    # for M in gma sdpa linformer linear performer mamba (and the same with text).
     "ch09": {
         "tiny": dict(mixers=["gma", "softmax", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
-                     demo_args=4, demo_seed=1, n_stats=300),
+                     demo_args=4, demo_seed=1, n_stats=300, live_scale="tiny",
+                     recorded_runs=["listops_*_small.json", "text_*_small.json"]),
         "small": dict(mixers=["gma", "softmax", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
-                      demo_args=4, demo_seed=1, n_stats=2000),
-        "full": dict(mixers=["gma", "sdpa", "linformer", "linear", "performer", "mamba"], seeds=[0, 1, 2],
-                     text_seeds=[0, 1, 2], demo_depth=3, demo_args=4, demo_seed=1, n_stats=2000),
+                      demo_args=4, demo_seed=1, n_stats=2000, live_scale="small",
+                      recorded_runs=["listops_*_small.json", "text_*_small.json"]),
+        "medium": dict(mixers=["gma", "sdpa", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
+                       demo_args=4, demo_seed=1, n_stats=2000, live_scale="medium",
+                       recorded_runs=["listops_*_medium.json", "text_*_medium.json", "listops_*_small.json",
+                                      "text_*_small.json"]),
+        "full": dict(mixers=["gma", "sdpa", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
+                     demo_args=4, demo_seed=1, n_stats=2000, live_scale="medium",
+                     recorded_runs=["listops_*_full.json", "text_*_full.json"]),
     },
-    # ch10: the chapter's runs (each run's sizes: preset "lm"), generation and decoding-memory demo lengths.
+    # ch10: the chapter's live runs (each run's sizes: preset "lm" at live_scale), generation and decoding-memory demo
+    # lengths, and recorded_runs (as in ch09). At full the paper's WikiText-103 runs (20k steps at context 1024) are
+    # loaded, recorded with python -m gma_teach.experiments lm --mixer M --scale full --out
+    # gma_teach/results/lm_M_full.json for M in gma sdpa linear performer mamba.
     "ch10": {
         "tiny": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=24,
-                     memory_steps=64, temperature=0.8, top_k=20),
+                     memory_steps=64, temperature=0.8, top_k=20, live_scale="tiny", recorded_runs=["lm_*_small.json"]),
         "small": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=48,
-                      memory_steps=128, temperature=0.8, top_k=40),
-        "full": dict(mixers=["sdpa", "linear", "performer", "mamba"], seeds=[0], prompt="The history of",
-                     n_generate=128, memory_steps=1024, temperature=0.8, top_k=40),
+                      memory_steps=128, temperature=0.8, top_k=40, live_scale="small",
+                      recorded_runs=["lm_*_small.json"]),
+        "medium": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=64,
+                       memory_steps=256, temperature=0.8, top_k=40, live_scale="medium",
+                       recorded_runs=["lm_*_medium.json", "lm_*_small.json"]),
+        "full": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=128,
+                     memory_steps=256, temperature=0.8, top_k=40, live_scale="medium",
+                     recorded_runs=["lm_*_full.json"]),
     },
 }
