@@ -14,7 +14,7 @@ from .ch03 import check_affinity, check_affinity_rank
 from .ch04 import check_flop_count, check_read_memory, check_write_memory
 from .ch05 import check_raw_for_variance, check_responsibility_jacobian
 from .ch06 import check_causal_gma, check_recurrent_step
-from .ch07 import check_masked_softmax, check_normalizer_kernel, check_softmax_backward
+from .ch07 import check_masked_softmax, check_matmul_kernel, check_normalizer_kernel, check_softmax_backward
 from .ch08 import check_loglog_slope, check_softmax_memory_prediction
 from .ch09 import check_listops_evaluator, check_listops_tokenizer
 from .ch10 import check_pack, check_perplexity, check_state_bytes
@@ -34,6 +34,7 @@ __all__ = [
     "check_log_responsibilities",
     "check_loglog_slope",
     "check_masked_softmax",
+    "check_matmul_kernel",
     "check_mutual_information",
     "check_normalizer_kernel",
     "check_pack",

@@ -1,18 +1,59 @@
-"""Chapter 7's exercises: two small Triton kernels (a normalizer and a masked softmax) and the softmax backward.
+"""Chapter 7's exercises: a ladder of small Triton kernels (a masked softmax, a tiled matrix product, the
+normalizer of GMA's write pass) and the softmax backward that the kernels' backward pass uses.
 
-The checkers never import Triton themselves: they call *your* launcher on random float32 CPU tensors (the kernels
+The checkers never import Triton themselves: they call *your* launcher on random float32 tensors (the kernels
 run in Triton's interpreter without a GPU, on the GPU where there is one) at sizes that are and are not multiples
 of a block, and compare with a torch reference. A launcher that is right on whole blocks but wrong on a tail gets
-a message saying so. They raise :class:`~gma_teach.exercises.ExerciseError`, or return a short success message.
+a message saying so. The protocol (a stub, a wrong answer, a right one) is in :mod:`gma_teach.exercises._common`.
+
+:func:`skip_cells_without_triton` lets chapter 7 run on a machine without Triton: cells that need it print a note
+instead of failing.
 """
 from __future__ import annotations
 
 import torch
 
 from ..gmm import responsibilities
-from ._common import ExerciseError, call_reader, compare
+from ._common import ExerciseError, call_reader, checker, compare
 
-__all__ = ["check_masked_softmax", "check_normalizer_kernel", "check_softmax_backward"]
+__all__ = ["check_masked_softmax", "check_matmul_kernel", "check_normalizer_kernel", "check_softmax_backward",
+           "skip_cells_without_triton"]
+
+NEEDS_TRITON = "# needs Triton"
+
+
+def skip_cells_without_triton(marker: str = NEEDS_TRITON) -> bool:
+    """Without Triton, make IPython skip every cell whose first line starts with ``marker``.
+
+    Such a cell prints one line saying it was skipped instead of raising ``ImportError``, so a chapter runs from
+    top to bottom on a machine without Triton (macOS, Windows) and shows everything that does not launch a kernel.
+    With Triton (compiled or interpreted), or outside IPython, nothing changes.
+
+    Returns:
+        True when Triton is available here (the cells run), False when they will be skipped.
+    """
+    from .. import kernels
+
+    if kernels.is_available():
+        return True
+    try:
+        from IPython import get_ipython
+    except ImportError:
+        return False
+    shell = get_ipython()
+    if shell is None:
+        return False
+    note = f"skipped: this cell launches a Triton kernel, and Triton is {kernels.triton_status()}"
+
+    def skip_marked_cell(lines: list[str]) -> list[str]:
+        first = next((line for line in lines if line.strip()), "")
+        return [f"print({note!r})\n"] if first.strip().startswith(marker) else lines
+
+    skip_marked_cell.gma_teach_marker = marker
+    transformers = shell.input_transformers_cleanup
+    if not any(getattr(t, "gma_teach_marker", None) == marker for t in transformers):
+        transformers.append(skip_marked_cell)
+    return False
 
 
 def _device():
@@ -28,12 +69,14 @@ def _random_mixture(generator, n_heads, n_components, dim, device):
     return means.to(device), variances.to(device), log_priors.to(device)
 
 
+@checker("7.3")
 def check_normalizer_kernel(fn, *, seed: int = 0) -> str:
-    """Check ``fn(k, means, variances, log_priors) -> z``: the normalizer ``z = Gamma_K^T 1`` of every (batch, head).
+    """Exercise 7.3: check ``fn(k, means, variances, log_priors) -> normalizer``, ``Z = (Gamma^K)^T 1`` of every
+    (batch, head).
 
     Args:
         fn: your launcher; ``k`` ``(B, H, N, d)`` float32, ``means``/``variances`` ``(H, K, d)``, ``log_priors``
-            ``(H, K)`` -> ``z`` ``(B, H, K)``: each component's responsibility summed over the N keys.
+            ``(H, K)`` -> ``normalizer`` ``(B, H, K)``: each component's responsibility summed over the N keys.
         seed: seed of the random inputs.
     """
     generator = torch.Generator().manual_seed(seed)
@@ -51,16 +94,19 @@ def check_normalizer_kernel(fn, *, seed: int = 0) -> str:
                     f"correct for N=64 but wrong for N={n} (K={n_components}, d={dim}; max error {error:.3g}): the "
                     "last block runs past the end. Mask the loads (rows < N, columns < K and < d), give padded "
                     "components the logit -inf, and set the responsibilities of rows >= N to 0 before summing")
-        compare(f"z for k of shape {tuple(k.shape)} and K={n_components}", got, expected, atol=1e-4, rtol=1e-4)
+        compare(f"normalizer for k of shape {tuple(k.shape)} and K={n_components}", got, expected, atol=1e-4, rtol=1e-4)
         whole_blocks_ok = True
         if not torch.allclose(got.sum(-1).double().cpu(), torch.full((batch, heads), float(n), dtype=torch.float64),
                               atol=1e-3):
-            raise ExerciseError(f"z must sum to N={n} over the components (each key's responsibilities sum to 1)")
-    return "normalizer kernel: correct, including a tail block and a single key."
+            raise ExerciseError(f"the normalizer must sum to N={n} over the components "
+                                "(each key's responsibilities sum to 1)")
+    return "including a tail block and a single key"
 
 
+@checker("7.1")
 def check_masked_softmax(fn, *, seed: int = 0) -> str:
-    """Check ``fn(logits) -> softmax(logits, dim=-1)`` for a float32 ``(M, K)`` matrix, any M and K <= 256.
+    """Exercise 7.1: check ``fn(logits) -> softmax(logits, dim=-1)`` for a float32 ``(M, K)`` matrix, any ``M`` and
+    ``K <= 256``.
 
     Args:
         fn: your launcher of a Triton kernel that handles one block of rows per program, with the K columns padded
@@ -86,11 +132,49 @@ def check_masked_softmax(fn, *, seed: int = 0) -> str:
                         "nor add to the sum, and the store must be masked to rows < M and cols < K")
             compare(f"softmax of a {rows} x {columns} matrix (logits near {offset:g})", got, expected,
                     atol=1e-6, rtol=1e-5)
-    return "masked softmax: correct for tails in both directions and stable for large logits."
+    return "tails in both directions, and stable for large logits"
 
 
+@checker("7.2")
+def check_matmul_kernel(fn, *, seed: int = 0) -> str:
+    """Exercise 7.2: check ``fn(a, b) -> a @ b`` for float32 ``a`` ``(M, L)`` and ``b`` ``(L, P)`` of any sizes.
+
+    Args:
+        fn: your launcher of a Triton kernel with one program per ``(BLOCK_M, BLOCK_P)`` tile of the output, which
+            loops over the inner dimension ``L`` in steps of ``BLOCK_L`` and accumulates ``tl.dot`` in float32.
+        seed: seed of the random inputs.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    device = _device()
+    for index, (m, inner, p) in enumerate(((32, 32, 32), (37, 70, 19), (1, 5, 3), (64, 100, 48))):
+        a = torch.randn(m, inner, generator=generator).to(device)
+        b = torch.randn(inner, p, generator=generator).to(device)
+        expected = (a.double() @ b.double()).cpu()
+        got = call_reader(fn, a, b)
+        # tl.dot rounds float32 tiles to tf32 on a GPU by default (10 mantissa bits): allow for it there.
+        atol = 1e-4 if device.type == "cpu" else 5e-3 * inner ** 0.5
+        if isinstance(got, torch.Tensor) and got.shape == expected.shape:
+            got64 = got.double().cpu()
+            for block in (16, 32, 64):
+                if block < inner and torch.allclose(got64, a[:, :block].double().cpu() @ b[:block].double().cpu(),
+                                                    atol=atol):
+                    raise ExerciseError(
+                        f"for L={inner} you return the product of the first {block} columns of a and rows of b only: "
+                        "loop over the inner dimension (for start in range(0, L, BLOCK_L)) and add every tl.dot "
+                        "into one float32 accumulator")
+            if index > 0 and (got64 - expected).abs().max() > atol:
+                raise ExerciseError(
+                    f"correct for 32 x 32 x 32 but wrong for ({m} x {inner}) @ ({inner} x {p}): a tile that hangs "
+                    "over an edge must load zeros there (mask rows < M and inner < L for a, inner < L and "
+                    "columns < P for b, other=0.0) and store only rows < M, columns < P")
+        compare(f"a @ b for a of shape {(m, inner)} and b of shape {(inner, p)}", got, expected, atol=atol, rtol=0)
+    return "every tile, including those over the edges, and the loop over the inner dimension"
+
+
+@checker("7.4")
 def check_softmax_backward(fn, *, seed: int = 0) -> str:
-    """Check ``fn(gamma, d_gamma) -> d_logits``, the softmax backward the kernels use when they recompute gamma.
+    """Exercise 7.4: check ``fn(gamma, d_gamma) -> d_logits``, the softmax backward that the kernels use when they
+    recompute gamma.
 
     Args:
         fn: your function (plain torch); ``gamma = softmax(logits, -1)`` and ``d_gamma`` (the loss gradient with
@@ -109,4 +193,4 @@ def check_softmax_backward(fn, *, seed: int = 0) -> str:
                 raise ExerciseError("that is gamma * d_gamma: the softmax couples the components, so subtract "
                                     "each row's sum(gamma * d_gamma) from d_gamma before multiplying by gamma")
         compare(f"d_logits for shape {shape}", got, expected, atol=1e-12, rtol=1e-10)
-    return "softmax backward: correct -- d_logits = gamma * (d_gamma - sum_k gamma_k d_gamma_k)."
+    return "d_logits = gamma * (d_gamma - sum_k gamma_k d_gamma_k)"

@@ -2,8 +2,9 @@
 log-log slope.
 
 Each checker calls your function on several configurations and compares it with a measurement
-(:func:`gma_teach.measure.peak_memory`) or with the package's least-squares fit; it raises
-:class:`~gma_teach.exercises.ExerciseError` saying what is wrong, or returns a short success message.
+(:func:`gma_teach.measure.peak_memory`) or with the package's least-squares fit
+(:func:`gma_teach.measure.loglog_slope`); it raises :class:`~gma_teach.exercises.ExerciseError` saying what is
+wrong, or prints "Exercise 8.N: correct" (the protocol is in :mod:`gma_teach.exercises._common`).
 """
 from __future__ import annotations
 
@@ -12,9 +13,8 @@ import math
 import torch
 
 from ..baselines import softmax_attention
-from ..measure import peak_memory
-from ..plots.attention import loglog_slope
-from ._common import ExerciseError, call_reader
+from ..measure import loglog_slope, peak_memory
+from ._common import ExerciseError, call_reader, checker
 
 __all__ = ["check_loglog_slope", "check_softmax_memory_prediction", "measure_softmax_attention_memory"]
 
@@ -28,8 +28,9 @@ def measure_softmax_attention_memory(batch: int, heads: int, seq_len: int, d_hea
     return peak_memory(lambda: (softmax_attention(q, k, v) * grad).sum().backward())
 
 
+@checker("8.1")
 def check_softmax_memory_prediction(predict, *, tolerance: float = 0.1) -> str:
-    """Check ``predict(batch, heads, seq_len, bytes_per_element) -> bytes`` against measurements.
+    """Exercise 8.1: check ``predict(batch, heads, seq_len, bytes_per_element) -> bytes`` against measurements.
 
     Predict the incremental peak memory of eager softmax attention (forward + backward, float32, ``d_head = 16``)
     from the size of its ``(B, H, N, N)`` matrices: how many of them are alive at the peak? Terms linear in N
@@ -46,11 +47,13 @@ def check_softmax_memory_prediction(predict, *, tolerance: float = 0.1) -> str:
                 f"B={batch}, H={heads}, N={seq_len}: you predict {got:,.0f} bytes = {got / matrix:.2f} N x N "
                 f"matrices, measured {measured:,} bytes = {measured / matrix:.2f} matrices; think about which "
                 "N x N tensors the forward keeps for the backward and which the backward creates")
-    return "correct: the peak holds two (B, H, N, N) matrices -- memory ~ N^2"
+    return "the peak holds two (B, H, N, N) matrices -- memory ~ N^2"
 
 
+@checker("8.2")
 def check_loglog_slope(fit, *, seed: int = 0) -> str:
-    """Check ``fit(sizes, values) -> slope``: the least-squares slope of ``log(values)`` against ``log(sizes)``.
+    """Exercise 8.2: check ``fit(sizes, values) -> slope``, the least-squares slope of ``log(values)`` against
+    ``log(sizes)``.
 
     Tested on noisy power laws ``c * N**p`` (the answer must match the least-squares slope, not just ``p``).
     """
@@ -71,4 +74,4 @@ def check_loglog_slope(fit, *, seed: int = 0) -> str:
                 hint = " (close to the true exponent, but not the least-squares fit: use every point)"
             raise ExerciseError(f"for values ~ N^{exponent} with noise the least-squares slope is {expected:.6f}, "
                                 f"you return {got:.6f}{hint}")
-    return "correct: your slope is the least-squares fit on log-log axes"
+    return "your slope is the least-squares fit on log-log axes"
