@@ -14,15 +14,23 @@ name           what it computes                                                 
 ``performer``  FAVOR+ with positive orthogonal random features                        linear
 ``linformer``  keys and values projected along the sequence to length ``k``           linear (params too)
 ``mamba``      selective state-space block (Mamba-1), pure PyTorch chunked scan       linear
+``uniform``    control: the mean of the values of all (causal: past) tokens           linear
+``none``       control: no mixing at all, the mixer returns zeros                     none
 =============  =====================================================================  ==================
+
+The two controls bracket what a mixer buys: ``none`` is a model with no context (each position sees only itself),
+``uniform`` the simplest context (a bag of the past). A mixer is worth what it recovers of SDPA's gain over them.
 
 Bidirectional mixers accept ``key_padding_mask (B, N)`` (``True`` = real token) so that padding cannot leak into
 real tokens. Causal mixers other than GMA also decode one token at a time with ``state = mixer.init_state(B)``
 and ``y_t, state = mixer.step(x_t (B, d_model), state)``: a growing key/value cache for ``softmax``/``sdpa``,
-a constant-size state for ``linear``, ``performer`` and ``mamba``.
+a constant-size state for ``linear``, ``performer``, ``mamba`` and ``uniform`` (``none`` keeps an empty one).
+
+:data:`MIXERS` maps every name to its class; :func:`make_mixer` builds from it.
 """
 from __future__ import annotations
 
+import inspect
 import math
 from dataclasses import dataclass
 
@@ -30,7 +38,7 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
-MIXER_NAMES = ("gma", "softmax", "sdpa", "linear", "performer", "linformer", "mamba")
+from .layer import GaussianMixtureAttention
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -223,7 +231,8 @@ class _MultiHeadMixer(nn.Module):
         """``x (B, N, d_model)``, ``key_padding_mask (B, N)`` bool (``True`` = real) -> ``(B, N, d_model)``."""
         _check_input(x, self.d_model)
         if key_padding_mask is not None and key_padding_mask.shape != x.shape[:2]:
-            raise ValueError(f"key_padding_mask must have shape {tuple(x.shape[:2])}, got {tuple(key_padding_mask.shape)}")
+            raise ValueError(f"key_padding_mask must have shape {tuple(x.shape[:2])}, "
+                             f"got {tuple(key_padding_mask.shape)}")
         q, k, v = (self._heads(p, x) for p in (self.q_proj, self.k_proj, self.v_proj))
         return self._merge(self._mix(q, k, v, key_padding_mask))
 
@@ -235,19 +244,13 @@ class _MultiHeadMixer(nn.Module):
 
 
 class SoftmaxAttention(_MultiHeadMixer):
-    """Multi-head softmax attention; ``fused=False`` is the eager form, ``fused=True`` calls torch's SDPA."""
+    """Multi-head softmax attention in the eager form (the ``(B, H, N, N)`` matrix is materialized)."""
 
-    def __init__(self, d_model, n_heads, *, causal=False, fused=False):
+    def __init__(self, d_model, n_heads, *, causal=False):
         super().__init__(d_model, n_heads, causal)
-        self.fused = bool(fused)
 
     def _mix(self, q, k, v, key_padding_mask):
-        if not self.fused:
-            return softmax_attention(q, k, v, causal=self.causal, key_padding_mask=key_padding_mask)
-        if key_padding_mask is None:
-            return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
-        mask = _attention_mask(q.shape[-2], k.shape[-2], self.causal, key_padding_mask, q.device)
-        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
+        return softmax_attention(q, k, v, causal=self.causal, key_padding_mask=key_padding_mask)
 
     def init_state(self, batch_size):
         """An empty key/value cache."""
@@ -263,6 +266,17 @@ class SoftmaxAttention(_MultiHeadMixer):
         state = KVCache(torch.cat([state.keys, k], dim=2), torch.cat([state.values, v], dim=2))
         y = softmax_attention(q, state.keys, state.values)  # the newest query may see every cached key
         return self._merge(y)[:, 0], state
+
+
+class SDPAttention(SoftmaxAttention):
+    """Multi-head softmax attention through ``torch.nn.functional.scaled_dot_product_attention`` (fused kernels);
+    decodes like :class:`SoftmaxAttention`."""
+
+    def _mix(self, q, k, v, key_padding_mask):
+        if key_padding_mask is None:
+            return F.scaled_dot_product_attention(q, k, v, is_causal=self.causal)
+        mask = _attention_mask(q.shape[-2], k.shape[-2], self.causal, key_padding_mask, q.device)
+        return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
 class _KernelAttention(_MultiHeadMixer):
@@ -370,6 +384,112 @@ class LinformerAttention(_MultiHeadMixer):
         keys = self.key_projection[:, :n].to(k.dtype) @ k  # (B, H, k, d_head)
         values = self.value_projection[:, :n].to(v.dtype) @ v
         return softmax_attention(q, keys, values)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Controls
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass
+class EmptyState:
+    """Decoding state of :class:`NoMixing`: nothing (0 bytes)."""
+
+    def nbytes(self) -> int:
+        """Bytes held by the state: 0."""
+        return 0
+
+
+@dataclass
+class UniformAverageState:
+    """Decoding state of :class:`UniformAverage`: the running sum of the values ``(B, d_model)`` and the number of
+    tokens summed (constant size)."""
+
+    total: torch.Tensor
+    position: int = 0
+
+    def nbytes(self) -> int:
+        """Bytes held by the state (constant)."""
+        return _nbytes(self.total)
+
+
+class NoMixing(nn.Module):
+    """Control: no sequence mixing. ``forward(x)`` returns zeros ``(B, N, d_model)`` (kept on the autograd graph with
+    a zero gradient, so a model built with it trains unchanged); each position of a model sees only itself.
+
+    ``n_heads`` and ``causal`` are accepted for the common interface (it is causal and bidirectional alike)."""
+
+    def __init__(self, d_model, n_heads=1, *, causal=False):
+        super().__init__()
+        _check_sizes(d_model, n_heads)
+        self.d_model, self.n_heads, self.causal = d_model, n_heads, bool(causal)
+
+    def forward(self, x, key_padding_mask=None):
+        """``x (B, N, d_model)`` -> zeros of the same shape."""
+        _check_input(x, self.d_model)
+        return x * 0
+
+    def init_state(self, batch_size):
+        """The empty state."""
+        return EmptyState()
+
+    def step(self, x_t, state):
+        """One decoding step: ``x_t (B, d_model)`` -> ``(zeros (B, d_model), state)``."""
+        if x_t.dim() != 2 or x_t.shape[-1] != self.d_model:
+            raise ValueError(f"x_t must have shape (B, {self.d_model}), got {tuple(x_t.shape)}")
+        return x_t * 0, state
+
+
+class UniformAverage(nn.Module):
+    """Control: every position reads the plain average of the values of the tokens it may see,
+    ``y_i = W_o mean_{j <= i} (W_v x_j)`` (causal) or the mean over all real tokens (bidirectional).
+
+    ``O(N)`` by a cumulative sum, in at least float32; ``n_heads`` is accepted for the common interface (uniform
+    weights are the same in every head). Decodes with a constant-size :class:`UniformAverageState`.
+    """
+
+    def __init__(self, d_model, n_heads=1, *, causal=False):
+        super().__init__()
+        _check_sizes(d_model, n_heads)
+        self.d_model, self.n_heads, self.causal = d_model, n_heads, bool(causal)
+        self.v_proj = nn.Linear(d_model, d_model)
+        self.out_proj = nn.Linear(d_model, d_model)
+
+    def forward(self, x, key_padding_mask=None):
+        """``x (B, N, d_model)``, ``key_padding_mask (B, N)`` bool (``True`` = real) -> ``(B, N, d_model)``."""
+        _check_input(x, self.d_model)
+        if key_padding_mask is not None and key_padding_mask.shape != x.shape[:2]:
+            raise ValueError(f"key_padding_mask must have shape {tuple(x.shape[:2])}, "
+                             f"got {tuple(key_padding_mask.shape)}")
+        v = self.v_proj(x)
+        dtype = torch.promote_types(v.dtype, torch.float32)
+        with torch.autocast(device_type=x.device.type, enabled=False):
+            values = v.to(dtype)
+            if key_padding_mask is None:
+                weights = torch.ones(x.shape[:2], dtype=dtype, device=x.device)
+            else:
+                weights = key_padding_mask.to(dtype)
+                values = values * weights[..., None]
+            if self.causal:
+                totals, counts = values.cumsum(1), weights.cumsum(1)
+            else:
+                totals, counts = values.sum(1, keepdim=True), weights.sum(1, keepdim=True)
+            mean = totals / counts.clamp_min(1.0)[..., None]
+        return self.out_proj(mean.to(v.dtype).expand_as(v))
+
+    def init_state(self, batch_size):
+        """A zero running sum."""
+        weight = self.v_proj.weight
+        return UniformAverageState(weight.new_zeros(batch_size, self.d_model, dtype=torch.promote_types(
+            weight.dtype, torch.float32)))
+
+    def step(self, x_t, state):
+        """One decoding step: ``x_t (B, d_model)`` -> ``(y_t (B, d_model), state)``."""
+        if not self.causal:
+            raise ValueError("step() needs a causal mixer (built with causal=True)")
+        if x_t.dim() != 2 or x_t.shape[-1] != self.d_model:
+            raise ValueError(f"x_t must have shape (B, {self.d_model}), got {tuple(x_t.shape)}")
+        v = self.v_proj(x_t)
+        state = UniformAverageState(state.total + v.to(state.total.dtype), state.position + 1)
+        return self.out_proj((state.total / state.position).to(v.dtype)), state
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -496,7 +616,7 @@ class MambaMixer(nn.Module):
                 dtype = torch.promote_types(u.dtype, torch.float32)
                 y = scan(u.to(dtype), dt.to(dtype), a.to(dtype), b.to(dtype), c.to(dtype), self.skip.to(dtype),
                          **options)
-        return self.out_proj((y.to(z.dtype) * F.silu(z)))
+        return self.out_proj(y.to(z.dtype) * F.silu(z))
 
     def init_state(self, batch_size):
         """Zero conv buffer and SSM state."""
@@ -531,6 +651,28 @@ def _mamba_kernel_available(x):
 # ----------------------------------------------------------------------------------------------------------------
 # The factory
 # ----------------------------------------------------------------------------------------------------------------
+MIXERS = {
+    "gma": GaussianMixtureAttention,
+    "softmax": SoftmaxAttention,
+    "sdpa": SDPAttention,
+    "linear": LinearAttention,
+    "performer": PerformerAttention,
+    "linformer": LinformerAttention,
+    "mamba": MambaMixer,
+    "uniform": UniformAverage,
+    "none": NoMixing,
+}
+"""Every sequence mixer by name: ``name -> class``, each built as ``cls(d_model, n_heads, causal=..., **options)``."""
+
+MIXER_NAMES = tuple(MIXERS)
+"""The names of :data:`MIXERS`, in the book's order."""
+
+
+def mixer_types() -> tuple:
+    """The distinct mixer classes (for ``isinstance`` checks)."""
+    return tuple(dict.fromkeys(MIXERS.values()))
+
+
 def make_mixer(name, d_model, n_heads, *, causal=False, **options):
     """Build a sequence mixer ``(B, N, d_model) -> (B, N, d_model)`` by name.
 
@@ -540,37 +682,30 @@ def make_mixer(name, d_model, n_heads, *, causal=False, **options):
         causal: whether position ``i`` may only read positions ``<= i``.
         **options: per mixer --
             ``gma``: ``n_components`` (default 64) and any other keyword of
-            :class:`gma_teach.GaussianMixtureAttention` (``d_route``, ``impl``, ``chunk_size``, ...);
+            :class:`gma_teach.GaussianMixtureAttention` (``d_route``, ``impl``, ``chunk_size``, and the routing
+            remedies ``init_variance``, ``init_mean_std``, ``balance_weight``, ``balance_form``);
             ``linear``: ``eps``, ``chunk_size``; ``performer``: ``n_features`` (256), ``eps``, ``chunk_size``;
             ``linformer``: ``max_seq_len`` (required), ``k`` (256); ``mamba``: ``d_state`` (16), ``d_conv`` (4),
-            ``expand`` (2), ``dt_rank``, ``chunk_size``; ``softmax``/``sdpa``: none.
+            ``expand`` (2), ``dt_rank``, ``chunk_size``; ``softmax``, ``sdpa``, ``uniform``, ``none``: none.
 
     Returns:
         an ``nn.Module``.
     """
-    if name not in MIXER_NAMES:
+    if name not in MIXERS:
         raise ValueError(f"unknown mixer name {name!r}; known names: {', '.join(MIXER_NAMES)}")
-    allowed = {
-        "softmax": set(), "sdpa": set(),
-        "linear": {"eps", "chunk_size"},
-        "performer": {"n_features", "eps", "chunk_size"},
-        "linformer": {"max_seq_len", "k"},
-        "mamba": {"d_state", "d_conv", "expand", "dt_rank", "chunk_size"},
-    }
+    cls = MIXERS[name]
     if name == "gma":
-        from .layer import GaussianMixtureAttention
-
         options.setdefault("n_components", 64)
-        return GaussianMixtureAttention(d_model, n_heads, options.pop("n_components"), causal=causal, **options)
-    unknown = set(options) - allowed[name]
+        return cls(d_model, n_heads, options.pop("n_components"), causal=causal, **options)
+    allowed = _keyword_options(cls)
+    unknown = set(options) - allowed
     if unknown:
-        raise ValueError(f"mixer {name!r} got unknown options {sorted(unknown)}; it accepts {sorted(allowed[name]) or 'none'}")
-    if name in ("softmax", "sdpa"):
-        return SoftmaxAttention(d_model, n_heads, causal=causal, fused=name == "sdpa")
-    if name == "linear":
-        return LinearAttention(d_model, n_heads, causal=causal, **options)
-    if name == "performer":
-        return PerformerAttention(d_model, n_heads, causal=causal, **options)
-    if name == "linformer":
-        return LinformerAttention(d_model, n_heads, causal=causal, **options)
-    return MambaMixer(d_model, n_heads, causal=causal, **options)
+        raise ValueError(f"mixer {name!r} got unknown options {sorted(unknown)}; "
+                         f"it accepts {sorted(allowed) or 'none'}")
+    return cls(d_model, n_heads, causal=causal, **options)
+
+
+def _keyword_options(cls) -> set:
+    """The keyword-only options of a mixer class's constructor, besides ``causal``."""
+    parameters = inspect.signature(cls.__init__).parameters.values()
+    return {p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "causal"}

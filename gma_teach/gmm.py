@@ -177,7 +177,7 @@ class GaussianMixture(nn.Module):
 
     * ``means``: ``(K, d)`` or ``(H, K, d)``, initialized from ``N(0, init_std^2)``;
     * ``variances = softplus(raw_variances) + min_variance`` (the floor keeps the responsibility map Lipschitz),
-      initialized to ``1 + min_variance``;
+      initialized to ``init_variance + min_variance``;
     * ``log_priors = log_softmax(prior_logits)``, uniform at initialization.
 
     Args:
@@ -186,21 +186,26 @@ class GaussianMixture(nn.Module):
         n_heads: ``None`` for one mixture, else H independent mixtures (one per attention head).
         min_variance: the variance floor (> 0).
         init_std: standard deviation of the initial means (> 0).
+        init_variance: the initial ``softplus(raw_variances)`` (> 0). With ``d`` routing dimensions the squared
+            distance ``sum_d (x_d - mu_d)^2 / sigma^2`` grows like ``d / sigma^2``, so unit variances make
+            logits of size ``~d`` and nearly one-hot responsibilities at initialization; ``init_variance = d``
+            keeps them of order one.
 
     Calling the module (``mixture(x)``) returns :meth:`responsibilities`.
     """
 
     def __init__(self, n_components: int, dim: int, n_heads: int | None = None, min_variance: float = 1e-3,
-                 init_std: float = 1.0):
+                 init_std: float = 1.0, init_variance: float = 1.0):
         super().__init__()
         self.n_components = _checks.positive_int("n_components", n_components)
         self.dim = _checks.positive_int("dim", dim)
         self.n_heads = None if n_heads is None else _checks.positive_int("n_heads", n_heads)
         self.min_variance = _checks.positive_number("min_variance", min_variance)
         init_std = _checks.positive_number("init_std", init_std)
+        init_variance = _checks.positive_number("init_variance", init_variance)
         shape = (self.n_components, self.dim) if n_heads is None else (self.n_heads, self.n_components, self.dim)
         self.means = nn.Parameter(torch.randn(shape) * init_std)
-        self.raw_variances = nn.Parameter(inverse_softplus(torch.ones(shape)))
+        self.raw_variances = nn.Parameter(inverse_softplus(torch.full(shape, init_variance)))
         self.prior_logits = nn.Parameter(torch.zeros(shape[:-1]))
 
     @property
@@ -286,3 +291,55 @@ def fit_em(x: torch.Tensor, n_components: int, *, n_iter: int = 100, tol: float 
             break
     return EMResult(means.to(x.dtype), variances.to(x.dtype), log_priors.to(x.dtype), history, len(history),
                     converged)
+
+
+def kmeans(x: torch.Tensor, n_components: int, *, n_iter: int = 10, seed: int = 0) -> torch.Tensor:
+    """k-means++ seeding followed by ``n_iter`` Lloyd iterations: the ``K`` cluster centres of ``x``.
+
+    Used to place a mixture's means where the routing vectors are (:meth:`GaussianMixtureAttention.init_means_from
+    <gma_teach.layer.GaussianMixtureAttention.init_means_from>`). Computed in float64; a cluster that loses all its
+    points keeps its previous centre.
+
+    Args:
+        x: ``(n, d)`` points, or ``(H, n, d)`` for ``H`` independent problems (one per head); ``n >= n_components``.
+        n_components: K.
+        n_iter: Lloyd iterations after seeding (>= 1).
+        seed: seed of the k-means++ draws.
+
+    Returns:
+        ``(K, d)`` or ``(H, K, d)`` centres in ``x``'s dtype.
+    """
+    _checks.tensor("x", x, min_rank=2)
+    if x.dim() not in (2, 3):
+        raise ValueError(f"x must be (n, d) or (H, n, d), got shape {tuple(x.shape)}")
+    n_components = _checks.positive_int("n_components", n_components)
+    n_iter = _checks.positive_int("n_iter", n_iter)
+    if x.shape[-2] < n_components:
+        raise ValueError(f"x must hold at least n_components={n_components} points, got {x.shape[-2]} "
+                         f"(shape {tuple(x.shape)})")
+    points = x.detach().double()
+    points = points.unsqueeze(0) if points.dim() == 2 else points  # (H, n, d)
+    if not bool(torch.isfinite(points).all()):
+        raise ValueError("x must be finite, got NaN or infinite values")
+    generator = torch.Generator().manual_seed(seed)
+    n_problems, n_points, _ = points.shape
+    rows = torch.arange(n_problems)
+    first = torch.randint(n_points, (n_problems,), generator=generator)
+    centres = [points[rows, first]]
+    closest = ((points - centres[0][:, None]) ** 2).sum(-1)  # (H, n) squared distance to the nearest centre
+    for _ in range(1, n_components):  # k-means++: draw the next centre with probability ~ squared distance
+        weights = closest.clamp_min(0).cpu()
+        weights[weights.sum(-1) == 0] = 1.0  # all points already covered: draw uniformly
+        chosen = torch.multinomial(weights, 1, generator=generator)[:, 0].to(points.device)
+        centres.append(points[rows, chosen])
+        closest = torch.minimum(closest, ((points - centres[-1][:, None]) ** 2).sum(-1))
+    centres = torch.stack(centres, dim=1)  # (H, K, d)
+    for _ in range(n_iter):
+        distances = (points * points).sum(-1, keepdim=True) - 2 * points @ centres.transpose(-1, -2) \
+            + (centres * centres).sum(-1).unsqueeze(-2)
+        assignment = F.one_hot(distances.argmin(-1), n_components).double()  # (H, n, K)
+        counts = assignment.sum(-2)  # (H, K)
+        sums = assignment.transpose(-1, -2) @ points  # (H, K, d)
+        centres = torch.where(counts[..., None] > 0, sums / counts.clamp_min(1)[..., None], centres)
+    centres = centres.to(x.dtype)
+    return centres[0] if x.dim() == 2 else centres

@@ -8,6 +8,17 @@ Data flow for input ``x`` ``(B, N, d_model)`` (and ``context`` ``(B, M, d_model)
     y = out_proj(merge heads of O)                                            (B, N, d_model)
 
 Queries and keys of a head share one mixture: that is what makes ``gamma_q . gamma_k`` a similarity.
+
+Routing collapse and its remedies (all off by default). A trained GMA can send nearly every token to a few of its K
+components, so it mixes with an affinity of that small rank. Three documented options counter it:
+
+* ``init_variance="d_route"`` (or any number): start the variances at ``d_route`` instead of 1, so the squared
+  distances over ``d_route`` dimensions give logits of order one and the initial responsibilities are soft;
+* :meth:`GaussianMixtureAttention.init_means_from`: place the means at the k-means centres of the routing vectors
+  of a batch, once before training (for a whole model: :func:`gma_teach.models.init_routing_means`);
+* ``balance_weight > 0``: an auxiliary loss that pushes the components' usage towards uniform, as
+  mixture-of-experts routers do (:func:`routing_balance_loss`); the training loop adds
+  :meth:`GaussianMixtureAttention.auxiliary_loss` (or a model's ``auxiliary_loss()``) to its loss.
 """
 from __future__ import annotations
 
@@ -15,8 +26,55 @@ import torch
 from torch import nn
 
 from . import _checks
-from .gmm import GaussianMixture
+from .gmm import GaussianMixture, inverse_softplus, kmeans
 from .mixing import IMPLS, GMAState, _auto_impl, gma, gma_from_responsibilities, recurrent_step
+
+BALANCE_FORMS = ("switch", "entropy")
+
+
+def routing_balance_loss(gamma: torch.Tensor, *, form: str = "switch", mask: torch.Tensor | None = None):
+    r"""How unevenly tokens use the K components: a differentiable scalar, smallest for uniform usage.
+
+    With :math:`P_k` the mean responsibility of component ``k`` and :math:`f_k` the share of tokens whose most
+    responsible component is ``k`` (both over the tokens of one head),
+
+    * ``"switch"``: :math:`K \sum_k f_k P_k` (the Switch Transformer's load-balancing loss): 1 when usage is
+      uniform, up to K when one component takes every token; the gradient flows through :math:`P_k`;
+    * ``"entropy"``: :math:`\log K - H(P)`, the KL divergence of the mean responsibility from uniform: 0 when
+      uniform, up to :math:`\log K`.
+
+    Args:
+        gamma: ``(N, K)``, ``(B, N, K)`` or ``(B, H, N, K)`` responsibilities (rows sum to 1). Usage is pooled
+            over the batch and the tokens, computed per head, and the heads' losses are averaged.
+        form: ``"switch"`` or ``"entropy"``.
+        mask: ``(B, N)`` bool, ``True`` for tokens to count (padding excluded), or ``None``.
+
+    Returns:
+        a 0-dim tensor.
+    """
+    _checks.tensor("gamma", gamma, min_rank=2)
+    if form not in BALANCE_FORMS:
+        raise ValueError(f"form must be one of {BALANCE_FORMS}, got {form!r}")
+    n_components = gamma.shape[-1]
+    gamma = gamma.float() if gamma.dtype in (torch.float16, torch.bfloat16) else gamma
+    if gamma.dim() == 2:
+        gamma = gamma.unsqueeze(0)
+    weights = torch.ones(gamma.shape[:-1], dtype=gamma.dtype, device=gamma.device)
+    if mask is not None:
+        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
+            raise TypeError(f"mask must be a bool tensor, got {getattr(mask, 'dtype', type(mask).__name__)}")
+        if mask.shape != (gamma.shape[0], gamma.shape[-2]):
+            raise ValueError(f"mask must be (B, N) = {(gamma.shape[0], gamma.shape[-2])}, got {tuple(mask.shape)}")
+        weights = weights * mask.reshape(mask.shape[0], *([1] * (gamma.dim() - 3)), mask.shape[1]).to(gamma.dtype)
+    pooled = (0, gamma.dim() - 2)  # batch and tokens
+    total = weights.sum(pooled).clamp_min(1.0)  # (...,) tokens counted per head
+    mean_gamma = (gamma * weights[..., None]).sum(pooled) / total[..., None]  # P: (..., K)
+    if form == "entropy":
+        entropy = -(mean_gamma * torch.log(mean_gamma.clamp_min(1e-30))).sum(-1)
+        return (torch.log(torch.tensor(float(n_components), dtype=gamma.dtype)) - entropy).mean()
+    winners = torch.nn.functional.one_hot(gamma.detach().argmax(-1), n_components).to(gamma.dtype)
+    share = (winners * weights[..., None]).sum(pooled) / total[..., None]  # f: (..., K)
+    return (n_components * (share * mean_gamma).sum(-1)).mean()
 
 
 class GaussianMixtureAttention(nn.Module):
@@ -33,17 +91,31 @@ class GaussianMixtureAttention(nn.Module):
         min_variance: the mixture's variance floor.
         impl: ``"auto"`` or one of :data:`gma_teach.IMPLS` (see :mod:`gma_teach.mixing`).
         chunk_size: chunk length for ``impl="chunked"`` (and the kernels' causal form).
+        init_variance: the mixture's initial variances (before the floor ``min_variance``): a number > 0, or
+            ``"d_route"`` for ``d_route`` (logits of order one at initialization instead of order ``d_route``).
+            Default 1.0.
+        init_mean_std: standard deviation of the initial means (default 1.0). :meth:`init_means_from` replaces
+            them by k-means centres of real routing vectors.
+        balance_weight: weight (>= 0) of the usage-balancing auxiliary loss returned by :meth:`auxiliary_loss`
+            (default 0: off, nothing computed).
+        balance_form: ``"switch"`` or ``"entropy"``, see :func:`routing_balance_loss`.
 
     Diagnostics: set ``layer.store_responsibilities = True``; after each forward ``layer.last_responsibilities``
     holds ``{"query": (B, H, N, K), "key": (B, H, M, K)}`` (detached). :meth:`routing` computes them directly.
 
     Decoding (causal layers): ``state = layer.init_state(B)``, then ``y_t, state = layer.step(x_t, state)`` for
     ``x_t`` ``(B, d_model)``; the outputs equal the causal forward and the state stays ``(B, H, K, d_value)``.
+
+    Routing balance: with ``balance_weight > 0`` each forward computes :func:`routing_balance_loss` of the query and
+    key responsibilities (their mean); :meth:`balance_loss` returns it (differentiable) and :meth:`auxiliary_loss`
+    returns ``balance_weight`` times it, to add to the training loss.
     """
 
     def __init__(self, d_model: int, n_heads: int, n_components: int, *, causal: bool = False,
                  d_route: int | None = None, d_value: int | None = None, eps: float = 1e-6,
-                 min_variance: float = 1e-3, impl: str = "auto", chunk_size: int = 64):
+                 min_variance: float = 1e-3, impl: str = "auto", chunk_size: int = 64,
+                 init_variance: float | str = 1.0, init_mean_std: float = 1.0, balance_weight: float = 0.0,
+                 balance_form: str = "switch"):
         super().__init__()
         self.d_model = _checks.positive_int("d_model", d_model)
         self.n_heads = _checks.positive_int("n_heads", n_heads)
@@ -68,16 +140,39 @@ class GaussianMixtureAttention(nn.Module):
         self.k_proj = nn.Linear(d_model, self.n_heads * self.d_route)
         self.v_proj = nn.Linear(d_model, self.n_heads * self.d_value)
         self.out_proj = nn.Linear(self.n_heads * self.d_value, d_model)
+        if init_variance == "d_route":
+            init_variance = float(self.d_route)
+        elif isinstance(init_variance, str):
+            raise ValueError(f"init_variance must be a number > 0 or 'd_route', got {init_variance!r}")
+        self.init_variance = _checks.positive_number("init_variance", init_variance)
+        if isinstance(balance_weight, bool) or not isinstance(balance_weight, (int, float)):
+            raise TypeError(f"balance_weight must be a number >= 0, got {type(balance_weight).__name__}")
+        if not 0 <= balance_weight < float("inf"):
+            raise ValueError(f"balance_weight must be a finite number >= 0, got {balance_weight}")
+        if balance_form not in BALANCE_FORMS:
+            raise ValueError(f"balance_form must be one of {BALANCE_FORMS}, got {balance_form!r}")
+        self.balance_weight, self.balance_form = float(balance_weight), balance_form
         self.mixture = GaussianMixture(self.n_components, self.d_route, n_heads=self.n_heads,
-                                       min_variance=min_variance)
+                                       min_variance=min_variance, init_std=init_mean_std,
+                                       init_variance=self.init_variance)
         self.store_responsibilities = False
         self.last_responsibilities: dict[str, torch.Tensor] | None = None
+        self._last_balance_loss: torch.Tensor | None = None
 
     # ------------------------------------------------------------------------------------------ helpers
     def _check_input(self, name: str, x) -> None:
         _checks.tensor(name, x, min_rank=1)
         if x.dim() != 3 or x.shape[-1] != self.d_model:
             raise ValueError(f"{name} must be (B, N, d_model={self.d_model}), got shape {tuple(x.shape)}")
+
+    @staticmethod
+    def _check_padding_mask(key_padding_mask, source) -> None:
+        if not isinstance(key_padding_mask, torch.Tensor) or key_padding_mask.dtype != torch.bool:
+            raise TypeError(f"key_padding_mask must be a bool tensor, got "
+                            f"{getattr(key_padding_mask, 'dtype', type(key_padding_mask).__name__)}")
+        if key_padding_mask.shape != source.shape[:2]:
+            raise ValueError(f"key_padding_mask must have shape (B, M) = {tuple(source.shape[:2])}, "
+                             f"got {tuple(key_padding_mask.shape)}")
 
     def _heads(self, t: torch.Tensor, width: int) -> torch.Tensor:
         """``(B, N, H * width)`` -> ``(B, H, N, width)``."""
@@ -118,12 +213,7 @@ class GaussianMixtureAttention(nn.Module):
                 raise ValueError(f"context must have the batch size of x ({x.shape[0]}), got {context.shape[0]}")
         source = x if context is None else context
         if key_padding_mask is not None:
-            if not isinstance(key_padding_mask, torch.Tensor) or key_padding_mask.dtype != torch.bool:
-                raise TypeError(f"key_padding_mask must be a bool tensor, got "
-                                f"{getattr(key_padding_mask, 'dtype', type(key_padding_mask).__name__)}")
-            if key_padding_mask.shape != source.shape[:2]:
-                raise ValueError(f"key_padding_mask must have shape (B, M) = {tuple(source.shape[:2])}, "
-                                 f"got {tuple(key_padding_mask.shape)}")
+            self._check_padding_mask(key_padding_mask, source)
             if self.impl == "triton":
                 raise ValueError("impl='triton' takes no key_padding_mask (the kernels never store Gamma_K); "
                                  "use impl='auto' or a torch form")
@@ -137,9 +227,11 @@ class GaussianMixtureAttention(nn.Module):
         if impl == "triton":
             output = gma(q, k, v, mixture.means, mixture.variances, mixture.log_priors, causal=self.causal,
                          eps=self.eps, impl="triton", chunk_size=self.chunk_size)
+            gamma_q = gamma_k = None
+            if self.store_responsibilities or self.balance_weight > 0:  # the kernels never store them
+                gamma_q, gamma_k = mixture(q), mixture(k)
             if self.store_responsibilities:
-                with torch.no_grad():
-                    self.last_responsibilities = {"query": mixture(q), "key": mixture(k)}
+                self.last_responsibilities = {"query": gamma_q.detach(), "key": gamma_k.detach()}
         else:
             gamma_q, gamma_k = mixture(q), mixture(k)
             if key_padding_mask is not None:
@@ -148,7 +240,73 @@ class GaussianMixtureAttention(nn.Module):
                                                chunk_size=self.chunk_size)
             if self.store_responsibilities:
                 self.last_responsibilities = {"query": gamma_q.detach(), "key": gamma_k.detach()}
+        if self.balance_weight > 0:
+            query_mask = key_padding_mask if context is None else None
+            self._last_balance_loss = 0.5 * (
+                routing_balance_loss(gamma_q, form=self.balance_form, mask=query_mask)
+                + routing_balance_loss(gamma_k, form=self.balance_form, mask=key_padding_mask))
         return self.out_proj(output.transpose(1, 2).flatten(-2))
+
+    # -------------------------------------------------------------------------------------- routing remedies
+    def balance_loss(self) -> torch.Tensor:
+        """The (unweighted) :func:`routing_balance_loss` of the last forward, differentiable: a 0-dim tensor."""
+        if self.balance_weight <= 0:
+            raise RuntimeError("balance_loss is computed only with balance_weight > 0 (this layer has 0); "
+                               "build the layer with balance_weight=... or call routing_balance_loss(gamma)")
+        if self._last_balance_loss is None:
+            raise RuntimeError("balance_loss needs a forward pass first")
+        return self._last_balance_loss
+
+    def auxiliary_loss(self) -> torch.Tensor:
+        """``balance_weight * balance_loss()`` of the last forward (a 0-dim zero when ``balance_weight == 0``),
+        to add to the training loss."""
+        if self.balance_weight <= 0 or self._last_balance_loss is None:
+            return self.out_proj.weight.new_zeros(())
+        return self.balance_weight * self._last_balance_loss
+
+    @torch.no_grad()
+    def init_means_from(self, x: torch.Tensor, context: torch.Tensor | None = None, *,
+                        key_padding_mask: torch.Tensor | None = None, n_iter: int = 10, seed: int = 0,
+                        fit_variances: bool = False) -> None:
+        """Place each head's means at the k-means centres of its routing vectors (queries and keys) of a batch.
+
+        Call it once before training, on a representative batch of this layer's inputs. Each head runs k-means++
+        seeding and ``n_iter`` Lloyd steps (:func:`gma_teach.gmm.kmeans`) on its ``B N`` query and ``B M`` key
+        routing vectors, so every component starts where some tokens are.
+
+        Args:
+            x: ``(B, N, d_model)``, the layer's input (``context`` ``(B, M, d_model)`` for cross-attention).
+            key_padding_mask: ``(B, M)`` bool, ``True`` for real keys (padded tokens are left out).
+            n_iter, seed: k-means iterations and seed.
+            fit_variances: also set each component's variances to the per-dimension variance of the routing
+                vectors closest to it (floored at ``min_variance``); otherwise the variances are unchanged.
+        """
+        self._check_input("x", x)
+        if context is not None:
+            self._check_input("context", context)
+        q, k, _ = self._project(x, context)  # (B, H, N, d_route), (B, H, M, d_route)
+        queries = q.transpose(0, 1).reshape(self.n_heads, -1, self.d_route)
+        keys = k.transpose(0, 1).reshape(self.n_heads, -1, self.d_route)
+        if key_padding_mask is not None:
+            self._check_padding_mask(key_padding_mask, x if context is None else context)
+            keys = k.transpose(0, 1)[:, key_padding_mask]  # (H, real keys, d_route)
+            if context is None:
+                queries = q.transpose(0, 1)[:, key_padding_mask]
+        points = torch.cat([queries, keys], dim=1)
+        centres = kmeans(points, self.n_components, n_iter=n_iter, seed=seed)  # (H, K, d_route)
+        mixture = self.mixture
+        mixture.means.copy_(centres.to(mixture.means.dtype))
+        if fit_variances:  # per component and dimension: the spread of its points (two or more), above the floor
+            points, centres = points.double(), centres.double()
+            nearest = torch.cdist(points, centres).argmin(-1)  # (H, n)
+            winners = torch.nn.functional.one_hot(nearest, self.n_components).double()  # (H, n, K)
+            counts = winners.sum(1)[..., None]  # (H, K, 1)
+            mean = winners.transpose(1, 2) @ points / counts.clamp_min(1.0)
+            spread = winners.transpose(1, 2) @ (points * points) / counts.clamp_min(1.0) - mean * mean
+            excess = (spread - mixture.min_variance).clamp_min(mixture.min_variance)
+            current = torch.nn.functional.softplus(mixture.raw_variances.double())
+            excess = torch.where(counts >= 2, excess, current)
+            mixture.raw_variances.copy_(inverse_softplus(excess).to(mixture.raw_variances.dtype))
 
     def init_state(self, batch_size: int, *, device=None, dtype=None) -> GMAState:
         """The empty decoding state: memory ``(B, H, K, d_value)``, normalizer ``(B, H, K)`` (float32 or

@@ -12,10 +12,71 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import _checks
-from .baselines import MambaMixer, _MultiHeadMixer, make_mixer
+from .baselines import make_mixer, mixer_types
 from .layer import GaussianMixtureAttention
 
-_MIXER_TYPES = (GaussianMixtureAttention, _MultiHeadMixer, MambaMixer)
+
+def auxiliary_loss(model: nn.Module) -> torch.Tensor:
+    """The sum of the auxiliary losses of every GMA layer in ``model`` from its last forward (the routing balance
+    loss, see :meth:`gma_teach.GaussianMixtureAttention.auxiliary_loss`); a 0-dim zero when there is none.
+    Add it to the training loss: ``loss = loss + auxiliary_loss(model)``."""
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    losses = [m.auxiliary_loss() for m in model.modules() if isinstance(m, GaussianMixtureAttention)]
+    if not losses:
+        parameter = next(model.parameters(), None)
+        return torch.zeros(()) if parameter is None else parameter.new_zeros(())
+    return torch.stack([loss.to(losses[0].dtype) for loss in losses]).sum()
+
+
+@torch.no_grad()
+def init_routing_means(model: nn.Module, *inputs, n_iter: int = 10, seed: int = 0, fit_variances: bool = False,
+                       **forward_options) -> int:
+    """Initialize the means of every GMA layer in ``model`` from data, layer after layer, once before training.
+
+    Runs ``model(*inputs, **forward_options)`` once; as each GMA layer is reached, its means are first set by
+    :meth:`~gma_teach.GaussianMixtureAttention.init_means_from` on the input it receives (with the key padding
+    mask it receives), so later layers see the outputs of the already initialized earlier ones.
+
+    Returns:
+        the number of GMA layers initialized.
+    """
+    if not isinstance(model, nn.Module):
+        raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
+    layers = [m for m in model.modules() if isinstance(m, GaussianMixtureAttention)]
+    seen = set()
+
+    def initialize(layer, args, kwargs):
+        if id(layer) in seen:
+            return
+        seen.add(id(layer))
+        context = args[1] if len(args) > 1 else kwargs.get("context")
+        mask = args[2] if len(args) > 2 else kwargs.get("key_padding_mask")
+        layer.init_means_from(args[0], context, key_padding_mask=mask, n_iter=n_iter, seed=seed + len(seen),
+                              fit_variances=fit_variances)
+
+    hooks = [layer.register_forward_pre_hook(initialize, with_kwargs=True) for layer in layers]
+    was_training = model.training
+    model.eval()
+    try:
+        model(*inputs, **forward_options)
+    finally:
+        for hook in hooks:
+            hook.remove()
+        model.train(was_training)
+    return len(seen)
+
+
+class _RoutingRemedies:
+    """The routing remedies as methods of a model (see :func:`auxiliary_loss` and :func:`init_routing_means`)."""
+
+    def auxiliary_loss(self) -> torch.Tensor:
+        """The GMA layers' auxiliary (routing balance) losses of the last forward, summed; add it to the loss."""
+        return auxiliary_loss(self)
+
+    def init_routing_means(self, tokens, **options) -> int:
+        """k-means initialization of every GMA layer's means from ``tokens`` (see :func:`init_routing_means`)."""
+        return init_routing_means(self, tokens, **options)
 
 
 class Block(nn.Module):
@@ -68,10 +129,11 @@ def _check_tokens(tokens, vocab_size, max_len):
     if tokens.shape[1] > max_len:
         raise ValueError(f"sequence length {tokens.shape[1]} exceeds max_seq_len={max_len}")
     if tokens.numel() and (tokens.min() < 0 or tokens.max() >= vocab_size):
-        raise ValueError(f"token ids must be in [0, {vocab_size}), got range [{int(tokens.min())}, {int(tokens.max())}]")
+        raise ValueError(f"token ids must be in [0, {vocab_size}), got range "
+                         f"[{int(tokens.min())}, {int(tokens.max())}]")
 
 
-class EncoderClassifier(nn.Module):
+class EncoderClassifier(_RoutingRemedies, nn.Module):
     """Bidirectional encoder + classification head.
 
     Args:
@@ -129,7 +191,7 @@ class EncoderClassifier(nn.Module):
         return self.head((x * weights).sum(1) / weights.sum(1).clamp_min(1.0))
 
 
-class DecoderLM(nn.Module):
+class DecoderLM(_RoutingRemedies, nn.Module):
     """Causal language model: token + learned position embeddings, causal blocks, tied output embedding.
 
     ``forward(tokens (B, N)) -> logits (B, N, vocab_size)``; :meth:`generate` samples continuations.
@@ -231,7 +293,7 @@ def parameter_counts(model: nn.Module) -> dict:
     (tied weights counted once). A bare mixer counts entirely as ``"mixer"``."""
     if not isinstance(model, nn.Module):
         raise TypeError(f"model must be an nn.Module, got {type(model).__name__}")
-    mixer_ids = {id(p) for m in model.modules() if isinstance(m, _MIXER_TYPES) for p in m.parameters()}
+    mixer_ids = {id(p) for m in model.modules() if isinstance(m, mixer_types()) for p in m.parameters()}
     unique = {id(p): p.numel() for p in model.parameters()}
     mixer = sum(n for key, n in unique.items() if key in mixer_ids)
     total = sum(unique.values())

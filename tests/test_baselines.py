@@ -15,6 +15,7 @@ CAUSAL_OPTIONS = {
     "linear": {"chunk_size": 4},
     "performer": {"n_features": 16, "chunk_size": 4},
     "mamba": {"chunk_size": 4, "d_state": 4},
+    "uniform": {}, "none": {},
 }
 
 
@@ -132,7 +133,7 @@ def test_step_by_step_decoding_equals_the_causal_forward(name):
     torch.testing.assert_close(torch.stack(outputs, 1), mixer(x), rtol=1e-9, atol=1e-11)
 
 
-@pytest.mark.parametrize("name", ["softmax", "sdpa", "linear", "performer", "linformer"])
+@pytest.mark.parametrize("name", ["softmax", "sdpa", "linear", "performer", "linformer", "uniform", "none"])
 def test_key_padding_mask_makes_padding_invisible(name):
     torch.manual_seed(6)
     options = {"max_seq_len": 20, "k": 7} if name == "linformer" else {}
@@ -195,5 +196,39 @@ def test_decoding_state_size_is_constant_except_for_the_kv_cache(name):
         sizes.append(state.nbytes())
     if name in ("softmax", "sdpa"):  # the cache grows by one key and one value per head and batch row
         assert sizes[2] - sizes[1] == sizes[1] - sizes[0] == 2 * 2 * D_MODEL * 4
+    elif name == "none":
+        assert sizes == [0, 0, 0]
     else:
         assert sizes[0] == sizes[1] == sizes[2] > 0
+
+
+@pytest.mark.parametrize("causal", [False, True])
+def test_uniform_control_equals_the_plain_average_of_visible_values(causal):
+    torch.manual_seed(11)
+    mixer = make_mixer("uniform", D_MODEL, N_HEADS, causal=causal).double()
+    x = _inputs(n=10)
+    mask = torch.ones(2, 10, dtype=torch.bool)
+    mask[1, [2, 7, 8, 9]] = False
+    values = x @ mixer.v_proj.weight.T + mixer.v_proj.bias
+    expected = torch.empty_like(values)
+    for b in range(2):
+        for i in range(10):
+            visible = [j for j in range(10) if mask[b, j] and (j <= i or not causal)]
+            expected[b, i] = values[b, visible].mean(0) if visible else 0.0
+    expected = expected @ mixer.out_proj.weight.T + mixer.out_proj.bias
+    torch.testing.assert_close(mixer(x, key_padding_mask=mask), expected, rtol=1e-12, atol=1e-12)
+
+
+def test_no_mixing_control_returns_zeros_and_keeps_the_graph():
+    mixer = make_mixer("none", D_MODEL, N_HEADS, causal=True)
+    x = torch.randn(2, 7, D_MODEL, requires_grad=True)
+    y = mixer(x)
+    assert torch.equal(y, torch.zeros_like(x)) and y.requires_grad
+    assert sum(p.numel() for p in mixer.parameters()) == 0
+
+
+def test_the_mixer_registry_builds_every_name_with_its_class():
+    assert baselines.MIXER_NAMES == tuple(baselines.MIXERS)
+    for name, cls in baselines.MIXERS.items():
+        options = {"max_seq_len": 8, "k": 4} if name == "linformer" else {}
+        assert type(make_mixer(name, D_MODEL, N_HEADS, **options)) is cls

@@ -8,8 +8,8 @@ from gma_teach.models import DecoderLM, EncoderClassifier, parameter_counts
 VOCAB = 23
 SMALL = {"gma": {"n_components": 6, "chunk_size": 4}, "performer": {"n_features": 12, "chunk_size": 4},
          "linear": {"chunk_size": 4}, "mamba": {"d_state": 4, "chunk_size": 4}, "softmax": {}, "sdpa": {},
-         "linformer": {"k": 5}}
-CAUSAL = ["gma", "softmax", "sdpa", "linear", "performer", "mamba"]
+         "linformer": {"k": 5}, "uniform": {}, "none": {}}
+CAUSAL = ["gma", "softmax", "sdpa", "linear", "performer", "mamba", "uniform", "none"]
 
 
 def _tokens(b, n, seed=0, low=1):
@@ -31,7 +31,8 @@ def test_classifier_shapes(mixer, pooling):
 
 
 @pytest.mark.parametrize("mixer, pooling", [(m, "cls") for m in ("gma", "softmax", "sdpa", "linear", "performer",
-                                                                  "linformer")] + [("mamba", "mean"), ("gma", "mean")])
+                                                                  "linformer", "uniform")]
+                         + [("mamba", "mean"), ("gma", "mean")])
 def test_classifier_ignores_padding(mixer, pooling):
     torch.manual_seed(1)
     model = EncoderClassifier(VOCAB, 3, 16, 2, 2, mixer=mixer, max_seq_len=20, pooling=pooling,
