@@ -136,3 +136,55 @@ def test_explorer_rejects_bad_arguments():
     with pytest.raises(ValueError, match="variance must be > 0"):
         explorer.set_component(0, variance=-1.0)
     assert math.isclose(explorer.log_priors.exp().sum().item(), 1.0)
+
+
+# ----------------------------------------------------------------------------------------- chapter 3's explorer
+def test_query_explorer_rows_are_gma_and_softmax_attention_of_the_query():
+    from gma_teach.widgets.query_explorer import QueryExplorer
+
+    explorer = QueryExplorer(n_components=5, n_keys=17, variance=0.7, seed=2)
+    explorer.set_query(0.3, -1.9)
+    rows = explorer.rows()
+    priors = torch.full((5,), -math.log(5), dtype=torch.float64)
+    gamma_q = gmm.responsibilities_direct(explorer.query[None], explorer.means, explorer.variances, priors)[0]
+    gamma_k = gmm.responsibilities_direct(explorer.keys, explorer.means, explorer.variances, priors)
+    affinity = gamma_k @ gamma_q
+    torch.testing.assert_close(rows["gamma_q"], gamma_q)
+    torch.testing.assert_close(rows["gma"], affinity / (affinity.sum() + 1e-6))
+    torch.testing.assert_close(rows["softmax"], torch.softmax(explorer.keys @ explorer.query / math.sqrt(2), -1))
+    # keys are drawn sorted by their most likely component
+    assert torch.equal(gamma_k.argmax(-1), gamma_k.argmax(-1).sort(stable=True).values)
+
+
+def test_query_explorer_figure_follows_the_query_and_the_variance():
+    from gma_teach.widgets.query_explorer import QueryExplorer
+
+    explorer = QueryExplorer(n_components=4, n_keys=12)
+    bars_before = [bar.get_height() for bar in explorer.figure().axes[1].patches]
+    explorer.set_query(-2.5, 0.0)  # onto component 2 (means on a circle)
+    fig = explorer.figure()
+    bars_after = [bar.get_height() for bar in fig.axes[1].patches]
+    assert len(bars_after) == 4 and int(np.argmax(bars_after)) == 2 and bars_after != bars_before
+    lines = {line.get_label(): line.get_ydata() for line in fig.axes[2].lines}
+    assert set(lines) == {"GMA", "softmax"}
+    np.testing.assert_allclose(lines["GMA"], explorer.rows()["gma"].numpy())
+    sharp = explorer.rows()["gamma_q"].max()
+    explorer.set_variance(5.0)  # wide components: softer responsibilities
+    assert explorer.rows()["gamma_q"].max() < sharp
+
+
+@pytest.mark.parametrize(
+    "kwargs, message",
+    [
+        ({"n_components": 1}, "n_components must be an int in \\[2, 8\\], got 1"),
+        ({"n_keys": 100}, "n_keys must be an int in \\[2, 64\\], got 100"),
+        ({"variance": 0.0}, "variance must be a number > 0, got 0.0"),
+    ],
+)
+def test_query_explorer_rejects_bad_arguments(kwargs, message):
+    from gma_teach.widgets.query_explorer import QueryExplorer
+
+    with pytest.raises(ValueError, match=message):
+        QueryExplorer(**kwargs)
+    with pytest.raises(ValueError, match="x must be a finite number, got nan"):
+        QueryExplorer().set_query(float("nan"), 0.0)
