@@ -2,10 +2,10 @@
 
 Every function returns a matplotlib ``Figure`` (or draws on an ``ax=`` it is given) and uses :func:`book_style`.
 """
+from ..measure import loglog_slope  # the fit behind every slope in a legend, re-exported for the chapters
 from ._style import COLORS, book_style, new_figure
 from .attention import (
     component_colors,
-    loglog_slope,
     plot_matrices,
     plot_responsibilities_1d,
     plot_responsibilities_2d,

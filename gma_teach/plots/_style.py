@@ -1,7 +1,13 @@
-"""One look for every figure: sizes, colours and fonts."""
+"""What every figure of the book shares: one look (sizes, colours, fonts) and one way to read its inputs.
+
+A private module of :mod:`gma_teach.plots`: the figure modules import its names, the package re-exports
+``COLORS``, ``book_style`` and ``new_figure``.
+"""
 from __future__ import annotations
 
 import matplotlib
+import numpy as np
+import torch
 
 # One colour per method, the same in every chapter.
 COLORS = {
@@ -39,3 +45,14 @@ def new_figure(ncols: int = 1, nrows: int = 1, *, width: float | None = None, he
     book_style()
     size = (width or 3.4 * ncols + 0.6, height or 3.0 * nrows + 0.4)
     return plt.subplots(nrows, ncols, figsize=size, squeeze=False, constrained_layout=True)
+
+
+def as_float_array(name: str, value) -> np.ndarray:
+    """``value`` (a tensor, an array or nested sequences of numbers) as a float64 NumPy array; a ``TypeError``
+    naming the caller's argument ``name`` otherwise."""
+    if isinstance(value, torch.Tensor):
+        return value.detach().to("cpu", torch.float64).numpy()
+    try:
+        return np.asarray(value, dtype=np.float64)
+    except (TypeError, ValueError) as error:
+        raise TypeError(f"{name} must be a tensor or an array of numbers, got {type(value).__name__}") from error

@@ -2,38 +2,29 @@
 
 * :func:`plot_matrices` -- heatmaps of several ``(N_q, N_k)`` matrices side by side (softmax attention next to the
   GMA affinity, for example);
-* :func:`plot_scaling` and :func:`loglog_slope` -- time or memory against ``N`` on log-log axes, each curve
-  labelled with its fitted slope (1 means linear growth, 2 quadratic);
+* :func:`plot_scaling` -- time or memory against ``N`` on log-log axes, each curve labelled with its fitted slope
+  (:func:`gma_teach.measure.loglog_slope`; 1 means linear growth, 2 quadratic);
 * :func:`plot_responsibilities_1d` and :func:`plot_responsibilities_2d` -- what a diagonal Gaussian mixture does to
   a line or a plane: the weighted densities and the posterior responsibilities they induce.
 """
 from __future__ import annotations
 
 import math
-from typing import Mapping, Sequence
+from collections.abc import Mapping, Sequence
 
 import numpy as np
 import torch
 
-from ._style import COLORS, new_figure
+from ..measure import loglog_slope
+from ._style import COLORS, as_float_array, new_figure
 
 __all__ = [
     "component_colors",
-    "loglog_slope",
     "plot_matrices",
     "plot_responsibilities_1d",
     "plot_responsibilities_2d",
     "plot_scaling",
 ]
-
-
-def _as_numpy(name: str, value) -> np.ndarray:
-    if isinstance(value, torch.Tensor):
-        return value.detach().to("cpu", torch.float64).numpy()
-    try:
-        return np.asarray(value, dtype=np.float64)
-    except (TypeError, ValueError) as error:
-        raise TypeError(f"{name} must be a tensor or an array of numbers, got {type(value).__name__}") from error
 
 
 def component_colors(n_components: int) -> np.ndarray:
@@ -73,7 +64,7 @@ def plot_matrices(
         raise TypeError(f"matrices must be a non-empty mapping title -> matrix, got {type(matrices).__name__}")
     arrays = {}
     for title, matrix in matrices.items():
-        array = _as_numpy(f"matrices[{title!r}]", matrix)
+        array = as_float_array(f"matrices[{title!r}]", matrix)
         if array.ndim != 2:
             raise ValueError(f"matrices[{title!r}] must be 2-D (N_q, N_k), got shape {array.shape}")
         arrays[title] = array
@@ -88,23 +79,6 @@ def plot_matrices(
         ax.grid(False)
         fig.colorbar(image, ax=ax, shrink=0.85)
     return fig
-
-
-def loglog_slope(sizes: Sequence[float], values: Sequence[float]) -> float:
-    """Least-squares slope of ``log(values)`` against ``log(sizes)``: the exponent ``p`` in ``value ~ size**p``.
-
-    Raises:
-        ValueError: fewer than two points, different lengths, or a size or value that is not positive.
-    """
-    x, y = _as_numpy("sizes", sizes).ravel(), _as_numpy("values", values).ravel()
-    if x.shape != y.shape:
-        raise ValueError(f"sizes and values must have the same length, got {x.size} and {y.size}")
-    if x.size < 2:
-        raise ValueError(f"need at least 2 points to fit a slope, got {x.size}")
-    if (x <= 0).any() or (y <= 0).any() or not np.isfinite(y).all():
-        raise ValueError(f"sizes and values must be positive and finite to fit on log-log axes, got values {y.tolist()}")
-    slope, _ = np.polyfit(np.log(x), np.log(y), 1)
-    return float(slope)
 
 
 def plot_scaling(
@@ -131,7 +105,7 @@ def plot_scaling(
     Returns:
         The matplotlib ``Figure``.
     """
-    x = _as_numpy("sizes", sizes).ravel()
+    x = as_float_array("sizes", sizes).ravel()
     if not isinstance(series, Mapping) or not series:
         raise TypeError(f"series must be a non-empty mapping label -> values, got {type(series).__name__}")
     if fit_last is not None and (not isinstance(fit_last, int) or fit_last < 2):
@@ -142,7 +116,7 @@ def plot_scaling(
     else:
         fig = ax.figure
     for index, (label, values) in enumerate(series.items()):
-        y = _as_numpy(f"series[{label!r}]", values).ravel()
+        y = as_float_array(f"series[{label!r}]", values).ravel()
         if y.shape != x.shape:
             raise ValueError(f"series[{label!r}] must have one value per size ({x.size}), got {y.size}")
         keep = np.isfinite(y) & (y > 0)
@@ -225,7 +199,7 @@ def plot_responsibilities_1d(
         density_ax.plot(x, joint[:, k].exp().numpy(), color=colors[k], label=f"k={k}")
     density_ax.plot(x, torch.logsumexp(joint, -1).exp().numpy(), color="black", lw=1, ls="--", label="p(x)")
     if data is not None:
-        points = _as_numpy("data", data).ravel()
+        points = as_float_array("data", data).ravel()
         density_ax.plot(points, np.zeros_like(points), "|", color="gray", alpha=0.5)
     density_ax.set_ylabel(r"$\pi_k\,\mathcal{N}(x\mid\mu_k,\sigma_k^2)$")
     density_ax.legend(fontsize=8, ncol=2)
@@ -289,7 +263,7 @@ def plot_responsibilities_2d(
         fig = ax.figure
     ax.imshow(np.clip(image, 0, 1), origin="lower", extent=extent, aspect="auto", interpolation="bilinear")
     if data is not None:
-        samples = _as_numpy("data", data)
+        samples = as_float_array("data", data)
         ax.scatter(samples[:, 0], samples[:, 1], s=4, color="white", edgecolors="black", linewidths=0.2, alpha=0.7)
     for k in range(means.shape[0]):
         mu, sd = means[k].numpy(), std[k].numpy()

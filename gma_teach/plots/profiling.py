@@ -3,6 +3,7 @@ from __future__ import annotations
 
 import math
 
+from ..measure import loglog_slope
 from ._style import COLORS, new_figure
 
 
@@ -81,8 +82,6 @@ def plot_profile(results, *, min_x=None, title=None):
 def plot_paper_table(table, *, ax=None):
     """The paper's Table 1 as memory-vs-N lines (GB) with fitted slopes: ``table`` maps a label to
     ``{N: (memory_gb, tokens_per_second)}``."""
-    from .attention import loglog_slope
-
     if ax is None:
         fig, axes = new_figure(1, width=5.5, height=3.6)
         ax = axes[0, 0]

@@ -8,8 +8,7 @@ from __future__ import annotations
 
 import numpy as np
 
-from ._style import COLORS, new_figure
-from .attention import _as_numpy
+from ._style import COLORS, as_float_array, new_figure
 
 __all__ = ["plot_gradient_modulation"]
 
@@ -29,7 +28,7 @@ def plot_gradient_modulation(gamma, jacobian, *, ax=None):
     Returns:
         The matplotlib ``Figure``.
     """
-    gamma, jacobian = _as_numpy("gamma", gamma), _as_numpy("jacobian", jacobian)
+    gamma, jacobian = as_float_array("gamma", gamma), as_float_array("jacobian", jacobian)
     if gamma.ndim != 2:
         raise ValueError(f"gamma must be (M, K), got shape {gamma.shape}")
     m, k = gamma.shape
