@@ -8,9 +8,11 @@ Three comparisons (CPU float32, forward + backward, B=1, H=4, d=32, K=64 unless 
 3. bidirectional ``impl="linear"`` GMA against ``scaled_dot_product_attention`` (N in {512, 2048, 8192}; target
    >= 10x faster at N=8192).
 
-``--quick`` shrinks every size so the script can run in tests (its ratios are then not the targets' sizes).
-``--json FILE`` also writes the rows with the hardware, date, commit and command; ``--threads N`` fixes torch's
-CPU threads (use 1 on a machine that other jobs share).
+Each ratio compares the two forms timed *interleaved* (one call of each per repeat) after a warm-up, keeping the
+fastest call of each (:func:`gma_teach.measure.compare_timings`), so a burst of load from other programs slows both
+alike. ``--quick`` shrinks every size so the script can run in tests (its ratios are then not the targets' sizes).
+``--json FILE`` also writes the rows with their provenance (:func:`gma_teach.measure.provenance`); ``--threads N``
+fixes torch's CPU threads (use 1 on a machine that other jobs share).
 """
 from __future__ import annotations
 
@@ -23,7 +25,7 @@ import torch
 import torch.nn.functional as F
 
 from . import gma, gma_from_responsibilities, gmm
-from .measure import peak_memory, provenance, time_call
+from .measure import compare_timings, peak_memory, provenance
 
 
 @dataclass
@@ -38,15 +40,16 @@ class Row:
     holds: bool | None  # None where no target applies at this size
 
 
-def _inputs(n_tokens, *, batch=1, n_heads=4, dim=32, n_components=64, seed=0):
+def _inputs(n_tokens, *, batch_size=1, n_heads=4, d_route=32, n_components=64, seed=0):
+    """Leaf tensors ``q, k, v (B, H, N, d_route)`` (values as wide as the routing) and a mixture's parameters."""
     generator = torch.Generator().manual_seed(seed)
 
     def leaf(*shape, scale=1.0):
         return (torch.randn(*shape, generator=generator) * scale).requires_grad_()
 
-    q, k, v = (leaf(batch, n_heads, n_tokens, dim) for _ in range(3))
-    means = leaf(n_heads, n_components, dim)
-    raw_variances = leaf(n_heads, n_components, dim, scale=0.1)
+    q, k, v = (leaf(batch_size, n_heads, n_tokens, d_route) for _ in range(3))
+    means = leaf(n_heads, n_components, d_route)
+    raw_variances = leaf(n_heads, n_components, d_route, scale=0.1)
     prior_logits = leaf(n_heads, n_components, scale=0.1)
     return q, k, v, means, raw_variances, prior_logits
 
@@ -61,12 +64,18 @@ def _forward_backward(loss_fn):
     return run
 
 
+def _fast_and_slow_seconds(fast, slow, repeat):
+    """Seconds of the fast and the slow form, interleaved, the minimum of ``repeat`` calls each (threads as set)."""
+    seconds = compare_timings({"fast": fast, "slow": slow}, repeat=repeat, threads=None)
+    return seconds["fast"], seconds["slow"]
+
+
 def _responsibility_rows(n_tokens, repeat):
     q, _, _, means, raw_variances, prior_logits = _inputs(n_tokens)
     params = (means, raw_variances, prior_logits)
     fast = _forward_backward(lambda: gmm.responsibilities(q, *_mixture(*params)).square().sum())
     slow = _forward_backward(lambda: gmm.responsibilities_direct(q, *_mixture(*params)).square().sum())
-    fast_s, slow_s = time_call(fast, repeat=repeat), time_call(slow, repeat=repeat)
+    fast_s, slow_s = _fast_and_slow_seconds(fast, slow, repeat)
     ratio = slow_s / fast_s
     return [Row("responsibilities: GEMM form vs (x - mu) broadcast", n_tokens, 1e3 * fast_s, 1e3 * slow_s,
                 ratio, None, ">= 20x at N=2048", ratio >= 20 if n_tokens == 2048 else None)]
@@ -83,7 +92,7 @@ def _causal_rows(n_tokens, repeat):
         return _forward_backward(
             lambda: gma_from_responsibilities(gamma_q, gamma_k, v, causal=True, impl=impl).square().sum())
 
-    fast_s, slow_s = time_call(run("chunked"), repeat=repeat), time_call(run("cumsum"), repeat=repeat)
+    fast_s, slow_s = _fast_and_slow_seconds(run("chunked"), run("cumsum"), repeat)
     fast_mem, slow_mem = peak_memory(run("chunked")), peak_memory(run("cumsum"))
     ratio, memory_ratio = slow_s / fast_s, fast_mem / slow_mem
     holds = ratio >= 5 and memory_ratio <= 0.1 if n_tokens == 4096 else None
@@ -91,17 +100,14 @@ def _causal_rows(n_tokens, repeat):
                 ">= 5x and <= 1/10 memory at N=4096", holds)]
 
 
-def _sdpa_rows(token_counts, repeat):
-    rows = []
-    for n_tokens in token_counts:
-        q, k, v, *params = _inputs(n_tokens)
-        fast = _forward_backward(lambda: gma(q, k, v, *_mixture(*params), impl="linear").square().sum())
-        slow = _forward_backward(lambda: F.scaled_dot_product_attention(q, k, v).square().sum())
-        fast_s, slow_s = time_call(fast, repeat=repeat), time_call(slow, repeat=repeat)
-        ratio = slow_s / fast_s
-        rows.append(Row("bidirectional: GMA linear vs SDPA", n_tokens, 1e3 * fast_s, 1e3 * slow_s, ratio, None,
-                        ">= 10x at N=8192", ratio >= 10 if n_tokens == 8192 else None))
-    return rows
+def _sdpa_row(n_tokens, repeat):
+    q, k, v, *params = _inputs(n_tokens)
+    fast = _forward_backward(lambda: gma(q, k, v, *_mixture(*params), impl="linear").square().sum())
+    slow = _forward_backward(lambda: F.scaled_dot_product_attention(q, k, v).square().sum())
+    fast_s, slow_s = _fast_and_slow_seconds(fast, slow, repeat)
+    ratio = slow_s / fast_s
+    return Row("bidirectional: GMA linear vs SDPA", n_tokens, 1e3 * fast_s, 1e3 * slow_s, ratio, None,
+               ">= 10x at N=8192", ratio >= 10 if n_tokens == 8192 else None)
 
 
 def run_benchmarks(*, quick: bool = False) -> list[Row]:
@@ -109,11 +115,12 @@ def run_benchmarks(*, quick: bool = False) -> list[Row]:
     repeat = 2 if quick else 5
     rows = _responsibility_rows(128 if quick else 2048, repeat)
     rows += _causal_rows(256 if quick else 4096, repeat)
-    rows += _sdpa_rows((64, 128) if quick else (512, 2048, 8192), repeat)
+    rows += [_sdpa_row(n_tokens, repeat) for n_tokens in ((64, 128) if quick else (512, 2048, 8192))]
     return rows
 
 
-def format_table(rows: list[Row]) -> str:
+def format_comparisons(rows: list[Row]) -> str:
+    """The benchmark's rows as a plain-text table: each comparison's times, speedup, memory ratio and target."""
     header = f"{'comparison':<52} {'N':>6} {'fast ms':>9} {'slow ms':>9} {'speedup':>8} {'mem':>7}  target"
     lines = [header, "-" * len(header)]
     for row in rows:
@@ -133,9 +140,11 @@ def main(argv: list[str] | None = None) -> list[Row]:
                              "where threads that wait for each other dominate the clock")
     args = parser.parse_args(argv)
     if args.threads is not None:
+        if args.threads < 1:
+            parser.error(f"--threads must be >= 1, got {args.threads}")
         torch.set_num_threads(args.threads)
     rows = run_benchmarks(quick=args.quick)
-    print(format_table(rows))
+    print(format_comparisons(rows))
     if args.json:
         command = "python -m gma_teach.bench " + " ".join(argv if argv is not None else sys.argv[1:])
         record = {**provenance(command), "rows": [asdict(row) for row in rows]}

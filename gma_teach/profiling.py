@@ -22,6 +22,7 @@ Command line (writes a JSON file with hardware, date, commit and command)::
 from __future__ import annotations
 
 import argparse
+import functools
 import json
 import os
 import shlex
@@ -31,11 +32,9 @@ from pathlib import Path
 import torch
 
 from .baselines import MIXER_NAMES, make_mixer
-from .measure import peak_memory, provenance, time_call
+from .measure import loglog_slope, peak_memory, provenance, run_point, time_call
 from .models import parameter_counts
 from .scale import preset, seed_everything
-
-DEFAULT_MIXERS = ("softmax", "sdpa", "linear", "performer", "linformer", "mamba", "gma")
 
 #: Table 1 of the paper, typed in from its Section 5.1 -- one block, forward + backward, on the authors' unnamed
 #: GPU -- as ``{label: {N: (memory_gb, tokens_per_second, params_millions)}}``. The paper's own numbers, not
@@ -53,10 +52,16 @@ PAPER_TABLE_1 = {
     "gma (K=512)": {1000: (1.59, 270e3, 3.2), 2000: (3.17, 277e3, 3.2), 4000: (6.32, 280e3, 3.2)},
 }
 
+#: The mixers the sweep measures by default: those of the paper's Table 1, in the package's order of mixers
+#: (:data:`gma_teach.baselines.MIXER_NAMES`; its controls ``uniform`` and ``none`` are not in the table).
+DEFAULT_MIXERS = tuple(name for name in MIXER_NAMES if name in {label.split()[0] for label in PAPER_TABLE_1})
 
-def mixer_options(name, *, seq_len, n_components=64, n_features=256, linformer_k=256):
-    """The options :func:`profile_mixer` gives each mixer: GMA's K, Performer's features, Linformer's ``k`` and
-    ``max_seq_len = N`` (so its parameters grow with N, as in the paper)."""
+
+def table1_options(name, *, seq_len, n_components=64, n_features=256, linformer_k=256):
+    """The options the Table 1 protocol gives mixer ``name`` at length ``seq_len`` (for :func:`gma_teach.make_mixer`):
+    GMA's K, Performer's features, Linformer's ``k`` and ``max_seq_len = N`` (so its parameters grow with N, as in
+    the paper); ``{}`` for the others. (The experiments' options, sized by a chapter's preset, are
+    :func:`gma_teach.experiments.mixer_options`.)"""
     if name == "gma":
         return {"n_components": n_components}
     if name == "performer":
@@ -64,6 +69,9 @@ def mixer_options(name, *, seq_len, n_components=64, n_features=256, linformer_k
     if name == "linformer":
         return {"max_seq_len": seq_len, "k": min(linformer_k, seq_len)}
     return {}
+
+
+mixer_options = table1_options  # the name chapter 8 used first; table1_options says which protocol it serves
 
 
 def label_of(name, n_components=None):
@@ -80,7 +88,7 @@ def profile_mixer(name, *, d_model, n_heads, seq_len, batch_size=1, repeat=3, de
         d_model, n_heads, seq_len, batch_size: the block and its input ``(B, N, d_model)``.
         repeat: timed calls (median).
         device, dtype: where and in which precision (default: CPU, float32).
-        options: mixer options (default :func:`mixer_options`).
+        options: mixer options (default :func:`table1_options`).
         measure_memory: also measure the incremental peak memory (one extra call).
 
     Returns:
@@ -90,7 +98,7 @@ def profile_mixer(name, *, d_model, n_heads, seq_len, batch_size=1, repeat=3, de
     if name not in MIXER_NAMES:
         raise ValueError(f"unknown mixer name {name!r}; known names: {', '.join(MIXER_NAMES)}")
     device = torch.device(device) if device is not None else torch.device("cpu")
-    options = mixer_options(name, seq_len=seq_len) if options is None else dict(options)
+    options = table1_options(name, seq_len=seq_len) if options is None else dict(options)
     seed_everything(seed)
     mixer = make_mixer(name, d_model, n_heads, **options).to(device=device, dtype=dtype)
     x = torch.randn(batch_size, seq_len, d_model, device=device, dtype=dtype, requires_grad=True)
@@ -116,18 +124,36 @@ def profile_mixer(name, *, d_model, n_heads, seq_len, batch_size=1, repeat=3, de
 
 def sweep(*, mixers=DEFAULT_MIXERS, seq_lens, d_model, n_heads, batch_size=1, n_components=64, k_values=(),
           k_sweep_len=None, n_features=256, linformer_k=256, softmax_max_len=None, repeat=3, device=None,
-          dtype=torch.float32, progress=False, printer=None):
+          dtype=torch.float32, progress=False, printer=None, fits=None):
     """Every mixer over ``seq_lens`` and GMA over ``k_values`` (at ``k_sweep_len``); a list of result dicts.
 
-    ``softmax_max_len`` skips eager softmax above that N (its ``(B, H, N, N)`` matrices run out of memory first).
-    A size that runs out of GPU memory is recorded with ``None`` values and ``"error": "out of memory"``.
-    ``printer``: a callable given each finished row (for live tables), e.g. ``print``.
+    A point that does not fit is a gap, not the end of the sweep (:func:`gma_teach.measure.run_point`): a point
+    that runs out of memory, or that ``fits`` predicts will not fit, is recorded with ``None`` measurements and an
+    ``"error"`` (``"out of memory"`` or ``"predicted not to fit"``) after a printed note; :func:`fit_slopes` fits
+    the points that ran.
+
+    Args:
+        mixers: names of :data:`gma_teach.baselines.MIXER_NAMES` (default :data:`DEFAULT_MIXERS`).
+        seq_lens: the lengths N of the sweep over N.
+        d_model, n_heads, batch_size: the block and its input ``(B, N, d_model)``.
+        n_components, n_features, linformer_k: GMA's K, Performer's features, Linformer's k
+            (:func:`table1_options`).
+        k_values, k_sweep_len: GMA's K values for the sweep over K, and its length.
+        softmax_max_len: skip eager softmax above that N (its ``(B, H, N, N)`` matrices run out of memory first).
+        repeat: timed calls per point (median).
+        device, dtype: where and in which precision.
+        progress: a progress bar.
+        printer: a callable given each finished row (for live tables), e.g. ``print``.
+        fits: ``None``, or a cost model's predicate ``fits(point) -> bool`` given each point as a dict
+            ``{"mixer", "seq_len", "n_components", "batch_size", "d_model", "n_heads", "dtype", "device"}``.
     """
     unknown = set(mixers) - set(MIXER_NAMES)
     if unknown:
         raise ValueError(f"unknown mixer names {sorted(unknown)}; known names: {', '.join(MIXER_NAMES)}")
     if not seq_lens:
         raise ValueError("seq_lens must name at least one sequence length")
+    if fits is not None and not callable(fits):
+        raise TypeError(f"fits must be None or a callable point -> bool, got {type(fits).__name__}")
     # N outer, mixer inner: mixers compared at one N are measured close together in time (shared machines).
     jobs = [(name, n, n_components) for n in seq_lens for name in mixers
             if not (name == "softmax" and softmax_max_len is not None and n > softmax_max_len)]
@@ -138,18 +164,23 @@ def sweep(*, mixers=DEFAULT_MIXERS, seq_lens, d_model, n_heads, batch_size=1, n_
                                                                    and k_sweep_len in seq_lens)]
     from tqdm.auto import tqdm
 
+    device = torch.device(device) if device is not None else torch.device("cpu")
     rows = []
     for name, n, k in tqdm(jobs, desc="profiling", disable=not progress or bool(os.environ.get("CI"))):
-        options = mixer_options(name, seq_len=n, n_components=k, n_features=n_features, linformer_k=linformer_k)
-        try:
-            row = profile_mixer(name, d_model=d_model, n_heads=n_heads, seq_len=n, batch_size=batch_size,
-                                repeat=repeat, device=device, dtype=dtype, options=options)
-        except torch.cuda.OutOfMemoryError:  # recorded as a gap: the size did not fit on this GPU
-            torch.cuda.empty_cache()
-            row = {"mixer": name, "label": label_of(name, options.get("n_components")), "seq_len": n,
-                   "n_components": options.get("n_components"), "batch_size": batch_size, "d_model": d_model,
+        options = table1_options(name, seq_len=n, n_components=k, n_features=n_features, linformer_k=linformer_k)
+        point = {"mixer": name, "seq_len": n, "n_components": options.get("n_components"),
+                 "batch_size": batch_size, "d_model": d_model, "n_heads": n_heads, "dtype": dtype, "device": device}
+        predicted = None if fits is None else bool(fits(point))
+        measure_point = functools.partial(profile_mixer, name, d_model=d_model, n_heads=n_heads, seq_len=n,
+                                          batch_size=batch_size, repeat=repeat, device=device, dtype=dtype,
+                                          options=options)
+        row = run_point(measure_point, label=f"{label_of(name, point['n_components'])} at N={n}", fits=predicted)
+        if row is None:  # a gap in the record: the point did not fit
+            row = {"mixer": name, "label": label_of(name, point["n_components"]), "seq_len": n,
+                   "n_components": point["n_components"], "batch_size": batch_size, "d_model": d_model,
                    "n_heads": n_heads, "params": None, "peak_memory_bytes": None, "seconds": None,
-                   "tokens_per_second": None, "device": str(device), "dtype": str(dtype), "error": "out of memory"}
+                   "tokens_per_second": None, "device": str(device), "dtype": str(dtype),
+                   "error": "predicted not to fit" if predicted is False else "out of memory"}
         rows.append(row)
         if printer is not None:
             printer(row)
@@ -167,10 +198,9 @@ def fit_slopes(results, *, y="peak_memory_bytes", x="seq_len", by="label", min_x
         where: optional ``{key: value}`` filter (e.g. ``{"n_components": 64}``).
 
     Returns:
-        ``{group: slope}`` for every group with at least two distinct ``x`` values.
+        ``{group: slope}`` for every group with at least two distinct ``x`` values that ran (rows whose ``y`` is
+        ``None``, the gaps of :func:`sweep`, are left out).
     """
-    from .plots.attention import loglog_slope
-
     groups: dict = {}
     for row in results:
         if where and any(row.get(key) != value for key, value in where.items()):

@@ -5,16 +5,17 @@ import math
 import pytest
 import torch
 
-from gma_teach import profiling
+from gma_teach import measure, profiling
 from gma_teach.plots import plot_paper_table, plot_profile
 
 
 @pytest.fixture(scope="module")
-def tiny_rows():
+def tiny_rows():  # about a minute on a busy 2-core CPU: the tests that use it are marked slow
     return profiling.sweep(seq_lens=[64, 128, 256], d_model=16, n_heads=2, n_components=8, k_values=[4, 16],
                            k_sweep_len=128, n_features=8, linformer_k=8, repeat=1)
 
 
+@pytest.mark.slow
 def test_tiny_sweep_measures_every_mixer(tiny_rows):
     labels = {row["label"] for row in tiny_rows}
     assert labels == {"softmax", "sdpa", "linear", "performer", "linformer", "mamba", "gma (K=8)", "gma (K=4)",
@@ -29,6 +30,7 @@ def test_tiny_sweep_measures_every_mixer(tiny_rows):
     assert sdpa == [4 * (16 * 16 + 16)] * 3
 
 
+@pytest.mark.slow
 def test_measured_memory_is_quadratic_for_eager_softmax_and_linear_for_gma(tiny_rows):
     slopes = profiling.fit_slopes(profiling.n_sweep(tiny_rows))
     assert slopes["softmax"] > 1.7, slopes
@@ -58,6 +60,7 @@ def test_paper_table_slopes_match_the_papers_reading():
     assert len(plot_paper_table(table).axes[0].lines) == len(table)
 
 
+@pytest.mark.slow
 def test_plot_profile_labels_slopes(tiny_rows):
     fig = plot_profile(tiny_rows)
     legend = [t.get_text() for t in fig.axes[0].get_legend().get_texts()]
@@ -65,17 +68,20 @@ def test_plot_profile_labels_slopes(tiny_rows):
     assert len(fig.axes[2].lines) == 1 and len(fig.axes[2].lines[0].get_xdata()) == 3
 
 
+@pytest.mark.slow
 def test_format_table_lists_every_row(tiny_rows):
     text = profiling.format_table(tiny_rows)
     assert len(text.splitlines()) == len(tiny_rows) + 1 and "MiB" in text
 
 
+@pytest.mark.slow
 def test_command_line_records_provenance(tmp_path, capsys):
     out = tmp_path / "profile.json"
     profiling.main(["--scale", "tiny", "--out", str(out), "--mixers", "gma", "--device", "cpu"])
     record = profiling.load_recorded(out)
     assert record["command"].startswith("python -m gma_teach.profiling --scale tiny")
     assert record["hardware"]["device"] == "cpu" and record["scale"] == "tiny"
+    assert set(measure.PROVENANCE_KEYS) <= set(record)
     assert record["commit"] != "" and record["date"][:2] == "20"
     assert {r["mixer"] for r in record["results"]} == {"gma"}
     assert "gma (K=16)" in record["memory_slopes"]
@@ -100,29 +106,47 @@ def test_load_recorded_rejects_other_files(tmp_path):
         profiling.load_recorded(path)
 
 
-def test_chapter_8_checkers_accept_right_and_reject_wrong_answers():
-    import numpy as np
-
-    from gma_teach.exercises import ExerciseError, ch08
-
-    assert "correct" in ch08.check_softmax_memory_prediction(lambda b, h, n, e: 2 * b * h * n * n * e)
-    with pytest.raises(ExerciseError, match="matrices"):
-        ch08.check_softmax_memory_prediction(lambda b, h, n, e: 3 * b * h * n * n * e)
-    assert "correct" in ch08.check_loglog_slope(lambda s, v: float(np.polyfit(np.log(s), np.log(v), 1)[0]))
-    with pytest.raises(ExerciseError, match="least-squares"):
-        ch08.check_loglog_slope(lambda s, v: math.log(v[-1] / v[0]) / math.log(s[-1] / s[0]) + 0.01)
-
-
-def test_a_size_that_runs_out_of_gpu_memory_is_recorded_as_a_gap(monkeypatch):
+@pytest.mark.parametrize("error", [torch.cuda.OutOfMemoryError("CUDA out of memory"),
+                                   RuntimeError("DefaultCPUAllocator: can't allocate memory: you tried to allocate")])
+def test_a_size_that_runs_out_of_memory_is_recorded_as_a_gap(monkeypatch, capsys, error):
     real = profiling.profile_mixer
 
     def profile_or_oom(name, **kw):
         if kw["seq_len"] == 64 and name == "softmax":
-            raise torch.cuda.OutOfMemoryError("CUDA out of memory")
+            raise error
         return real(name, **kw)
 
     monkeypatch.setattr(profiling, "profile_mixer", profile_or_oom)
     rows = profiling.sweep(mixers=["softmax"], seq_lens=[16, 32, 64], d_model=8, n_heads=2, repeat=1)
     assert rows[-1]["error"] == "out of memory" and rows[-1]["peak_memory_bytes"] is None
+    assert "skipped softmax at N=64: out of memory" in capsys.readouterr().out
     assert set(profiling.fit_slopes(rows)) == {"softmax"}
     assert "-" in profiling.format_table(rows).splitlines()[-1]
+
+
+def test_a_point_the_cost_model_rules_out_is_not_run(monkeypatch, capsys):
+    ran, asked = [], []
+    monkeypatch.setattr(profiling, "profile_mixer", lambda name, **kw: ran.append((name, kw["seq_len"])) or {
+        "mixer": name, "label": name, "seq_len": kw["seq_len"], "n_components": None,
+        "peak_memory_bytes": kw["seq_len"] ** 2, "seconds": 1.0, "tokens_per_second": kw["seq_len"]})
+
+    def fits(point):
+        asked.append(point)
+        return point["seq_len"] < 64
+
+    rows = profiling.sweep(mixers=["softmax", "sdpa"], seq_lens=[16, 32, 64], d_model=8, n_heads=2, repeat=1,
+                           fits=fits)
+    assert ("softmax", 64) not in ran and ("sdpa", 64) not in ran and len(ran) == 4
+    assert {row["error"] for row in rows if "error" in row} == {"predicted not to fit"}
+    assert {"mixer", "seq_len", "n_components", "batch_size", "d_model", "n_heads", "dtype", "device"} <= set(asked[0])
+    assert "skipped softmax at N=64: the cost model predicts" in capsys.readouterr().out
+    assert profiling.fit_slopes(rows) == pytest.approx({"softmax": 2.0, "sdpa": 2.0})
+    with pytest.raises(TypeError, match="fits must be None or a callable"):
+        profiling.sweep(seq_lens=[8], d_model=8, n_heads=2, fits=True)
+
+
+def test_default_mixers_are_the_papers_table_in_the_packages_order():
+    from gma_teach.baselines import MIXER_NAMES
+
+    assert set(profiling.DEFAULT_MIXERS) == {label.split()[0] for label in profiling.PAPER_TABLE_1}
+    assert list(profiling.DEFAULT_MIXERS) == [name for name in MIXER_NAMES if name in profiling.DEFAULT_MIXERS]
