@@ -14,7 +14,7 @@ here) and, where needed, the ``T`` token strings or surface-form categories from
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 import torch
@@ -49,7 +49,7 @@ CATEGORY_COLORS: dict[str, str] = {
 
 def _responsibilities(resp) -> np.ndarray:
     """Validated, head-averaged ``(T, K)`` responsibilities as a NumPy array."""
-    return diagnostics._as_resp(resp).numpy()
+    return diagnostics.as_responsibilities(resp).numpy()
 
 
 def _short(token: str, width: int = 8) -> str:
@@ -226,7 +226,7 @@ def plot_responsibility_pca(resp, categories: Sequence[str], *, max_points: int 
         share of variance each principal component explains.
     """
     gamma = _responsibilities(resp)
-    labels = diagnostics._as_labels(categories, gamma.shape[0])
+    labels = diagnostics.as_labels(categories, gamma.shape[0])
     scores, explained = diagnostics.responsibility_pca(gamma, n_components=2)
     scores = scores.numpy()
     generator = torch.Generator().manual_seed(int(seed))

@@ -5,7 +5,7 @@ kernel) and then two sliders that redraw that same figure in place when a live k
 """
 from __future__ import annotations
 
-from typing import Sequence
+from collections.abc import Sequence
 
 import numpy as np
 
@@ -26,7 +26,7 @@ class RoutingExplorer(Explorer):
     """
 
     def __init__(self, resp, tokens: Sequence[str], *, position: int = 0, component: int | None = None):
-        self.resp = diagnostics._as_resp(resp).numpy()
+        self.resp = diagnostics.as_responsibilities(resp).numpy()
         if isinstance(tokens, str) or len(tokens) != self.resp.shape[0]:
             raise ValueError(
                 f"tokens must be a sequence of {self.resp.shape[0]} token strings (one per row of resp), "
