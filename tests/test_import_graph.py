@@ -1,0 +1,258 @@
+"""One import direction and only public names across files, read from the source (``ast``; nothing is imported).
+
+Every ``import`` in ``gma_teach``, at module level or inside a function, is an edge from the importing module to
+the module it names (``from pkg import name`` is an edge to the submodule ``pkg.name`` when that is a module, else
+to ``pkg`` itself, which for the top package is its ``__init__``). One exception: taking a ``__dunder__`` such as
+``__version__`` from the top package reads a fact about the package, not its code, and is no edge.
+
+The rules, each a test below:
+
+1. **No cycle between modules**: no module reaches itself through imports, lazy ones included.
+2. **No cycle between the package's rooms**: collapse every module to its room, the first name under
+   ``gma_teach`` (``gma_teach.plots.routing`` -> ``plots``, ``gma_teach.profiling`` -> ``profiling``; the top
+   ``__init__`` is the room ``gma_teach``); no room reaches itself. Importing any module of a room runs the room's
+   ``__init__``, which imports its other modules, so a cycle between rooms is a cycle at run time.
+3. **Private names stay in their file**: a name with a leading underscore (not a ``__dunder__``) is private to the
+   module that defines it. No ``from module import _name`` and no ``module._name`` from another module.
+4. **Private modules stay in their package**: a module whose file name starts with an underscore
+   (``_checks``, ``_style``, ``_base``, ``_common``, ``kernels/_ops``...) is private to the package that holds it:
+   only modules of that package and of its subpackages may import it, and they use its public names (rule 3).
+
+The last test runs the same checks on a small package written for the purpose, so each rule is seen to fail.
+"""
+from __future__ import annotations
+
+import ast
+from dataclasses import dataclass
+from pathlib import Path
+
+import pytest
+
+ROOT = Path(__file__).resolve().parents[1]
+PACKAGE = "gma_teach"
+
+
+@dataclass(frozen=True)
+class Edge:
+    source: str  # the importing module, dotted
+    target: str  # the imported module, dotted
+    name: str | None  # the name taken from ``target`` (``from target import name``), or None
+    where: str  # file:line, for messages
+
+
+def find_modules(package_dir: Path, package: str) -> dict[str, Path]:
+    """``{dotted module name: file}`` for every ``.py`` file of the package (a package is its ``__init__``)."""
+    modules = {}
+    for path in sorted(package_dir.rglob("*.py")):
+        parts = list(path.relative_to(package_dir).with_suffix("").parts)
+        if parts[-1] == "__init__":
+            parts = parts[:-1]
+        modules[".".join([package, *parts])] = path
+    return modules
+
+
+def _is_private(name: str) -> bool:
+    return name.startswith("_") and not (name.startswith("__") and name.endswith("__"))
+
+
+def _resolve(module: str, is_package: bool, level: int, target: str | None) -> str:
+    """The absolute dotted name of a relative import ``from {'.' * level}{target} import ...`` in ``module``."""
+    if level == 0:
+        return target or ""
+    base = module.split(".")
+    base = base if is_package else base[:-1]
+    base = base[: len(base) - (level - 1)]
+    return ".".join(base + ([target] if target else []))
+
+
+def find_edges(modules: dict[str, Path], package: str) -> tuple[list[Edge], list[tuple[str, str, str]]]:
+    """Every import edge inside the package, and every ``alias._name`` use of a module alias:
+    ``(module, "alias._name", where)``."""
+    edges, attributes = [], []
+    top = modules[package].parent.parent  # the folder that holds the package
+    for module, path in modules.items():
+        is_package = path.name == "__init__.py"
+        tree = ast.parse(path.read_text(), filename=str(path))
+        aliases: dict[str, str] = {}  # local name -> imported package module
+        for node in ast.walk(tree):
+            where = f"{path.relative_to(top)}:{getattr(node, 'lineno', 0)}"
+            if isinstance(node, ast.Import):
+                for alias in node.names:
+                    if alias.name == package or alias.name.startswith(package + "."):
+                        target = alias.name
+                        while target not in modules and "." in target:
+                            target = target.rsplit(".", 1)[0]
+                        edges.append(Edge(module, target, None, where))
+                        aliases[alias.asname or alias.name.split(".")[0]] = alias.name if alias.asname else package
+            elif isinstance(node, ast.ImportFrom):
+                origin = _resolve(module, is_package, node.level, node.module)
+                if not (origin == package or origin.startswith(package + ".")):
+                    continue
+                for alias in node.names:
+                    submodule = f"{origin}.{alias.name}"
+                    if origin == package and alias.name.startswith("__") and alias.name.endswith("__"):
+                        continue  # package metadata (__version__), not code
+                    if submodule in modules:
+                        edges.append(Edge(module, submodule, None, where))
+                        aliases[alias.asname or alias.name] = submodule
+                    else:
+                        edges.append(Edge(module, origin, alias.name, where))
+        for node in ast.walk(tree):
+            if (isinstance(node, ast.Attribute) and _is_private(node.attr) and isinstance(node.value, ast.Name)
+                    and node.value.id in aliases and node.value.id != "self"):
+                where = f"{path.relative_to(top)}:{node.lineno}"
+                attributes.append((module, f"{aliases[node.value.id]}.{node.attr}", where))
+    return edges, attributes
+
+
+def find_cycles(edges: list[tuple[str, str]]) -> list[list[str]]:
+    """Strongly connected components with more than one node (Tarjan), each sorted: the cycles of the graph."""
+    graph: dict[str, set[str]] = {}
+    for source, target in edges:
+        if source != target:
+            graph.setdefault(source, set()).add(target)
+            graph.setdefault(target, set())
+    index, low, stack, on_stack, components = {}, {}, [], set(), []
+
+    def visit(node):
+        index[node] = low[node] = len(index)
+        stack.append(node)
+        on_stack.add(node)
+        for other in sorted(graph[node]):
+            if other not in index:
+                visit(other)
+                low[node] = min(low[node], low[other])
+            elif other in on_stack:
+                low[node] = min(low[node], index[other])
+        if low[node] == index[node]:
+            component = []
+            while True:
+                other = stack.pop()
+                on_stack.discard(other)
+                component.append(other)
+                if other == node:
+                    break
+            if len(component) > 1:
+                components.append(sorted(component))
+
+    for node in sorted(graph):
+        if node not in index:
+            visit(node)
+    return components
+
+
+def room(module: str, package: str) -> str:
+    """``gma_teach.plots.routing`` -> ``gma_teach.plots``; the top package is its own room."""
+    parts = module.split(".")
+    return ".".join(parts[:2]) if len(parts) > 1 else package
+
+
+def describe_cycle(component: list[str], edges: list[Edge], key) -> str:
+    members = set(component)
+    links = sorted({f"{edge.where} ({edge.source} -> {edge.target})" for edge in edges
+                    if key(edge.source) in members and key(edge.target) in members
+                    and key(edge.source) != key(edge.target)})
+    return " <-> ".join(component) + ":\n    " + "\n    ".join(links)
+
+
+def module_cycles(modules, package):
+    edges, _ = find_edges(modules, package)
+    return [describe_cycle(c, edges, lambda m: m) for c in find_cycles([(e.source, e.target) for e in edges])]
+
+
+def room_cycles(modules, package):
+    edges, _ = find_edges(modules, package)
+    pairs = [(room(e.source, package), room(e.target, package)) for e in edges]
+    return [describe_cycle(c, edges, lambda m: room(m, package)) for c in find_cycles(pairs)]
+
+
+def private_name_imports(modules, package):
+    edges, attributes = find_edges(modules, package)
+    found = [f"{e.where}: {e.source} takes {e.target}.{e.name}" for e in edges
+             if e.name is not None and _is_private(e.name) and e.source != e.target]
+    found += [f"{where}: {module} uses {name}" for module, name, where in attributes
+              if name.rsplit(".", 1)[0] != module]
+    return sorted(found)
+
+
+def private_module_imports(modules, package):
+    edges, _ = find_edges(modules, package)
+    found = []
+    for edge in edges:
+        parts = edge.target.split(".")
+        for depth in range(1, len(parts)):
+            if _is_private(parts[depth]):
+                home = ".".join(parts[:depth])  # the package that holds the private module
+                if not (edge.source == home or edge.source.startswith(home + ".")):
+                    found.append(f"{edge.where}: {edge.source} imports {edge.target}, private to {home}")
+                break
+    return sorted(found)
+
+
+MODULES = find_modules(ROOT / PACKAGE, PACKAGE)
+
+
+def test_the_package_is_read():
+    assert f"{PACKAGE}.measure" in MODULES and f"{PACKAGE}.plots" in MODULES and len(MODULES) > 20
+
+
+def test_no_cycle_between_modules():
+    cycles = module_cycles(MODULES, PACKAGE)
+    assert not cycles, "import cycles between modules:\n" + "\n".join(cycles)
+
+
+def test_no_cycle_between_rooms():
+    cycles = room_cycles(MODULES, PACKAGE)
+    assert not cycles, "import cycles between the package's rooms:\n" + "\n".join(cycles)
+
+
+def test_no_private_name_crosses_a_file():
+    found = private_name_imports(MODULES, PACKAGE)
+    assert not found, "private names used outside their module:\n" + "\n".join(found)
+
+
+def test_private_modules_stay_in_their_package():
+    found = private_module_imports(MODULES, PACKAGE)
+    assert not found, "private modules imported from outside their package:\n" + "\n".join(found)
+
+
+FAKE = {
+    "__init__.py": "__version__ = '1.0'\nfrom .a import run\nfrom .f import version\n",
+    "f.py": "def version():\n    from . import __version__  # metadata: no edge\n    return __version__\n",
+    "a.py": "from . import b\n\ndef run():\n    return b.helper()\n\n_hidden = 1\n",
+    "b.py": "def helper():\n    from .a import run  # lazy, still a cycle\n    return run\n",
+    "c.py": "from .a import _hidden\nfrom . import a\nvalue = a._hidden\n",
+    "views/__init__.py": "from ._style import COLORS\nfrom .figure import draw\n",
+    "views/_style.py": "COLORS = {}\n",
+    "views/figure.py": "from ._style import COLORS\nfrom ..d import measure_it\n\ndef draw():\n    return COLORS\n",
+    "d.py": "from .views._style import COLORS\n\ndef measure_it():\n    from .views import draw\n    return draw\n",
+    "e.py": "import fakepkg.views.figure as figure\nimport numpy\nfrom .views.figure import draw\n",
+}
+
+
+@pytest.fixture
+def fake_package(tmp_path):
+    for name, text in FAKE.items():
+        path = tmp_path / "fakepkg" / name
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(text)
+    return find_modules(tmp_path / "fakepkg", "fakepkg")
+
+
+def test_each_rule_catches_what_it_forbids(fake_package):
+    assert set(fake_package) == {"fakepkg", "fakepkg.a", "fakepkg.b", "fakepkg.c", "fakepkg.d", "fakepkg.e",
+                                 "fakepkg.f", "fakepkg.views", "fakepkg.views._style", "fakepkg.views.figure"}
+    cycles = module_cycles(fake_package, "fakepkg")
+    assert any(text.startswith("fakepkg.a <-> fakepkg.b") for text in cycles), cycles  # the lazy import counts
+    assert any("fakepkg.d" in text and "fakepkg.views.figure" in text for text in cycles), cycles
+    assert not any("fakepkg.f" in text for text in cycles), cycles
+    rooms = room_cycles(fake_package, "fakepkg")
+    assert any(text.startswith("fakepkg.d <-> fakepkg.views") for text in rooms), rooms
+    private = private_name_imports(fake_package, "fakepkg")
+    assert len(private) == 2 and "takes fakepkg.a._hidden" in private[0] + private[1], private
+    assert any("uses fakepkg.a._hidden" in text for text in private), private
+    modules = private_module_imports(fake_package, "fakepkg")
+    assert modules == ["fakepkg/d.py:1: fakepkg.d imports fakepkg.views._style, private to fakepkg.views"], modules
+    edges, _ = find_edges(fake_package, "fakepkg")
+    assert not any(edge.target == "numpy" for edge in edges)
+    assert Edge("fakepkg.e", "fakepkg.views.figure", None, "fakepkg/e.py:1") in edges
