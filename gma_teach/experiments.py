@@ -19,6 +19,7 @@ from __future__ import annotations
 
 import argparse
 import json
+import math
 import os
 import statistics
 import sys
@@ -31,9 +32,10 @@ import torch
 
 from . import measure
 from .baselines import MIXER_NAMES
+from .data.wikitext import bits_per_byte
 from .models import DecoderLM, EncoderClassifier, parameter_counts
 from .scale import cache_dir, device, preset, scale, seed_everything
-from .train import History, evaluate, fit
+from .train import History, evaluate, fit, save_atomically
 
 EXPERIMENTS = ("listops", "text", "lm")
 CLASSIFIER_MIXERS = tuple(name for name in MIXER_NAMES)
@@ -41,33 +43,21 @@ LM_MIXERS = tuple(name for name in MIXER_NAMES if name != "linformer")
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# Provenance
-# ----------------------------------------------------------------------------------------------------------------
-def hardware() -> str:
-    """The machine in one line (GPU name, or CPU model with core and thread counts), from
-    :func:`gma_teach.measure.hardware`."""
-    info = measure.hardware(device())
-    if "gpu" in info:
-        return f"{info['gpu']} (CUDA {info['cuda']}), torch {info['torch']}"
-    return (f"CPU: {info['cpu']}, {info['logical_cores']} logical cores, {info['torch_threads']} torch threads, "
-            f"torch {info['torch']}")
-
-
-def provenance(command: str | None = None) -> dict:
-    """Hardware (one line), UTC date, commit and command of a run."""
-    return {**measure.provenance(command or " ".join([Path(sys.executable).name] + sys.argv)),
-            "hardware": hardware()}
-
-
-# ----------------------------------------------------------------------------------------------------------------
 # Models
 # ----------------------------------------------------------------------------------------------------------------
-def mixer_options(p: SimpleNamespace, mixer: str, n_components: int | None = None) -> dict:
-    """The options :func:`gma_teach.make_mixer` gets for ``mixer`` under preset ``p``."""
+def mixer_options(p: SimpleNamespace, mixer: str, n_components: int | None = None,
+                  gma_options: dict | None = None) -> dict:
+    """The options :func:`gma_teach.make_mixer` gets for ``mixer`` under preset ``p``; for GMA, ``n_components`` and
+    any ``gma_options`` (keyword options of :class:`~gma_teach.GaussianMixtureAttention`, e.g. a routing remedy)."""
     if mixer not in MIXER_NAMES:
         raise ValueError(f"mixer must be one of {MIXER_NAMES}, got {mixer!r}")
+    if gma_options is not None and not isinstance(gma_options, dict):
+        raise TypeError(f"gma_options must be a dict of GaussianMixtureAttention options, got "
+                        f"{type(gma_options).__name__}")
+    if gma_options and mixer != "gma":
+        raise ValueError(f"gma_options apply to mixer='gma' only, got mixer={mixer!r}")
     if mixer == "gma":
-        return {"n_components": int(n_components or p.n_components)}
+        return {"n_components": int(n_components or p.n_components), **(gma_options or {})}
     if mixer == "performer":
         return {"n_features": p.n_features}
     if mixer == "linformer":
@@ -211,33 +201,72 @@ def lm_data(p: SimpleNamespace, *, source: str | None = None):
                             compact_vocab=p.compact_vocab, seed=p.data_seed)
 
 
-def build_lm(p: SimpleNamespace, mixer: str, vocab_size: int, *, n_components: int | None = None) -> DecoderLM:
+def build_lm(p: SimpleNamespace, mixer: str, vocab_size: int, *, n_components: int | None = None,
+             gma_options: dict | None = None) -> DecoderLM:
     """A :class:`~gma_teach.models.DecoderLM` sized by preset ``p``."""
     if mixer not in LM_MIXERS:
         raise ValueError(f"LM mixer must be one of {LM_MIXERS}, got {mixer!r}")
     return DecoderLM(vocab_size, p.d_model, p.n_layers, p.n_heads, mixer=mixer, max_seq_len=p.seq_len,
-                     d_ff=p.d_ff, dropout=p.dropout, mixer_options=mixer_options(p, mixer, n_components))
+                     d_ff=p.d_ff, dropout=p.dropout, mixer_options=mixer_options(p, mixer, n_components, gma_options))
 
 
-def _train_lm(p, mixer, data, *, n_components, seed, progress, checkpoint_path=None):
+def validation_bytes(data) -> int:
+    """UTF-8 bytes of the text behind the validation targets of :class:`~gma_teach.data.wikitext.LMData`
+    (``data.val[:, 1:]``, the tokens whose losses :func:`~gma_teach.train.evaluate` sums)."""
+    from .data import wikitext
+
+    return wikitext.utf8_bytes(data.tokenizer, data.val[:, 1:])
+
+
+def routing_monitor(data, *, n_blocks: int = 8):
+    """A ``monitor`` for :func:`~gma_teach.train.fit`: the routing health
+    (:func:`gma_teach.diagnostics.routing_health`) of every GMA layer on the first ``n_blocks`` validation blocks,
+    or ``None`` for a model without GMA layers."""
+    from . import diagnostics
+
+    tokens = data.val[:n_blocks, :-1]
+
+    def monitor(model):
+        if not diagnostics.gma_layers(model):
+            return None
+        return diagnostics.routing_health(model, tokens.to(next(model.parameters()).device))
+
+    return monitor
+
+
+def _train_lm(p, mixer, data, *, n_components, seed, progress, checkpoint_path=None, gma_options=None,
+              prepare=None, monitor=None):
     seed_everything(_check_seed(seed))
-    model = build_lm(p, mixer, data.tokenizer.n_vocab, n_components=n_components).to(device())
+    model = build_lm(p, mixer, data.tokenizer.n_vocab, n_components=n_components,
+                     gma_options=gma_options).to(device())
+    if prepare is not None:
+        prepare(model, data)
+    initial = monitor(model) if monitor is not None else None
     label = f"lm {mixer}" + (f" K={n_components or p.n_components}" if mixer == "gma" else "") + f" seed {seed}"
     history = fit(model, data.train, val_data=data.val, steps=p.n_steps, eval_every=p.eval_every, lr=p.lr,
                   weight_decay=p.weight_decay, warmup=int(round(p.warmup_fraction * p.n_steps)),
                   batch_size=p.batch_size, seed=seed, task="lm", progress=progress, label=label,
-                  checkpoint_path=checkpoint_path)
-    return model, history
+                  checkpoint_path=checkpoint_path, monitor=monitor)
+    return model, history, initial
 
 
 def run_lm(mixer: str, *, scale_name: str | None = None, seed: int = 0, n_components: int | None = None,
-           source: str | None = None, data=None, progress: bool = False, return_model: bool = False, **overrides):
+           source: str | None = None, data=None, progress: bool = False, return_model: bool = False,
+           gma_options: dict | None = None, prepare=None, track_routing: bool = True, **overrides):
     """Train one causal LM for ``p.n_steps`` steps; returns a JSON-ready record (and the model if
     ``return_model``).
 
-    The record holds ``history`` (validation perplexity every ``p.eval_every`` steps), ``val`` (loss and
-    perplexity of the best-validation weights), ``tokens_per_second`` (training), ``parameters``, ``data_source``
-    and ``tokenizer``.
+    Args:
+        mixer, n_components: the token mixer (GMA's K).
+        gma_options: extra :class:`~gma_teach.GaussianMixtureAttention` options (a routing remedy).
+        prepare: ``prepare(model, data)`` called once before training (e.g. means from k-means).
+        track_routing: record the routing health of GMA layers at initialization and every evaluation.
+        **overrides: replace preset entries (``n_steps=2400``, ...).
+
+    The record holds ``history`` (validation loss and perplexity every ``p.eval_every`` steps, and
+    ``val_bits_per_byte``), ``val`` (loss, perplexity and ``bits_per_byte`` of the best-validation weights),
+    ``routing`` (``initial`` and per-evaluation health, GMA only), ``tokens_per_second`` (training),
+    ``parameters``, ``data_source`` and ``tokenizer``.
     """
     p = preset("lm", scale_name)
     for key, value in overrides.items():
@@ -245,13 +274,25 @@ def run_lm(mixer: str, *, scale_name: str | None = None, seed: int = 0, n_compon
             raise ValueError(f"unknown override {key!r} for preset 'lm'; known: {sorted(vars(p))}")
         setattr(p, key, value)
     data = data if data is not None else lm_data(p, source=source)
-    model, history = _train_lm(p, mixer, data, n_components=n_components, seed=seed, progress=progress)
+    monitor = routing_monitor(data) if track_routing and mixer == "gma" else None
+    model, history, initial = _train_lm(p, mixer, data, n_components=n_components, seed=seed, progress=progress,
+                                        gma_options=gma_options, prepare=prepare, monitor=monitor)
+    n_targets, n_bytes = data.val[:, 1:].numel(), validation_bytes(data)
+    nats_to_bpb = n_targets / n_bytes / math.log(2)
+    summary = _history_summary(history)
+    summary["val_bits_per_byte"] = [loss * nats_to_bpb for loss in history.val_loss]
+    val = evaluate(model, data.val, task="lm", batch_size=p.batch_size)
+    val["bits_per_byte"] = bits_per_byte(val["loss"] * n_targets, n_bytes)
     record = {"seed": seed, "mixer": mixer,
               "n_components": (n_components or p.n_components) if mixer == "gma" else None,
-              "history": _history_summary(history), "val": evaluate(model, data.val, task="lm",
-                                                                     batch_size=p.batch_size),
+              "gma_options": dict(gma_options or {}), "history": summary, "val": val,
+              "validation_tokens": n_targets, "validation_bytes": n_bytes,
               "parameters": parameter_counts(model), "tokens_per_second": history.tokens_per_second,
               "train_seconds": history.train_seconds, "data_source": data.source, "tokenizer": data.tokenizer.name}
+    if monitor is not None:
+        record["routing"] = {"initial": initial, "steps": history.steps, "evaluations": summary.pop("monitor")}
+    else:
+        summary.pop("monitor")
     return (record, model) if return_model else record
 
 
@@ -277,7 +318,8 @@ class LMRun:
 
 
 def lm_checkpoint_path(scale_name: str, mixer: str, n_components: int | None, seed: int) -> Path:
-    """Where :func:`load_or_train_lm` keeps a model: ``cache_dir()/checkpoints/lm-<scale>-<mixer>[-K<k>]-s<seed>.pt``."""
+    """Where :func:`load_or_train_lm` keeps a model:
+    ``cache_dir()/checkpoints/lm-<scale>-<mixer>[-K<k>]-s<seed>.pt``."""
     suffix = f"-K{n_components}" if mixer == "gma" else ""
     return cache_dir() / "checkpoints" / f"lm-{scale_name}-{mixer}{suffix}-s{seed}.pt"
 
@@ -302,11 +344,9 @@ def load_or_train_lm(scale_name: str | None = None, *, mixer: str = "gma", n_com
         model.load_state_dict(saved["model"])
         history = History(**saved["history"])
     else:
-        model, history = _train_lm(p, mixer, data, n_components=n_components, seed=seed, progress=progress)
+        model, history, _ = _train_lm(p, mixer, data, n_components=n_components, seed=seed, progress=progress)
         path.parent.mkdir(parents=True, exist_ok=True)
-        temporary = path.with_suffix(f".tmp{os.getpid()}")
-        torch.save({"model": model.state_dict(), "history": history.to_dict(), "config": config}, temporary)
-        temporary.replace(path)
+        save_atomically(path, {"model": model.state_dict(), "history": history.to_dict(), "config": config})
     model.eval()
     return LMRun(model, data.tokenizer, data.val_ids, history, path, config)
 
@@ -314,7 +354,7 @@ def load_or_train_lm(scale_name: str | None = None, *, mixer: str = "gma", n_com
 def decoding_state_bytes(model: DecoderLM, n_steps: int, *, prompt_id: int = 0) -> list[int]:
     """Bytes held by the decoding states of all layers after each of ``n_steps`` recurrent steps (batch 1).
 
-    Counted from the state objects themselves (every tensor field): a KV cache grows by ``2 H d_head`` values per
+    Counted by each state's own ``nbytes()``: a KV cache grows by ``2 H d_head`` values per
     layer and token; GMA's memory and normalizer keep ``H K (d_v + 1)`` values per layer whatever the position.
     """
     if not model.can_decode_recurrently():
@@ -333,18 +373,8 @@ def decoding_state_bytes(model: DecoderLM, n_steps: int, *, prompt_id: int = 0) 
                 new_states.append(state)
             states = new_states
             token = (model.norm(x) @ model.embedding.weight.T).argmax(-1)
-            sizes.append(sum(_tensor_bytes(state) for state in states))
+            sizes.append(sum(state.nbytes() for state in states))
     return sizes
-
-
-def _tensor_bytes(value) -> int:
-    if isinstance(value, torch.Tensor):
-        return value.numel() * value.element_size()
-    if isinstance(value, (list, tuple)):
-        return sum(_tensor_bytes(item) for item in value)
-    if hasattr(value, "__dict__"):
-        return sum(_tensor_bytes(item) for item in vars(value).values())
-    return 0
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -376,7 +406,8 @@ def run(experiment: str, mixer: str, *, scale_name: str | None = None, seeds=(0,
     chosen = scale_name or scale()
     p = preset(experiment, chosen)
     config = {**vars(p), **overrides, "mixer": mixer, "mixer_options": mixer_options(p, mixer, n_components)}
-    origin = provenance(command)  # taken before training: the commit and date of the code that runs
+    origin = measure.provenance(command or " ".join(["python -m gma_teach.experiments", *sys.argv[1:]]),
+                                device())  # taken before training: the commit and date of the code that runs
     started = time.perf_counter()
     q = SimpleNamespace(**{**vars(p), **overrides})
     if experiment == "lm":

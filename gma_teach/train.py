@@ -47,6 +47,9 @@ class History:
         tokens_per_second: training tokens per second of training time (evaluation excluded).
         peak_memory_bytes: CUDA peak allocated memory during training; ``None`` on a CPU.
         train_seconds: training time in seconds (this call plus resumed parts).
+        train_auxiliary_loss: mean of ``model.auxiliary_loss()`` since the previous evaluation (empty when the model
+            has none); it is added to the training loss, never to ``train_loss`` or ``val_loss``.
+        monitor: what ``monitor(model)`` returned at each evaluation (empty without a monitor).
         label: a name for plots.
     """
 
@@ -65,6 +68,8 @@ class History:
     peak_memory_bytes: int | None = None
     train_seconds: float = 0.0
     train_tokens: int = 0
+    train_auxiliary_loss: list = field(default_factory=list)
+    monitor: list = field(default_factory=list)
     label: str = ""
 
     def to_dict(self) -> dict:
@@ -202,15 +207,17 @@ def _set_rng_state(state, device):
         torch.cuda.set_rng_state(state["cuda"], device)
 
 
-def _save(path, payload):
-    tmp = f"{path}.tmp"
+def save_atomically(path, payload) -> None:
+    """``torch.save(payload, path)`` through a temporary file in the same folder and an atomic rename, so a reader
+    never sees half a file and an interrupted save leaves the previous one intact."""
+    tmp = f"{path}.tmp{os.getpid()}"
     torch.save(payload, tmp)
     os.replace(tmp, path)
 
 
 def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, weight_decay=0.01, warmup=0,
         batch_size=32, clip_norm=1.0, amp=None, seed=0, checkpoint_path=None, resume=False, task="classify",
-        progress=True, device=None, eval_every=None, min_lr_ratio=0.1, label=""):
+        progress=True, device=None, eval_every=None, min_lr_ratio=0.1, label="", monitor=None):
     """Train ``model`` in place and return its :class:`History`.
 
     Args:
@@ -227,6 +234,11 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
         progress: tqdm progress bar (off when ``CI`` is set).
         device: default: where the model's parameters are.
         label: a name stored in the history (for plots).
+        monitor: ``monitor(model) -> JSON-ready value`` called at every evaluation (after the validation pass),
+            stored in ``history.monitor``; e.g. the routing health of :func:`gma_teach.diagnostics.routing_health`.
+
+    If the model has a method ``auxiliary_loss()`` (a GMA model's usage-balancing loss, computed from its last
+    forward pass), its value is added to every training step's loss.
     """
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
@@ -242,6 +254,9 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
         _checks.positive_number("clip_norm", clip_norm)
     if resume and checkpoint_path is None:
         raise ValueError("resume=True needs checkpoint_path")
+    if monitor is not None and not callable(monitor):
+        raise TypeError(f"monitor must be callable (model -> value), got {type(monitor).__name__}")
+    auxiliary = getattr(model, "auxiliary_loss", None)
     device = torch.device(device) if device is not None else next(model.parameters()).device
     model.to(device)
     train_set = _as_dataset(train_data, task, "train_data")
@@ -254,7 +269,8 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
         _checks.positive_int("epochs", epochs)
         eval_every = steps_per_epoch
     else:
-        eval_every = min(total_steps, steps_per_epoch) if eval_every is None else _checks.positive_int("eval_every", eval_every)
+        eval_every = (min(total_steps, steps_per_epoch) if eval_every is None
+                      else _checks.positive_int("eval_every", eval_every))
 
     optimizer = _optimizer(model, lr, weight_decay)
     schedule = torch.optim.lr_scheduler.LambdaLR(
@@ -287,6 +303,7 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
         torch.cuda.reset_peak_memory_stats(device)
     model.train()
     window_loss, window_count, window_tokens, started = 0.0, 0, 0, time.perf_counter()
+    window_auxiliary = 0.0
     order_epoch, order = None, None
     while step < total_steps:
         epoch, position = divmod(step, steps_per_epoch)
@@ -296,10 +313,14 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
         batch = _batch(train_set, order[position * batch_size:(position + 1) * batch_size])
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
             loss, _, _, n_tokens = _loss_and_count(model, batch, task, device)
+            extra = auxiliary() if auxiliary is not None else None
         loss_value = float(loss.detach())
         if not math.isfinite(loss_value):
             bar.close()
             raise FloatingPointError(f"training loss became {loss_value} at step {step}; lower lr or check the data")
+        if extra is not None:
+            window_auxiliary += float(extra.detach()) if isinstance(extra, torch.Tensor) else float(extra)
+            loss = loss + extra
         optimizer.zero_grad(set_to_none=True)
         scaler.scale(loss).backward()
         if clip_norm is not None:
@@ -322,6 +343,8 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
             history.steps.append(step)
             history.epochs.append(step / steps_per_epoch)
             history.train_loss.append(window_loss / window_count)
+            if auxiliary is not None:
+                history.train_auxiliary_loss.append(window_auxiliary / window_count)
             if val_set is not None:
                 result = evaluate(model, val_set, task=task, batch_size=batch_size, device=device,
                                   amp=dtype is not None)
@@ -334,12 +357,16 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
                     history.best_metric, history.best_step = result[metric_name], step
                     best_state = copy.deepcopy(model.state_dict())
                 bar.set_postfix(loss=f"{history.train_loss[-1]:.4f}", **{metric_name: f"{result[metric_name]:.4f}"})
+            if monitor is not None:
+                history.monitor.append(monitor(model))
+                model.train()
             if checkpoint_path is not None:
-                _save(checkpoint_path, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
+                save_atomically(checkpoint_path, {"model": model.state_dict(), "optimizer": optimizer.state_dict(),
                                         "schedule": schedule.state_dict(), "scaler": scaler.state_dict(),
                                         "history": history.to_dict(), "best_state": best_state, "step": step,
                                         "total_steps": total_steps, "rng": _rng_state(device)})
             window_loss, window_count, window_tokens, started = 0.0, 0, 0, time.perf_counter()
+            window_auxiliary = 0.0
     bar.close()
     history.tokens_per_second = history.train_tokens / max(history.train_seconds, 1e-12)
     if device.type == "cuda":

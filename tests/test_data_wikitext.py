@@ -1,4 +1,5 @@
 """LM data: tokenizers, the offline corpus, packing, compaction, WikiText-format local files, offline errors."""
+import math
 import time
 
 import pytest
@@ -15,12 +16,54 @@ def test_byte_tokenizer_roundtrip():
     assert "".join(tok.token_strings(tok.encode("abc"))) == "abc"
 
 
-def test_gpt2_tokenizer_when_available():
-    tok = wikitext.get_tokenizer("auto")
-    if not tok.name.startswith("gpt2"):
-        pytest.skip(f"GPT-2's BPE is not available offline here ({tok.name})")
-    assert tok.encode("Hello world") == [15496, 995] and tok.n_vocab == 50257 and tok.eos_id == 50256
-    assert tok.token_strings(tok.encode("Hello world, the")) == ["Hello", " world", ",", " the"]
+def test_gpt2_tokenizer_ships_with_the_package():
+    import hashlib
+    import os
+
+    path = wikitext.gpt2_vocabulary_file()
+    assert os.path.isfile(path) and os.path.isfile(path + ".LICENSE")
+    with open(path, "rb") as handle:
+        assert hashlib.sha256(handle.read()).hexdigest() == wikitext.GPT2_TIKTOKEN_SHA256
+    pytest.importorskip("tiktoken")
+    for kind in ("gpt2", "auto"):
+        tok = wikitext.get_tokenizer(kind)
+        assert tok.name == wikitext.GPT2_NAME
+        assert tok.encode("Hello world") == [15496, 995] and tok.n_vocab == 50257 and tok.eos_id == 50256
+        assert tok.token_strings(tok.encode("Hello world, the")) == ["Hello", " world", ",", " the"]
+
+
+def test_gpt2_tokenizer_refuses_a_corrupted_file(tmp_path):
+    pytest.importorskip("tiktoken")
+    bad = tmp_path / "gpt2.tiktoken"
+    bad.write_bytes(open(wikitext.gpt2_vocabulary_file(), "rb").read()[:-10])
+    with pytest.raises(ValueError, match="SHA-256"):
+        wikitext._gpt2_from_file(str(bad))
+
+
+def test_bits_per_byte_by_hand():
+    # Two tokens each predicted with probability 1/4 cost 2 ln 4 nats = 4 bits; over 8 bytes: 0.5 bits per byte.
+    assert wikitext.bits_per_byte(2 * math.log(4), 8) == pytest.approx(0.5, abs=1e-15)
+    # A byte-level model that gives each byte probability 1/256 codes 8 bits per byte.
+    assert wikitext.bits_per_byte(5 * math.log(256), 5) == pytest.approx(8.0, abs=1e-12)
+    with pytest.raises(ValueError, match="n_bytes"):
+        wikitext.bits_per_byte(1.0, 0)
+    with pytest.raises(TypeError, match="n_bytes"):
+        wikitext.bits_per_byte(1.0, 2.5)
+    with pytest.raises(ValueError, match="total_loss_nats"):
+        wikitext.bits_per_byte(float("nan"), 3)
+
+
+@pytest.mark.parametrize("kind", ["bytes", "gpt2"])
+def test_utf8_bytes_counts_the_text(kind):
+    if kind == "gpt2":
+        pytest.importorskip("tiktoken")
+    base = wikitext.get_tokenizer(kind)
+    text = "na\u00efve caf\u00e9 \u2014 the end\n"
+    ids = base.encode(text) + [base.eos_id]
+    assert wikitext.utf8_bytes(base, ids) == len(text.encode("utf-8"))  # end-of-text counts no byte
+    tok = wikitext.compact(base, torch.tensor(ids))
+    assert wikitext.utf8_bytes(tok, tok.to_new(ids)) == len(text.encode("utf-8"))
+    assert wikitext.utf8_bytes(tok, torch.tensor([tok.unk_id])) == 0
 
 
 def test_pack_covers_the_stream_once():

@@ -12,8 +12,8 @@ import hashlib
 import json
 import os
 import socket
+from collections.abc import Callable
 from pathlib import Path
-from typing import Callable
 from urllib.parse import urlparse
 
 import torch

@@ -15,7 +15,7 @@ import os
 import random
 import sys
 import sysconfig
-from typing import Sequence
+from collections.abc import Sequence
 
 import torch
 

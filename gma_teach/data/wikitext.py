@@ -2,11 +2,13 @@
 
 * **WikiText** (``Salesforce/wikitext``, raw configs ``wikitext-103-raw-v1`` and ``wikitext-2-raw-v1``; one column
   ``text``, one row per line) through ``datasets``: :func:`load_wikitext`.
-* **Tokenizer** (:func:`get_tokenizer`): GPT-2's BPE (50,257 ids) through ``tiktoken``. ``tiktoken`` downloads
-  the vocabulary on first use; offline we build the same encoding from ``whisper/assets/gpt2.tiktoken`` of the
-  ``openai-whisper`` package when it is installed (``pip install --no-deps openai-whisper``; the file's SHA-256 is
-  checked: it is tiktoken's ``r50k_base``, i.e. GPT-2). Without either, a byte-level tokenizer (256 bytes + an
-  end-of-text id) serves; ``tokenizer.name`` always says which one is in force.
+* **Tokenizer** (:func:`get_tokenizer`): GPT-2's BPE (50,257 ids). Its vocabulary ships with the package
+  (``gma_teach/data/gpt2.tiktoken``, MIT, SHA-256 checked on load: tiktoken's ``r50k_base``, i.e. GPT-2), so every
+  machine -- a reader's, CI, the recorded runs -- tokenizes the same way without the network; ``tiktoken`` runs the
+  merges. Without ``tiktoken``, ``"auto"`` falls back to bytes (256 + an end-of-text id); ``tokenizer.name`` always
+  says which one is in force.
+* **Bits per byte** (:func:`bits_per_byte`, :func:`utf8_bytes`): validation loss summed over tokens / UTF-8 bytes
+  of the text / ln 2, the measure that compares models across tokenizers.
 * **Offline corpus** (:func:`stdlib_corpus`): real English shipped with every Python -- the ``pydoc_data`` help
   topics and the docstrings of the standard library (tests excluded), about 2.2 MB of text.
 * :func:`pack` cuts a token stream into blocks; :func:`compact` maps the ids that occur to ``0..V-1`` so that a
@@ -15,13 +17,14 @@
 """
 from __future__ import annotations
 
+import base64
 import hashlib
-import importlib.util
+import math
 import os
 import random
 import sys
+from collections.abc import Sequence
 from dataclasses import dataclass, field
-from typing import Sequence
 
 import torch
 
@@ -30,7 +33,8 @@ from ._stdlib import docstrings_under
 HUB_REPO = "Salesforce/wikitext"
 CONFIGS = {"wikitext-103": "wikitext-103-raw-v1", "wikitext-2": "wikitext-2-raw-v1"}
 GPT2_TIKTOKEN_SHA256 = "306cd27f03c1a714eca7108e03d66b7dc042abe8c258b44c199a7ed9838dd930"
-TIKTOKEN_HOST = "openaipublic.blob.core.windows.net"
+GPT2_FILE = "gpt2.tiktoken"
+GPT2_NAME = "GPT-2 BPE (r50k_base via tiktoken, vocabulary file shipped with gma_teach)"
 
 
 # --------------------------------------------------------------------------------------------- tokenizers
@@ -97,72 +101,90 @@ class ByteTokenizer(Tokenizer):
         return ["<|endoftext|>" if i == 256 else bytes([i]).decode("latin-1") for i in _as_ids(ids)]
 
 
-def whisper_gpt2_file() -> str | None:
-    """Path of ``gpt2.tiktoken`` inside an installed ``openai-whisper`` (found without importing whisper)."""
-    spec = importlib.util.find_spec("whisper")
-    if spec is None or spec.origin is None:
-        return None
-    path = os.path.join(os.path.dirname(spec.origin), "assets", "gpt2.tiktoken")
-    return path if os.path.isfile(path) else None
+def gpt2_vocabulary_file() -> str:
+    """Path of ``gpt2.tiktoken``, GPT-2's BPE vocabulary shipped inside ``gma_teach.data`` (MIT; see
+    ``gpt2.tiktoken.LICENSE`` beside it)."""
+    return os.path.join(os.path.dirname(os.path.abspath(__file__)), GPT2_FILE)
 
 
 def _gpt2_from_file(path: str):
     import tiktoken
-    from tiktoken.load import load_tiktoken_bpe
     from tiktoken_ext.openai_public import r50k_pat_str
 
     with open(path, "rb") as handle:
-        digest = hashlib.sha256(handle.read()).hexdigest()
+        contents = handle.read()
+    digest = hashlib.sha256(contents).hexdigest()
     if digest != GPT2_TIKTOKEN_SHA256:
         raise ValueError(f"{path} has SHA-256 {digest}, not GPT-2's r50k_base ({GPT2_TIKTOKEN_SHA256})")
-    ranks = load_tiktoken_bpe(path)
+    ranks = {base64.b64decode(token): int(rank) for token, rank in (line.split() for line in contents.splitlines()
+                                                                     if line)}
     return tiktoken.Encoding(name="gpt2", pat_str=r50k_pat_str, mergeable_ranks=ranks,
                              special_tokens={"<|endoftext|>": 50256}, explicit_n_vocab=50257)
 
 
-def _tiktoken_reachable(timeout: float = 2.0) -> bool:
-    import socket
-
-    if any(os.environ.get(name) for name in ("HTTPS_PROXY", "https_proxy")):
-        return True
-    try:
-        with socket.create_connection((TIKTOKEN_HOST, 443), timeout=timeout):
-            return True
-    except OSError:
-        return False
-
-
-def _tiktoken_cached(url: str) -> bool:
-    import tempfile
-
-    folder = os.environ.get("TIKTOKEN_CACHE_DIR") or os.environ.get("DATA_GYM_CACHE_DIR") or os.path.join(
-        tempfile.gettempdir(), "data-gym-cache")
-    return os.path.exists(os.path.join(folder, hashlib.sha1(url.encode()).hexdigest()))
-
-
 def get_tokenizer(kind: str = "auto") -> Tokenizer:
-    """A tokenizer: ``"gpt2"`` (GPT-2's BPE, or an error saying how to get it offline), ``"bytes"``, or
-    ``"auto"`` (GPT-2 when it can be had without waiting on the network, else bytes). ``.name`` says which."""
+    """A tokenizer: ``"gpt2"`` (GPT-2's BPE from the vocabulary file shipped with the package, through
+    ``tiktoken``; never the network), ``"bytes"``, or ``"auto"`` (GPT-2 when ``tiktoken`` is installed, else bytes).
+    ``.name`` says which is in force."""
     if kind not in ("auto", "gpt2", "bytes"):
         raise ValueError(f"kind must be 'auto', 'gpt2' or 'bytes', got {kind!r}")
     if kind == "bytes":
         return ByteTokenizer()
     try:
-        import tiktoken
+        import tiktoken  # noqa: F401  (the BPE merge loop)
     except ImportError:
         if kind == "gpt2":
-            raise ImportError("GPT-2's BPE needs tiktoken: pip install 'tiktoken>=0.6'") from None
+            raise ImportError("GPT-2's BPE needs tiktoken: pip install 'tiktoken>=0.6' (or gma_teach[data])") from None
         return ByteTokenizer()
-    path = whisper_gpt2_file()
-    if path is not None:
-        return TiktokenTokenizer(_gpt2_from_file(path), "gpt2 (tiktoken, vocabulary from openai-whisper's file)")
-    vocab_url = "https://openaipublic.blob.core.windows.net/gpt-2/encodings/main/vocab.bpe"
-    if _tiktoken_cached(vocab_url) or _tiktoken_reachable():
-        return TiktokenTokenizer(tiktoken.get_encoding("gpt2"), "gpt2 (tiktoken)")
-    if kind == "gpt2":
-        raise RuntimeError("GPT-2's BPE is not cached and its host cannot be reached. Offline, install the file "
-                           "with `pip install --no-deps openai-whisper`, or use kind='bytes'.")
-    return ByteTokenizer()
+    return TiktokenTokenizer(_gpt2_from_file(gpt2_vocabulary_file()), GPT2_NAME)
+
+
+def bits_per_byte(total_loss_nats: float, n_bytes: int) -> float:
+    """Bits per UTF-8 byte of a text from the summed token loss over it: ``total_loss_nats / n_bytes / ln 2``.
+
+    The tokenizer-independent measure of a language model: a model that spends ``L`` nats on the tokens of a text
+    of ``n_bytes`` bytes codes it in ``L / ln 2`` bits, whatever the tokens were.
+    """
+    if isinstance(n_bytes, bool) or not isinstance(n_bytes, int):
+        raise TypeError(f"n_bytes must be an int, got {type(n_bytes).__name__}")
+    if n_bytes < 1:
+        raise ValueError(f"n_bytes must be >= 1, got {n_bytes}")
+    total_loss_nats = float(total_loss_nats)
+    if not math.isfinite(total_loss_nats) or total_loss_nats < 0:
+        raise ValueError(f"total_loss_nats must be finite and >= 0, got {total_loss_nats}")
+    return total_loss_nats / n_bytes / math.log(2)
+
+
+def utf8_bytes(tokenizer: Tokenizer, ids) -> int:
+    """UTF-8 bytes of the text that token ``ids`` spell (end-of-text and ``<unk>`` count 0 bytes; a compacted
+    ``<unk>`` stands for a token the training text never had, so a validation stream is counted by its base ids).
+
+    Counted token by token from the vocabulary's byte strings, so a byte-level BPE gives the exact byte count of the
+    text it encoded.
+    """
+    counts = token_byte_lengths(tokenizer)
+    ids = torch.as_tensor(ids, dtype=torch.long)
+    return int(counts[ids].sum())
+
+
+def token_byte_lengths(tokenizer: Tokenizer) -> torch.Tensor:
+    """``(n_vocab,)`` int64: UTF-8 bytes of each id's text (0 for end-of-text and ``<unk>``)."""
+    if isinstance(tokenizer, CompactTokenizer):
+        base = token_byte_lengths(tokenizer.base)
+        lengths = torch.zeros(tokenizer.n_vocab, dtype=torch.long)
+        lengths[:len(tokenizer.kept)] = base[tokenizer.kept]
+        return lengths
+    if isinstance(tokenizer, TiktokenTokenizer):
+        specials = set(tokenizer.encoding.special_tokens_set)
+        encoding = tokenizer.encoding
+        return torch.tensor([0 if i == tokenizer.eos_id or i in specials else
+                             len(encoding.decode_single_token_bytes(i)) for i in range(tokenizer.n_vocab)],
+                            dtype=torch.long)
+    if isinstance(tokenizer, ByteTokenizer):
+        lengths = torch.ones(tokenizer.n_vocab, dtype=torch.long)
+        lengths[tokenizer.eos_id] = 0
+        return lengths
+    raise TypeError(f"tokenizer must be a gma_teach tokenizer, got {type(tokenizer).__name__}")
 
 
 @dataclass(repr=False)
@@ -226,7 +248,6 @@ def stdlib_corpus(*, min_chars: int = 40) -> list[str]:
     every module's, class's and function's docstring of at least ``min_chars`` characters (sorted file walk of the
     standard library, test folders and site-packages excluded). Depends only on the Python version."""
     import sysconfig
-
     from pydoc_data.topics import topics
 
     documents = [topics[name] for name in sorted(topics)]

@@ -1,0 +1,49 @@
+"""Reading the routing: what a trained GMA layer's responsibilities say about the tokens (chapter 11).
+
+A GMA layer routes every query token ``t`` through a probability vector over ``K`` components. Averaging it over
+the ``H`` heads gives one row :math:`\\bar\\gamma_t \\in \\Delta^{K-1}` per token, and the paper's Table 4 reads
+these rows two ways:
+
+* **softly**, as distributions: how broadly the components are used (usage entropy), how spread each token's
+  routing is (token entropy, mean maximum responsibility);
+* **hardly**, through the assignment :math:`z_t = \\arg\\max_k \\bar\\gamma_{t,k}`, compared with a surface-form
+  category :math:`c_t` of the token (:func:`token_categories`): purity, mutual information, normalized MI.
+
+:func:`capture_responsibilities` collects the query responsibilities from any model that contains GMA layers
+without changing the model; :func:`routing_metrics` computes Table 4 from them; :func:`permutation_baseline` says
+what the hard-assignment numbers would be if components and categories were unrelated.
+
+The package, one module per job: :mod:`~gma_teach.diagnostics.categories` (surface categories of tokens),
+:mod:`~gma_teach.diagnostics.capture` (responsibilities out of a model), :mod:`~gma_teach.diagnostics.metrics`
+(Table 4, its permutation baseline, summaries, PCA) and :mod:`~gma_teach.diagnostics.health` (active share, usage
+entropy and logit spread while a model trains). Every public name is importable from ``gma_teach.diagnostics``.
+"""
+from .capture import (
+    capture_responsibilities,
+    gma_layers,
+    head_averaged_tokens,
+    lm_routing,
+)
+from .categories import CATEGORIES, EOS_STRINGS, token_categories, token_category
+from .health import HEALTH_METRICS, head_health, routing_health, summarize_health
+from .metrics import (
+    PAPER_TABLE4,
+    as_labels,
+    as_responsibilities,
+    component_summary,
+    contingency_table,
+    hard_assignments,
+    permutation_baseline,
+    responsibility_pca,
+    routing_metrics,
+    routing_report,
+    separation,
+)
+
+__all__ = [
+    "CATEGORIES", "EOS_STRINGS", "HEALTH_METRICS", "PAPER_TABLE4", "as_labels", "as_responsibilities",
+    "capture_responsibilities", "component_summary", "contingency_table", "gma_layers", "hard_assignments",
+    "head_averaged_tokens", "head_health", "lm_routing", "permutation_baseline", "responsibility_pca",
+    "routing_health", "routing_metrics", "routing_report", "separation", "summarize_health", "token_categories",
+    "token_category",
+]

@@ -1,0 +1,321 @@
+"""The recorded studies of Part IV, seed by seed: why GMA's routing collapses (and a remedy), and the LM comparison.
+
+A *study* is a fixed setting (scale, preset overrides, seeds) and a list of *arms* (a mixer and its options). Each
+arm's seeds are written to one JSON record under :func:`gma_teach.measure.results_folder` (``<study>_<arm>.json``)
+as soon as each seed finishes, with the provenance of every seed (hardware, threads, load, date, commit, command).
+Seeds already recorded are skipped, so an interrupted study continues where it stopped::
+
+    python -m gma_teach.study collapse                    # every arm, every seed not yet recorded
+    python -m gma_teach.study lm --arms sdpa gma_k64      # some arms
+    python -m gma_teach.study collapse --arms default --seeds 1 --out-dir /tmp/check   # reproduce one seed
+    python -m gma_teach.study lm --summary                # the table of what is recorded (and paired intervals)
+
+Studies:
+
+* ``collapse`` (:data:`COLLAPSE_STUDY`): the small LM of chapter 10 (600 steps, GMA K=64), today's default routing
+  against three remedies -- variances initialised at ``d_route`` (logits of order one at the start), means from
+  k-means of the routing vectors, and a usage-balancing auxiliary loss -- on the same seeds. Read: active share of
+  components, usage entropy, logit spread (at initialization and every evaluation) and validation loss / bits per
+  byte.
+* ``lm`` (:data:`LM_STUDY`): the same LM trained 2,400 steps with causal SDPA, GMA at K = 32, 64, 128 with and
+  without the remedy, linear attention, Performer and the two controls ``none`` (no mixing) and ``uniform`` (a
+  causal average of the past).
+
+Every LM record reports validation **bits per byte** (tokenizer-independent) next to the per-token loss, and names
+the tokenizer. :func:`paired_difference` gives, for two arms, the per-seed differences with a 95% t-interval.
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import statistics
+import sys
+import time
+from pathlib import Path
+
+import torch
+
+from . import measure
+from .experiments import lm_data, run_lm
+from .scale import device, preset
+
+# ---------------------------------------------------------------------------------------------------- settings
+REMEDY = {"init_variance": "d_route"}
+"""The routing remedy the LM study compares against the default (chosen by the ``collapse`` study)."""
+
+COLLAPSE_STUDY = {
+    "name": "routing_collapse",
+    "scale": "small",
+    "overrides": {},
+    "seeds": (0, 1, 2),
+    "arms": {
+        "default": {"mixer": "gma", "n_components": 64},
+        "variance_d_route": {"mixer": "gma", "n_components": 64, "gma_options": {"init_variance": "d_route"}},
+        "kmeans_means": {"mixer": "gma", "n_components": 64, "prepare": "kmeans"},
+        "balance": {"mixer": "gma", "n_components": 64, "gma_options": {"balance_weight": 0.01}},
+    },
+}
+"""The collapse study: chapter 10's small LM (preset ``lm`` at ``small``: 600 steps), GMA K=64, four routings."""
+
+LM_STUDY = {
+    "name": "lm_study",
+    "scale": "small",
+    "overrides": {"n_steps": 2400, "eval_every": 300},
+    "seeds": (0, 1, 2),
+    "arms": {
+        "sdpa": {"mixer": "sdpa"},
+        **{f"gma_k{k}": {"mixer": "gma", "n_components": k} for k in (32, 64, 128)},
+        **{f"gma_k{k}_remedy": {"mixer": "gma", "n_components": k, "gma_options": dict(REMEDY)}
+           for k in (32, 64, 128)},
+        "linear": {"mixer": "linear"},
+        "performer": {"mixer": "performer"},
+        "none": {"mixer": "none"},
+        "uniform": {"mixer": "uniform"},
+    },
+}
+"""The LM comparison: preset ``lm`` at ``small`` trained 2,400 steps (evaluated every 300), 3 seeds per arm."""
+
+STUDIES = {"collapse": COLLAPSE_STUDY, "lm": LM_STUDY}
+PREPARATIONS = ("kmeans",)
+
+
+# ------------------------------------------------------------------------------------------------- statistics
+_T_975 = (12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912, 2.364624, 2.306004, 2.262157, 2.228139,
+          2.200985, 2.178813, 2.160369, 2.144787, 2.131450, 2.119905, 2.109816, 2.100922, 2.093024, 2.085963,
+          2.079614, 2.073873, 2.068658, 2.063899, 2.059539, 2.055529, 2.051831, 2.048407, 2.045230, 2.042272)
+"""Student's t 0.975 quantiles for 1..30 degrees of freedom (two-sided 95% intervals)."""
+
+
+def t_quantile_975(dof: int) -> float:
+    """The 0.975 quantile of Student's t with ``dof`` degrees of freedom (exact table to 30, then the
+    Cornish-Fisher expansion around the normal quantile, accurate to 1e-4 beyond)."""
+    if isinstance(dof, bool) or not isinstance(dof, int):
+        raise TypeError(f"dof must be an int, got {type(dof).__name__}")
+    if dof < 1:
+        raise ValueError(f"dof must be >= 1, got {dof}")
+    if dof <= len(_T_975):
+        return _T_975[dof - 1]
+    z = 1.959963984540054
+    return (z + (z ** 3 + z) / (4 * dof) + (5 * z ** 5 + 16 * z ** 3 + 3 * z) / (96 * dof ** 2)
+            + (3 * z ** 7 + 19 * z ** 5 + 17 * z ** 3 - 15 * z) / (384 * dof ** 3))
+
+
+def paired_difference(a, b) -> dict:
+    """Per-seed differences ``a[i] - b[i]`` of two arms measured on the same seeds, with a 95% t-interval.
+
+    Args:
+        a, b: sequences of equal length n >= 2 (the metric of each seed, in the same seed order).
+
+    Returns:
+        ``{"differences", "mean", "std" (sample), "n", "ci95": [low, high]}``; the interval is
+        ``mean +- t_{0.975, n-1} std / sqrt(n)``. An interval that excludes 0 says the sign of the difference holds
+        beyond seed-to-seed noise (at this n, assuming roughly normal differences).
+    """
+    a, b = [float(x) for x in a], [float(x) for x in b]
+    if len(a) != len(b):
+        raise ValueError(f"a and b must have one value per seed each, got {len(a)} and {len(b)}")
+    if len(a) < 2:
+        raise ValueError(f"a paired interval needs at least 2 seeds, got {len(a)}")
+    differences = [x - y for x, y in zip(a, b)]
+    mean, std = statistics.fmean(differences), statistics.stdev(differences)
+    half = t_quantile_975(len(differences) - 1) * std / math.sqrt(len(differences))
+    return {"differences": differences, "mean": mean, "std": std, "n": len(differences),
+            "ci95": [mean - half, mean + half]}
+
+
+def mean_std(values) -> dict:
+    """``{"mean", "std" (sample; 0 for one value), "n"}`` of ``values``."""
+    values = [float(v) for v in values]
+    if not values:
+        raise ValueError("mean_std needs at least one value")
+    return {"mean": statistics.fmean(values), "std": statistics.stdev(values) if len(values) > 1 else 0.0,
+            "n": len(values)}
+
+
+# ------------------------------------------------------------------------------------------------- one arm
+def record_path(study: dict, arm: str, folder: str | os.PathLike | None = None) -> Path:
+    """Where arm ``arm`` of ``study`` is recorded: ``<folder or results_folder()>/<study name>_<arm>.json``."""
+    folder = Path(folder) if folder is not None else measure.results_folder()
+    return folder / f"{study['name']}_{arm}.json"
+
+
+KMEANS_BLOCKS = 16
+"""Training blocks whose routing vectors the ``kmeans`` preparation clusters (16 x 128 tokens at ``small``)."""
+
+
+def _prepare(name: str | None):
+    if name is None:
+        return None
+    if name not in PREPARATIONS:
+        raise ValueError(f"prepare must be one of {PREPARATIONS} or None, got {name!r}")
+    from .models import init_routing_means
+
+    def prepare(model, data):
+        """Means of every GMA layer from k-means of its routing vectors on the first KMEANS_BLOCKS training
+        blocks."""
+        blocks = data.train[:KMEANS_BLOCKS, :-1].to(next(model.parameters()).device)
+        init_routing_means(model, blocks)
+
+    return prepare
+
+
+def final_health(run: dict) -> dict | None:
+    """Means over heads of the routing health at the last evaluation of one seed's record, per layer and overall:
+    ``{"active_share", "usage_entropy", "logit_spread", "per_layer": [{...}, ...]}`` (``None`` without GMA)."""
+    routing = run.get("routing")
+    if not routing or not routing["evaluations"]:
+        return None
+    return _health_means(routing["evaluations"][-1])
+
+
+def _health_means(health: list[dict]) -> dict:
+    names = ("active_share", "usage_entropy", "logit_spread")
+    per_layer = [{name: statistics.fmean(layer[name]) for name in names} for layer in health]
+    overall = {name: statistics.fmean(v for layer in health for v in layer[name]) for name in names}
+    return {**overall, "per_layer": per_layer}
+
+
+def summarize(study: dict, arm: str, runs: list[dict]) -> dict:
+    """Mean and std over seeds of an arm's validation loss, perplexity, bits per byte, training speed and (GMA)
+    final active share, usage entropy and logit spread, overall and per layer."""
+    summary = {"seeds": [r["seed"] for r in runs],
+               "val_loss": mean_std([r["val"]["loss"] for r in runs]),
+               "val_perplexity": mean_std([r["val"]["perplexity"] for r in runs]),
+               "val_bits_per_byte": mean_std([r["val"]["bits_per_byte"] for r in runs]),
+               "tokens_per_second": mean_std([r["tokens_per_second"] for r in runs])}
+    healths = [final_health(r) for r in runs]
+    if all(h is not None for h in healths):
+        for name in ("active_share", "usage_entropy", "logit_spread"):
+            summary[name] = mean_std([h[name] for h in healths])
+        n_layers = len(healths[0]["per_layer"])
+        summary["per_layer"] = [{name: mean_std([h["per_layer"][i][name] for h in healths])
+                                 for name in ("active_share", "usage_entropy", "logit_spread")}
+                                for i in range(n_layers)]
+    return summary
+
+
+def load_arm(study: dict, arm: str, folder=None) -> dict | None:
+    """The record of one arm, or ``None`` if nothing is recorded yet."""
+    path = record_path(study, arm, folder)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def run_arm(study: dict, arm: str, *, seeds=None, folder=None, command: str | None = None, progress=False,
+            data=None) -> dict:
+    """Train every seed of ``arm`` not yet in its record, saving the record after each seed; returns it."""
+    if arm not in study["arms"]:
+        raise ValueError(f"arm must be one of {sorted(study['arms'])}, got {arm!r}")
+    spec = dict(study["arms"][arm])
+    seeds = tuple(study["seeds"] if seeds is None else seeds)
+    path = record_path(study, arm, folder)
+    record = load_arm(study, arm, folder)
+    p = preset("lm", study["scale"])
+    config = {**vars(p), **study["overrides"]}
+    if record is None:
+        record = {"study": study["name"], "arm": arm, "spec": spec, "scale": study["scale"], "config": config,
+                  "runs": [], "complete": False}
+    elif record["spec"] != spec or record["config"] != config:
+        raise ValueError(f"{path} was recorded with another setting ({record['spec']}, {record['config']}); move it "
+                         "away or use --out-dir")
+    done = {r["seed"] for r in record["runs"]}
+    for seed in seeds:
+        if seed in done:
+            continue
+        if data is None:
+            data = lm_data(_namespace(config))
+        origin = measure.provenance(command or "python -m gma_teach.study " + " ".join(sys.argv[1:]), device())
+        started = time.perf_counter()
+        run = run_lm(spec["mixer"], scale_name=study["scale"], seed=seed, n_components=spec.get("n_components"),
+                     data=data, progress=progress, gma_options=spec.get("gma_options"),
+                     prepare=_prepare(spec.get("prepare")), **study["overrides"])
+        run["wall_seconds"] = time.perf_counter() - started
+        run["provenance"] = {**origin, "load_after": measure.provenance(origin["command"])["load"]}
+        record["runs"] = sorted([*record["runs"], run], key=lambda r: r["seed"])
+        record["summary"] = summarize(study, arm, record["runs"])
+        record["complete"] = set(study["seeds"]) <= {r["seed"] for r in record["runs"]}
+        record.update({key: origin[key] for key in measure.PROVENANCE_KEYS})
+        path.parent.mkdir(parents=True, exist_ok=True)
+        temporary = path.with_suffix(f".tmp{os.getpid()}")
+        temporary.write_text(json.dumps(record, indent=1, default=str) + "\n")
+        temporary.replace(path)
+        print(f"{study['name']} {arm} seed {seed}: val loss {run['val']['loss']:.4f}, "
+              f"{run['val']['bits_per_byte']:.4f} bits/byte ({run['wall_seconds']:.0f} s) -> {path}", flush=True)
+    return record
+
+
+def _namespace(config: dict):
+    from types import SimpleNamespace
+
+    return SimpleNamespace(**config)
+
+
+# --------------------------------------------------------------------------------------------------- tables
+def study_table(study: dict, folder=None, *, reference: str | None = None, metric: str = "val_bits_per_byte") -> dict:
+    """What is recorded for ``study``: per arm, the summary; and for ``reference`` (default: the study's first
+    arm) against every other arm, the paired per-seed difference of ``metric`` on their common seeds."""
+    arms = {arm: load_arm(study, arm, folder) for arm in study["arms"]}
+    arms = {arm: record for arm, record in arms.items() if record is not None and record["runs"]}
+    reference = reference or next(iter(study["arms"]))
+    key = {"val_bits_per_byte": "bits_per_byte", "val_loss": "loss", "val_perplexity": "perplexity"}[metric]
+    table = {"metric": metric, "reference": reference, "arms": {a: r["summary"] for a, r in arms.items()},
+             "paired": {}}
+    if reference in arms:
+        by_seed = {r["seed"]: r["val"][key] for r in arms[reference]["runs"]}
+        for arm, record in arms.items():
+            if arm == reference:
+                continue
+            other = {r["seed"]: r["val"][key] for r in record["runs"]}
+            common = sorted(set(by_seed) & set(other))
+            if len(common) >= 2:
+                table["paired"][arm] = {"seeds": common, **paired_difference([other[s] for s in common],
+                                                                             [by_seed[s] for s in common])}
+    return table
+
+
+def format_study_table(table: dict) -> str:
+    """The table of :func:`study_table` as aligned text."""
+    lines = [f"{'arm':<20} {'seeds':>5} {'val loss':>16} {'bits/byte':>16} {'active share':>14}"]
+    for arm, s in table["arms"].items():
+        active = f"{s['active_share']['mean']:.3f}+-{s['active_share']['std']:.3f}" if "active_share" in s else "-"
+        lines.append(f"{arm:<20} {len(s['seeds']):>5} {s['val_loss']['mean']:>8.4f}+-{s['val_loss']['std']:.4f} "
+                     f"{s['val_bits_per_byte']['mean']:>8.4f}+-{s['val_bits_per_byte']['std']:.4f} {active:>14}")
+    for arm, d in table["paired"].items():
+        lines.append(f"{arm} - {table['reference']} ({table['metric']}, seeds {d['seeds']}): {d['mean']:+.4f}, "
+                     f"95% CI [{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}]")
+    return "\n".join(lines)
+
+
+# ---------------------------------------------------------------------------------------------- command line
+def main(argv=None) -> dict:
+    """Command line: run (or summarize) a study."""
+    parser = argparse.ArgumentParser(prog="python -m gma_teach.study", description=__doc__.split("\n\n")[0])
+    parser.add_argument("study", choices=sorted(STUDIES))
+    parser.add_argument("--arms", nargs="*", default=None, help="arms to run (default: all)")
+    parser.add_argument("--seeds", nargs="*", type=int, default=None, help="seeds (default: the study's)")
+    parser.add_argument("--out-dir", default=None, help="folder of the records (default: gma_teach/results)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--summary", action="store_true", help="print the recorded table and run nothing")
+    parser.add_argument("--progress", action="store_true")
+    args = parser.parse_args(argv)
+    study = STUDIES[args.study]
+    if args.summary:
+        table = study_table(study, args.out_dir)
+        print(format_study_table(table))
+        return table
+    torch.set_num_threads(args.threads)
+    arms = args.arms or list(study["arms"])
+    unknown = [arm for arm in arms if arm not in study["arms"]]
+    if unknown:
+        raise SystemExit(f"unknown arms {unknown}; known: {sorted(study['arms'])}")
+    shown = argv if argv is not None else sys.argv[1:]
+    command = "python -m gma_teach.study " + " ".join(shown)
+    data = lm_data(_namespace({**vars(preset("lm", study["scale"])), **study["overrides"]}))
+    records = {arm: run_arm(study, arm, seeds=args.seeds, folder=args.out_dir, command=command,
+                            progress=args.progress, data=data) for arm in arms}
+    return records
+
+
+if __name__ == "__main__":
+    main()
