@@ -1,0 +1,716 @@
+"""A cost model behind every preset: each chapter's predicted time and peak memory on a named device.
+
+Every chapter is a list of *points* -- one timed sweep point, one training run, one data generation -- each with a
+count of floating-point operations, bytes moved through memory, eager PyTorch operations (each costs a fixed
+dispatch/launch time) and the peak bytes it holds. A device profile turns a point into seconds::
+
+    seconds = flops / flop_rate + bytes / bandwidth + ops * op_seconds
+
+(a sum, not a max: the FLOPs are the matrix products' and the bytes the elementwise passes', separate operations that
+do not overlap), and a chapter's time is the sum over its points plus its fixed cost (kernel start, imports,
+figures).
+The formulas are deliberately simple and each is written next to the work it describes:
+
+* eager softmax attention holds two ``(B, H, N, N)`` float32 matrices (scores and weights) at its peak, forward or
+  forward + backward (measured: 2.03 matrices in ``profiling_cpu_small.json``);
+* GMA holds a few ``(B, H, N, K)`` tensors (measured: 3.2 with the backward) and never an ``N x N`` one;
+* training costs ``6 x parameters x tokens`` FLOPs plus three times the mixer's forward FLOPs, and holds the
+  weights, gradients and AdamW moments (16 bytes a parameter) plus the activations of every layer.
+
+The CPU profile ``"cpu-2core"`` is calibrated on recorded measurements (the profiling sweep and the LM runs in
+:func:`gma_teach.measure.results_folder`); :func:`compare_with_record` sets the model beside any record. (The ListOps
+records ran with two threads on an oversubscribed machine, whose OpenMP stalls made them 10-30 times slower than the
+model: a record's load matters as much as its hardware.) The GPU
+profiles are spec-sheet rates times fixed efficiencies until a GPU record exists.
+
+API: :func:`predict` (a chapter or an experiment at a scale on a device profile), :func:`fits` (within the
+profile's memory and a time budget), :func:`point_fits` (would one sweep point fit: for skipping it before it runs
+out of memory), :func:`current_profile` (the profile closest to this machine).
+"""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass, field, replace
+from types import SimpleNamespace
+
+FLOAT32 = 4
+GiB = 2**30
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Device profiles
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass(frozen=True)
+class DeviceProfile:
+    """What a device can do, in the model's four numbers (sustained, not peak) plus its memory budget.
+
+    Attributes:
+        name: the profile's key in :data:`PROFILES`.
+        description: the hardware in words, with the spec-sheet numbers the rates come from.
+        memory_budget_bytes: the peak memory a chapter may use (GPU memory on a GPU, RAM on a CPU).
+        flops_per_second: sustained float32 rate of large matrix products, all cores together.
+        amp_flops_per_second: sustained rate under mixed precision (training on a GPU); ``flops_per_second`` where
+            there is none.
+        bytes_per_second: sustained memory bandwidth.
+        op_seconds: fixed cost of one eager PyTorch operation (Python dispatch, and the kernel launch on a GPU).
+        cores: CPU cores (a point marked single-threaded gets ``1 / cores`` of the CPU rates).
+        is_cuda: a CUDA GPU; host-side work (data generation, figures) then runs on :data:`HOST`.
+        capability: CUDA compute capability ``(major, minor)``, ``None`` on a CPU.
+    """
+
+    name: str
+    description: str
+    memory_budget_bytes: float
+    flops_per_second: float
+    amp_flops_per_second: float
+    bytes_per_second: float
+    op_seconds: float
+    cores: int = 1
+    is_cuda: bool = False
+    capability: tuple | None = None
+
+
+# Efficiencies of the GPU profiles: the sustained fraction of the spec-sheet numbers an eager PyTorch program gets on
+# large operations (conservative; to be replaced by a GPU record's calibration).
+GPU_FLOP_EFFICIENCY = 0.5
+GPU_AMP_EFFICIENCY = 0.3
+GPU_BANDWIDTH_EFFICIENCY = 0.7
+GPU_OP_SECONDS = 15e-6
+
+
+def _gpu(name, description, budget_gib, fp32_tflops, amp_tflops, bandwidth_gbs, capability):
+    return DeviceProfile(name, description, budget_gib * GiB, GPU_FLOP_EFFICIENCY * fp32_tflops * 1e12,
+                         GPU_AMP_EFFICIENCY * amp_tflops * 1e12, GPU_BANDWIDTH_EFFICIENCY * bandwidth_gbs * 1e9,
+                         GPU_OP_SECONDS, cores=1, is_cuda=True, capability=capability)
+
+
+PROFILES: dict[str, DeviceProfile] = {
+    # Fitted (least squares on log time) to the recorded CPU runs: the chapter 8 sweep (one thread, every mixer but
+    # Mamba, whose constant is its own) and the three LM runs (two threads): 40 GFLOP/s a core on float32 matrix
+    # products, 2 GB/s a core for elementwise passes over fresh tensors, 5 us an eager op. Every one of those 38
+    # measurements is within a factor 1.9 of the model (tests/test_cost.py). A laptop's 8 GiB for a chapter.
+    "cpu-2core": DeviceProfile("cpu-2core", "a 2-core laptop or CI CPU (AVX2), 8 GiB for a chapter",
+                               8 * GiB, 80e9, 80e9, 4e9, 5e-6, cores=2),
+    "t4": _gpu("t4", "NVIDIA T4: 16 GB (12 GiB budget), sm_75, 8.1 TFLOP/s fp32, 65 TFLOP/s fp16, 320 GB/s",
+               12, 8.1, 65, 320, (7, 5)),
+    "a100": _gpu("a100", "NVIDIA A100 80 GB: sm_80, 19.5 TFLOP/s fp32, 312 TFLOP/s bf16, 2.0 TB/s",
+                 72, 19.5, 312, 2039, (8, 0)),
+    "h100": _gpu("h100", "NVIDIA H100 SXM 80 GB: sm_90, 67 TFLOP/s fp32, 990 TFLOP/s bf16 dense, 3.35 TB/s",
+                 72, 67, 990, 3350, (9, 0)),
+    "h200": _gpu("h200", "NVIDIA H200 141 GB: sm_90, 67 TFLOP/s fp32, 990 TFLOP/s bf16 dense, 4.8 TB/s",
+                 128, 67, 990, 4800, (9, 0)),
+}
+HOST = "cpu-2core"
+"""The profile of the CPU beside a GPU (a Colab VM has two vCPUs): it runs data generation, float64 demos, figures."""
+
+BUDGET_SECONDS = {"tiny": 120.0, "small": 600.0, "medium": 600.0}
+"""Time a chapter may take at each scale on its target profile (:data:`TARGET_PROFILE`); ``full`` has none."""
+TARGET_PROFILE = {"tiny": "cpu-2core", "small": "cpu-2core", "medium": "t4", "full": "h200"}
+"""The device each scale is sized for."""
+
+
+def profile(name_or_profile) -> DeviceProfile:
+    """The :class:`DeviceProfile` named ``name_or_profile`` (a key of :data:`PROFILES`), or the profile itself."""
+    if isinstance(name_or_profile, DeviceProfile):
+        return name_or_profile
+    if not isinstance(name_or_profile, str):
+        raise TypeError(f"device_profile must be a profile name or a DeviceProfile, got "
+                        f"{type(name_or_profile).__name__}")
+    if name_or_profile not in PROFILES:
+        raise ValueError(f"device_profile must be one of {sorted(PROFILES)}, got {name_or_profile!r}")
+    return PROFILES[name_or_profile]
+
+
+def current_profile() -> DeviceProfile:
+    """A profile for this machine: on a CUDA GPU the listed GPU of the nearest memory size with this GPU's memory
+    (budget: 85% of it, 12 GiB on a 16 GB card); on a CPU ``"cpu-2core"`` with this machine's core count."""
+    import os
+
+    import torch
+
+    if not torch.cuda.is_available():
+        cores = os.cpu_count() or 2
+        base = PROFILES["cpu-2core"]
+        per_core = base.flops_per_second / base.cores
+        return replace(base, name="cpu", description=f"this CPU ({cores} logical cores)", cores=cores,
+                       flops_per_second=per_core * cores, amp_flops_per_second=per_core * cores,
+                       bytes_per_second=base.bytes_per_second / base.cores * cores)
+    total = torch.cuda.get_device_properties(torch.device("cuda")).total_memory
+    capability = tuple(torch.cuda.get_device_capability())
+    gpus = [p for p in PROFILES.values() if p.is_cuda]
+    nearest = min(gpus, key=lambda p: (p.capability != capability, abs(math.log(p.memory_budget_bytes / 0.85 / total))))
+    budget = 12 * GiB if total < 17e9 else 0.85 * total
+    return replace(nearest, name=f"cuda ({nearest.name}-like)", memory_budget_bytes=budget)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Points
+# ----------------------------------------------------------------------------------------------------------------
+@dataclass
+class Work:
+    """The cost of one call: ``flops``, ``bytes`` moved, eager ``ops``, the ``peak`` bytes held (beyond its inputs)
+    and ``seconds`` of pure-Python work measured directly (a data generator). ``work * n`` is ``n`` calls (same
+    peak); ``a + b`` runs both (the larger peak)."""
+
+    flops: float = 0.0
+    bytes: float = 0.0
+    ops: float = 0.0
+    peak: float = 0.0
+    seconds: float = 0.0
+
+    def __add__(self, other: Work) -> Work:
+        return Work(self.flops + other.flops, self.bytes + other.bytes, self.ops + other.ops,
+                    max(self.peak, other.peak), self.seconds + other.seconds)
+
+    def __mul__(self, calls: float) -> Work:
+        return Work(self.flops * calls, self.bytes * calls, self.ops * calls, self.peak, self.seconds * calls)
+
+
+@dataclass
+class Point:
+    """One piece of a chapter: a sweep point, a training run, a data generation.
+
+    ``on``: ``"device"`` or ``"host"`` (CPU-side work, run by :data:`HOST` beside a GPU); ``single_thread``: the
+    chapter pins one CPU thread for it; ``amp``: mixed precision on a GPU; ``cached``: reused from an earlier chapter
+    when present (listed, not counted in the chapter's time).
+    """
+
+    label: str
+    work: Work
+    on: str = "device"
+    single_thread: bool = False
+    amp: bool = False
+    cached: bool = False
+
+
+@dataclass
+class PointPrediction:
+    """A point on a profile: its ``seconds`` and ``peak_bytes``, and whether that peak ``fits`` the budget."""
+
+    label: str
+    seconds: float
+    peak_bytes: float
+    fits: bool
+    on: str
+    cached: bool = False
+
+
+@dataclass
+class Prediction:
+    """A chapter (or an experiment run) at a scale on a device profile.
+
+    Attributes:
+        chapter, scale, profile: what was predicted, on which :class:`DeviceProfile` name.
+        peak_bytes: the largest peak of any point on the device (the GPU's memory on a GPU).
+        host_peak_bytes: the largest peak of the points on the host CPU beside a GPU (0 on a CPU).
+        seconds: the chapter's fixed cost plus every point not ``cached``.
+        points: one :class:`PointPrediction` each.
+    """
+
+    chapter: str
+    scale: str
+    profile: str
+    peak_bytes: float
+    host_peak_bytes: float
+    seconds: float
+    points: list = field(default_factory=list)
+
+    def summary(self) -> str:
+        """One line: time in minutes and peak memory in GiB."""
+        return (f"{self.chapter} at {self.scale} on {self.profile}: {self.seconds / 60:.1f} min, "
+                f"peak {self.peak_bytes / GiB:.2f} GiB")
+
+
+def point_seconds(point: Point, device: DeviceProfile) -> float:
+    """The time of ``point`` on ``device`` (its host CPU for host points): FLOPs at the matrix-product rate, plus
+    bytes at the bandwidth, plus a fixed cost per eager op, plus the point's directly measured seconds."""
+    target = PROFILES[HOST] if point.on == "host" and device.is_cuda else device
+    flops_rate = target.amp_flops_per_second if point.amp else target.flops_per_second
+    bandwidth = target.bytes_per_second
+    if point.single_thread and not target.is_cuda:
+        flops_rate, bandwidth = flops_rate / target.cores, bandwidth / target.cores
+    work = point.work
+    return work.flops / flops_rate + work.bytes / bandwidth + work.ops * target.op_seconds + work.seconds
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The work of the book's operations (float32, one call)
+# ----------------------------------------------------------------------------------------------------------------
+SOFTMAX_FLOPS_PER_SCORE = 15  # scale, max, subtract, exp (about 10), sum, divide
+ELEMENTWISE_PASSES_SOFTMAX = 6  # write scores, scale (read + write), softmax (read + write), read for A V
+GMA_TENSORS_AT_PEAK = 4.0  # (B, H, N, K) float32 tensors alive in the forward (logits, two Gammas, a temporary)
+GMA_TENSORS_AT_PEAK_BACKWARD = 3.2  # measured with the backward (profiling_cpu_small.json, K sweep)
+
+
+def attention_work(form: str, batch_size: int, n_heads: int, seq_len: int, d_route: int, d_value: int,
+                   n_components: int = 0, *, chunk_size: int = 64, backward: bool = False) -> Work:
+    """One call of an attention form on ``(B, H, N, d)`` inputs, float32.
+
+    ``form``: ``"softmax"`` (eager, two ``N x N`` matrices), ``"sdpa"`` (fused: no ``N x N`` matrix), ``"gma_naive"``
+    (the ``N x N`` affinity), ``"gma_naive_causal"`` (plus the mask: three), ``"gma_linear"`` (K slots),
+    ``"gma_cumsum"`` (the ``(B, H, N, K, d_v)`` prefix sums), ``"gma_chunked"`` (chunk states only).
+    ``backward``: forward + backward (three times the FLOPs and the bytes; the peak of the measured sweeps).
+    """
+    b_h, n, k = batch_size * n_heads, seq_len, n_components
+    square = b_h * n * n
+    io_bytes = FLOAT32 * b_h * n * (2 * d_route + 2 * d_value)
+    responsibilities = 2 * (2 * b_h * n * k * 2 * d_route + 10 * b_h * n * k)  # GEMM-form logits + softmax, q and k
+    if form == "softmax":
+        work = Work(2 * square * (d_route + d_value) + SOFTMAX_FLOPS_PER_SCORE * square,
+                    ELEMENTWISE_PASSES_SOFTMAX * FLOAT32 * square + io_bytes, 6, 2 * FLOAT32 * square)
+    elif form == "sdpa":
+        work = Work(2 * square * (d_route + d_value) + SOFTMAX_FLOPS_PER_SCORE * square, 2 * io_bytes, 3,
+                    2 * FLOAT32 * b_h * n * (d_route + d_value))
+    elif form in ("gma_naive", "gma_naive_causal"):
+        matrices = 3 if form == "gma_naive_causal" else 2
+        work = Work(responsibilities + 2 * square * (k + d_value) + 3 * square,
+                    (2 + 2 * matrices) * FLOAT32 * square + io_bytes, 20, matrices * FLOAT32 * square)
+    elif form == "gma_linear":
+        work = Work(responsibilities + 4 * b_h * n * k * d_value + 2 * b_h * n * k,
+                    10 * FLOAT32 * b_h * n * k + io_bytes, 25, GMA_TENSORS_AT_PEAK * FLOAT32 * b_h * n * k)
+    elif form == "gma_cumsum":
+        prefix = b_h * n * k * d_value
+        work = Work(responsibilities + 6 * prefix, 5 * FLOAT32 * prefix + io_bytes, 25, 2 * FLOAT32 * prefix)
+    elif form == "gma_chunked":
+        n_chunks = math.ceil(n / chunk_size)
+        states = FLOAT32 * b_h * n_chunks * k * (d_value + 1)
+        work = Work(responsibilities + 4 * b_h * n * k * d_value + 2 * b_h * n * chunk_size * (k + d_value),
+                    12 * FLOAT32 * b_h * n * k + 3 * states + io_bytes, 40,
+                    GMA_TENSORS_AT_PEAK * FLOAT32 * b_h * n * k + 2 * states)
+    else:
+        raise ValueError(f"unknown attention form {form!r}")
+    if backward:
+        work = Work(3 * work.flops, 3 * work.bytes, 3 * work.ops, work.peak * 1.5)
+    return work
+
+
+# Peak bytes of one mixing block (projections + mixer), forward + backward, per float32 value of each shape; fitted
+# to profiling_cpu_small.json (every mixer, N = 512..8192, K = 16..256; see tests/test_cost.py).
+BLOCK_PEAK_PER_TOKEN_WIDTH = {"softmax": 4.0, "sdpa": 6.0, "linear": 9.0, "performer": 10.0, "linformer": 12.0,
+                              "mamba": 182.0, "gma": 11.8}
+BLOCK_OPS = {"softmax": 40, "sdpa": 30, "linear": 60, "performer": 80, "linformer": 45, "mamba": 400, "gma": 110}
+MAMBA_FLOPS_PER_TOKEN_WIDTH = 40_000  # the chunked selective scan in pure PyTorch, fitted to the CPU sweep (its
+# exp and products over (B, N, 2D, 16) tensors run far below the matrix-product rate)
+
+
+def mixer_flops(mixer: str, batch_size: int, seq_len: int, d_model: int, n_heads: int, *, n_components: int = 64,
+                n_features: int = 256, linformer_k: int = 256) -> float:
+    """Forward FLOPs of a mixer's core (without its four projections) on ``(B, N, D)``."""
+    b, n, d = batch_size, seq_len, d_model
+    if mixer in ("softmax", "sdpa"):
+        return 4 * b * n * n * d + SOFTMAX_FLOPS_PER_SCORE * b * n_heads * n * n
+    if mixer == "gma":
+        return 12 * b * n * n_components * d + 20 * b * n_heads * n * n_components
+    if mixer == "linear":
+        return 4 * b * n * d * (d // n_heads)
+    if mixer == "performer":
+        return 8 * b * n * n_features * d
+    if mixer == "linformer":
+        return 4 * b * n * linformer_k * d + 2 * b * n * linformer_k * d
+    if mixer == "mamba":
+        return MAMBA_FLOPS_PER_TOKEN_WIDTH * b * n * d
+    raise ValueError(f"unknown mixer {mixer!r}")
+
+
+def _mixer_peak_values(mixer: str, batch_size: int, seq_len: int, d_model: int, n_heads: int, *, n_components: int,
+                       n_features: int, linformer_k: int) -> float:
+    """Float32 values a mixing block holds at its forward + backward peak."""
+    b, n = batch_size, seq_len
+    values = BLOCK_PEAK_PER_TOKEN_WIDTH[mixer] * b * n * d_model
+    if mixer == "softmax":
+        values += 2 * b * n_heads * n * n
+    elif mixer == "gma":
+        values += GMA_TENSORS_AT_PEAK_BACKWARD * b * n_heads * n * n_components
+    elif mixer == "performer":
+        values += 6 * b * n_heads * n * n_features
+    elif mixer == "linformer":
+        values += 2 * b * n_heads * n * linformer_k
+    return values
+
+
+def block_work(mixer: str, *, d_model: int, n_heads: int, seq_len: int, batch_size: int = 1, n_components: int = 64,
+               n_features: int = 256, linformer_k: int = 256) -> Work:
+    """One forward + backward call of a mixing block (chapter 8's protocol, :func:`gma_teach.profiling.profile_mixer`):
+    four ``D x D`` projections (24 B N D^2 FLOPs with the backward) and three times the mixer's forward."""
+    sizes = dict(n_components=n_components, n_features=n_features, linformer_k=linformer_k)
+    core = mixer_flops(mixer, batch_size, seq_len, d_model, n_heads, **sizes)
+    tokens = batch_size * seq_len
+    peak = FLOAT32 * _mixer_peak_values(mixer, batch_size, seq_len, d_model, n_heads, **sizes)
+    streamed = 3 * peak  # every saved value is written, read back and its gradient written
+    if mixer == "softmax":  # and eight more passes over the N x N matrices (scale, softmax, their backward)
+        streamed += 8 * FLOAT32 * batch_size * n_heads * seq_len**2
+    return Work(24 * tokens * d_model**2 + 3 * core, streamed, BLOCK_OPS[mixer], peak)
+
+
+def training_work(*, n_steps: int, batch_size: int, seq_len: int, d_model: int, n_layers: int, d_ff: int,
+                  n_heads: int, mixer: str, vocab_size: int = 0, output_size: int = 0, n_eval_tokens: int = 0,
+                  n_components: int = 64, n_features: int = 64, linformer_k: int = 64) -> Work:
+    """A training run: ``6 x parameters x tokens`` FLOPs (the output layer of ``vocab_size`` or ``output_size``
+    columns included) plus three times the mixers' forward FLOPs, forward-only evaluation of ``n_eval_tokens``;
+    peak: weights, gradients and AdamW moments (16 bytes a parameter) plus the activations of a batch."""
+    params = n_layers * (4 * d_model**2 + 2 * d_model * d_ff) + d_model * (vocab_size + output_size)
+    sizes = dict(n_components=n_components, n_features=n_features, linformer_k=linformer_k)
+    tokens = n_steps * batch_size * seq_len
+    mixer_per_sequence = mixer_flops(mixer, 1, seq_len, d_model, n_heads, **sizes)
+    flops_per_token = 6 * params + 3 * n_layers * mixer_per_sequence / seq_len
+    flops = tokens * flops_per_token + n_eval_tokens * flops_per_token / 3
+    activations = n_layers * (FLOAT32 * (_mixer_peak_values(mixer, batch_size, seq_len, d_model, n_heads, **sizes)
+                                         + batch_size * seq_len * (8 * d_model + 2 * d_ff)))
+    logits = 3 * FLOAT32 * batch_size * seq_len * vocab_size
+    peak = 16 * params + activations + logits
+    steps = n_steps + n_eval_tokens / max(batch_size * seq_len, 1) / 3
+    ops_per_step = 3 * n_layers * (30 + BLOCK_OPS[mixer]) + 60
+    return Work(flops, 3 * activations * steps, ops_per_step * steps, peak)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# The chapters
+# ----------------------------------------------------------------------------------------------------------------
+LISTOPS_SECONDS_PER_TOKEN = 22e-6  # the generator on one core: 2.8 ms a tree of 126 tokens, 17.5 ms of 1089
+CHAPTER_FIXED_SECONDS = 25.0  # a kernel start, the imports and the figures of a chapter, on the host
+"""Fixed cost of any chapter (see CALIBRATION: the tiny times minus their predicted work)."""
+
+
+def _sweep_point(label, work, calls, *, single_thread=True):
+    return Point(label, work * calls, single_thread=single_thread)
+
+
+def _ch01(p, on_cuda):
+    points = []
+    for n in p.seq_lens:
+        calls = 2 + p.repeat + 1  # warm-up, timed repeats, the peak-memory call
+        for form in ("softmax", "sdpa", "gma_linear"):
+            work = attention_work(form, p.batch_size, p.n_heads, n, p.d_head, p.d_head, p.n_components)
+            points.append(_sweep_point(f"{form} N={n}", work, calls, single_thread=False))
+    return points
+
+
+def _ch02(p, on_cuda):
+    em = Work(20 * p.n_samples * p.n_components * p.dim, 0, 30) * p.n_em_iter
+    adam = Work(30 * p.n_samples * p.n_components * p.dim, 0, 60) * p.n_adam_steps
+    trap = Work(4 * p.trap_points * 128 * 32, 3 * FLOAT32 * p.trap_points * 128 * 32, 20,
+                FLOAT32 * p.trap_points * 128 * 32 * 2)
+    shifts = Work(3 * 4 * p.trap_points * 4 * 2 * p.trap_dim, 0, 15) * (3 * len(p.trap_shifts))
+    return [Point("EM", em, on="host"), Point("Adam", adam, on="host"), Point("direct form memory", trap, on="host"),
+            Point("cancellation table", shifts, on="host")]
+
+
+def _ch03(p, on_cuda):
+    ranks = Work(sum(2 * 10 * p.rank_tokens**3 for _ in p.rank_components), 0, 10 * len(p.rank_components))
+    return [Point("ranks", ranks, on="host")]
+
+
+def _ch04(p, on_cuda):
+    points = []
+    for n in p.seq_lens:
+        if n <= p.naive_max_len:  # the FLOP counter runs both orders on the host
+            count = attention_work("gma_naive", 1, 1, n, 1, p.d_value, p.n_components)
+            points.append(Point(f"flop count N={n}", count, on="host"))
+        calls = 1 + p.repeat + 1
+        for form in ("gma_naive", "gma_linear", "sdpa"):
+            if form == "gma_naive" and n > p.naive_max_len:
+                continue
+            work = attention_work(form, p.batch_size, p.n_heads, n, p.d_route, p.d_value, p.n_components)
+            points.append(_sweep_point(f"{form} N={n}", work, calls))
+    return points
+
+
+def _ch05(p, on_cuda):
+    points = [Point("Lipschitz sweep", Work(60 * p.n_probe * p.n_components * p.d_probe, 0, 400)
+                    * len(p.min_variances), on="host", single_thread=True)]
+    tasks = {"majority": p.seq_len, "recall": 2 * p.n_pairs + 1}
+    for task, seq_len in tasks.items():
+        for mixer in ("gma", "softmax"):
+            evals = 6 * p.n_test * seq_len
+            work = training_work(n_steps=p.n_steps, batch_size=p.batch_size, seq_len=seq_len, d_model=p.d_model,
+                                 n_layers=1, d_ff=0, n_heads=p.n_heads, mixer=mixer, output_size=max(p.n_values, 2),
+                                 n_eval_tokens=evals, n_components=p.n_components)
+            points.append(Point(f"train {mixer} ({task})", work, single_thread=True, amp=on_cuda))
+    return points
+
+
+def _ch06(p, on_cuda):
+    points = []
+    limits = {"gma_naive_causal": p.naive_max_len, "gma_cumsum": p.cumsum_max_len, "gma_chunked": math.inf}
+    for n in p.seq_lens:
+        for form, limit in limits.items():
+            if n <= limit:
+                work = attention_work(form, p.batch_size, p.n_heads, n, p.d_route, p.d_value, p.n_components,
+                                      chunk_size=p.chunk_size)
+                points.append(_sweep_point(f"{form} N={n}", work, 1 + p.repeat + 1))
+    for c in p.chunk_sizes:
+        work = attention_work("gma_chunked", p.batch_size, p.n_heads, p.seq_lens[-1], p.d_route, p.d_value,
+                              p.n_components, chunk_size=c)
+        points.append(Point(f"chunk size {c}", work, single_thread=False))
+    decode = Work(2 * 12 * p.d_model**2, 0, 60) * (2 * p.decode_len)  # GMA steps and softmax KV-cache steps
+    points.append(Point("decoding", decode, on="host"))
+    return points
+
+
+INTERPRETER_SLOWDOWN = 200.0  # Triton's interpreter against the same work in torch, on a CPU (chapter 7's tiny run)
+
+
+def _ch07(p, on_cuda):
+    slowdown = 1.0 if on_cuda else INTERPRETER_SLOWDOWN
+    points = []
+    for n_q, n_k, d, d_v, k, _causal in p.cases:  # causal or not: the same work to within the model's precision
+        work = attention_work("gma_linear", 1, 1, max(n_q, n_k), d, d_v, k, backward=True)
+        points.append(Point(f"case {n_q}x{n_k} K={k}", Work(work.flops * slowdown, work.bytes, work.ops * 3,
+                                                             work.peak)))
+    t = p.timing
+    for n in t["seq_lens"]:
+        for form in ("gma_linear", "gma_chunked"):  # each against the kernel of the same direction
+            work = attention_work(form, t["batch_size"], t["n_heads"], n, t["d_route"], t["d_value"],
+                                  t["n_components"], backward=True)
+            kernel = Work(work.flops * slowdown, work.bytes / 4, 6, work.peak / 4)
+            points.append(Point(f"timing {form} N={n}", (work + kernel) * (1 + t["repeat"])))
+    precision = p.precision
+    points.append(Point("precision table", Work(4 * 4 * precision["n_tokens"] * precision["n_components"]
+                                                * precision["d_route"], 0, 40)))
+    return points
+
+
+def _ch08(p, on_cuda):
+    points = []
+    sizes = dict(d_model=p.d_model, n_heads=p.n_heads, batch_size=p.batch_size, n_features=p.n_features,
+                 linformer_k=p.linformer_k)
+    calls = 1 + p.repeat + 1
+    for mixer in p.mixers:
+        for n in p.seq_lens:
+            if mixer == "softmax" and n > p.softmax_max_len:
+                continue
+            work = block_work(mixer, seq_len=n, n_components=p.n_components, **sizes)
+            points.append(Point(f"{mixer} N={n}", work * calls))
+    for k in p.k_values:
+        points.append(Point(f"gma K={k}", block_work("gma", seq_len=p.k_sweep_len, n_components=k, **sizes) * calls))
+    points.append(Point("gma K=256 at 2N", block_work("gma", seq_len=2 * p.k_sweep_len, n_components=256, **sizes)
+                        * 3))
+    return points
+
+
+def _classification_points(experiment, q, mixers, seeds, on_cuda, n_classes):
+    points = []
+    if experiment == "listops":
+        n_trees = q.n_train + q.n_val + q.n_test
+        mean_tokens = (q.min_length + q.max_length) / 2
+        points.append(Point("generate ListOps", Work(seconds=n_trees * mean_tokens * LISTOPS_SECONDS_PER_TOKEN),
+                            on="host"))
+        n_val = q.n_val
+    else:
+        n_val = q.n_test
+    steps = q.epochs * math.ceil(q.n_train / q.batch_size)
+    evals = (q.epochs * n_val + q.n_test) * q.max_length
+    for mixer in mixers:
+        work = training_work(n_steps=steps, batch_size=q.batch_size, seq_len=q.max_length, d_model=q.d_model,
+                             n_layers=q.n_layers, d_ff=q.d_ff, n_heads=q.n_heads, mixer=mixer, output_size=n_classes,
+                             n_eval_tokens=evals, n_components=q.n_components, n_features=q.n_features,
+                             linformer_k=q.linformer_k)
+        points.append(Point(f"{experiment} {mixer} x{len(seeds)} seeds", work * len(seeds), amp=on_cuda))
+    return points
+
+
+def _ch09(p, on_cuda):
+    from .environment import preset
+
+    lp, tp = preset("listops", p.live_scale), preset("text", p.live_scale)
+    stats = Work(seconds=p.n_stats * (lp.min_length + lp.max_length) / 2 * LISTOPS_SECONDS_PER_TOKEN)
+    return [Point("ListOps statistics", stats, on="host"),
+            *_classification_points("listops", lp, p.mixers, p.seeds, on_cuda, 10),
+            *_classification_points("text", tp, p.mixers, p.text_seeds, on_cuda, 4)]
+
+
+LM_VOCAB = {"stdlib": 13_000, "wikitext-103": 50_257, "wikitext-2": 50_257}  # compacted stdlib: ~13k GPT-2 ids
+TOKENIZE_SECONDS_PER_TOKEN = 2e-6  # GPT-2 BPE (tiktoken) and packing, one core
+LM_TRAIN_TOKENS = {"stdlib": 1_200_000, "wikitext-103": 118_000_000, "wikitext-2": 2_400_000}
+
+
+def _lm_points(q, runs, on_cuda, *, cached_first=False):
+    vocab = LM_VOCAB.get(q.source, 50_257)
+    val_tokens = q.max_val_tokens or LM_TRAIN_TOKENS.get(q.source, 1_000_000) // 20
+    evals = (q.n_steps // q.eval_every + 1) * val_tokens
+    tokenize = Work(seconds=LM_TRAIN_TOKENS.get(q.source, 1e6) * TOKENIZE_SECONDS_PER_TOKEN)
+    points = [Point("tokenize the corpus", tokenize, on="host")]
+    for i, (label, mixer, k) in enumerate(runs):
+        work = training_work(n_steps=q.n_steps, batch_size=q.batch_size, seq_len=q.seq_len, d_model=q.d_model,
+                             n_layers=q.n_layers, d_ff=q.d_ff, n_heads=q.n_heads, mixer=mixer, vocab_size=vocab,
+                             n_eval_tokens=evals, n_components=k, n_features=q.n_features)
+        points.append(Point(label, work, amp=on_cuda, cached=cached_first and i == 0))
+    return points
+
+
+def _ch10(p, on_cuda):
+    from .environment import preset
+
+    q = preset("lm", p.live_scale)
+    runs = [(f"lm gma K={q.n_components}", "gma", q.n_components)]
+    runs += [(f"lm gma K={k}", "gma", k) for k in q.n_components_sweep if k != q.n_components]
+    runs += [(f"lm {mixer}", mixer, q.n_components) for mixer in p.mixers]
+    return _lm_points(q, runs, on_cuda)
+
+
+def _ch11(p, on_cuda):
+    from .environment import preset
+
+    q = preset("lm", p.lm_scale)
+    points = _lm_points(q, [(f"lm gma K={q.n_components} (chapter 10's)", "gma", q.n_components)], on_cuda,
+                        cached_first=True)
+    forward = training_work(n_steps=0, batch_size=q.batch_size, seq_len=q.seq_len, d_model=q.d_model,
+                            n_layers=q.n_layers, d_ff=q.d_ff, n_heads=q.n_heads, mixer="gma",
+                            vocab_size=LM_VOCAB.get(q.source, 50_257), n_eval_tokens=p.n_tokens,
+                            n_components=q.n_components)
+    points.append(Point("read the routing (trained and untrained)", forward * 2))
+    shuffles = Work(10 * p.n_tokens * q.n_components, 0, 30) * (2 * p.n_shuffles)
+    points.append(Point("permutation baselines", shuffles, on="host"))
+    return points
+
+
+def _experiment(name):
+    def points(q, on_cuda):
+        if name == "lm":
+            return _lm_points(q, [(f"lm gma K={q.n_components}", "gma", q.n_components)], on_cuda)
+        return _classification_points(name, q, ["gma"], [0], on_cuda, 10 if name == "listops" else 4)
+    return points
+
+
+CHAPTERS = {"ch01": _ch01, "ch02": _ch02, "ch03": _ch03, "ch04": _ch04, "ch05": _ch05, "ch06": _ch06, "ch07": _ch07,
+            "ch08": _ch08, "ch09": _ch09, "ch10": _ch10, "ch11": _ch11, "listops": _experiment("listops"),
+            "text": _experiment("text"), "lm": _experiment("lm")}
+"""Every preset the model covers: the chapters, and one GMA run (one seed) of each experiment."""
+
+
+def points(chapter: str, scale: str, on_cuda: bool) -> list[Point]:
+    """The :class:`Point` list of ``chapter`` (a key of :data:`CHAPTERS`) at ``scale`` (``on_cuda``: the device is a
+    GPU, so training uses mixed precision and chapter 7 its compiled kernels)."""
+    from .environment import SCALES, preset
+
+    if not isinstance(chapter, str) or chapter not in CHAPTERS:
+        raise ValueError(f"chapter must be one of {sorted(CHAPTERS)}, got {chapter!r}")
+    if scale not in SCALES:
+        raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
+    return CHAPTERS[chapter](preset(chapter, scale), on_cuda)
+
+
+def predict(chapter: str, scale: str, device_profile="cpu-2core") -> Prediction:
+    """Predicted time and peak memory of ``chapter`` at ``scale`` on ``device_profile``.
+
+    Args:
+        chapter: ``"ch01"`` ... ``"ch11"``, or an experiment (``"listops"``, ``"text"``, ``"lm"``: one GMA run).
+        scale: one of :data:`gma_teach.environment.SCALES`.
+        device_profile: a name of :data:`PROFILES` or a :class:`DeviceProfile`.
+
+    Returns:
+        a :class:`Prediction`; ``points`` holds every sweep point and run with its own time, peak and ``fits``.
+    """
+    device = profile(device_profile)
+    predicted = []
+    for point in points(chapter, scale, device.is_cuda):
+        budget = PROFILES[HOST].memory_budget_bytes if point.on == "host" and device.is_cuda \
+            else device.memory_budget_bytes
+        predicted.append(PointPrediction(point.label, point_seconds(point, device), point.work.peak,
+                                         point.work.peak <= budget, point.on if device.is_cuda else "device",
+                                         point.cached))
+    fixed = CHAPTER_FIXED_SECONDS if chapter.startswith("ch") else 0.0
+    on_device = [q.peak_bytes for q in predicted if q.on == "device"]
+    on_host = [q.peak_bytes for q in predicted if q.on == "host"]
+    return Prediction(chapter, scale, device.name, max(on_device, default=0.0), max(on_host, default=0.0),
+                      fixed + sum(q.seconds for q in predicted if not q.cached), predicted)
+
+
+def fits(chapter: str, scale: str, device_profile="cpu-2core", *, seconds: float | None = None) -> bool:
+    """``True`` when every point of ``chapter`` at ``scale`` fits the profile's memory and the chapter takes at most
+    ``seconds`` (default: :data:`BUDGET_SECONDS` of the scale; no time limit at ``full``)."""
+    prediction = predict(chapter, scale, device_profile)
+    limit = BUDGET_SECONDS.get(scale, math.inf) if seconds is None else seconds
+    return all(q.fits for q in prediction.points) and prediction.seconds <= limit
+
+
+def point_fits(form: str, *, batch_size: int, n_heads: int, seq_len: int, d_route: int = 64,
+               d_value: int | None = None, n_components: int = 64, chunk_size: int = 64, backward: bool = False,
+               device_profile=None, free_bytes: float | None = None) -> bool:
+    """Would one sweep point fit in memory? For skipping a point before it runs out of memory.
+
+    Args:
+        form: an attention form of :func:`attention_work` (``"softmax"``, ``"sdpa"``, ``"gma_naive"``,
+            ``"gma_naive_causal"``, ``"gma_linear"``, ``"gma_cumsum"``, ``"gma_chunked"``) or a mixer name of
+            :data:`BLOCK_OPS` prefixed with ``"block:"`` (chapter 8's forward + backward block; ``d_route`` is then
+            the block's width ``d_model``).
+        batch_size, n_heads, seq_len, d_route, d_value, n_components, chunk_size, backward: the point's sizes.
+        device_profile: a profile name or :class:`DeviceProfile`; default :func:`current_profile`.
+        free_bytes: the memory available (default: the profile's budget).
+
+    Returns:
+        ``True`` when the predicted peak (the point's own bytes plus its inputs) is at most ``free_bytes``.
+    """
+    device = current_profile() if device_profile is None else profile(device_profile)
+    available = device.memory_budget_bytes if free_bytes is None else free_bytes
+    if form.startswith("block:"):
+        work = block_work(form.split(":", 1)[1], d_model=d_route, n_heads=n_heads, seq_len=seq_len,
+                          batch_size=batch_size, n_components=n_components)
+        inputs = 2 * FLOAT32 * batch_size * seq_len * d_route
+    else:
+        d_value = d_route if d_value is None else d_value
+        work = attention_work(form, batch_size, n_heads, seq_len, d_route, d_value, n_components,
+                              chunk_size=chunk_size, backward=backward)
+        inputs = FLOAT32 * batch_size * n_heads * seq_len * (2 * d_route + 2 * d_value)
+    return work.peak + inputs <= available
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Model against measurement
+# ----------------------------------------------------------------------------------------------------------------
+def compare_with_record(record: dict, device_profile=None) -> list[dict]:
+    """The model beside a recorded result file, one row per measurement.
+
+    Args:
+        record: a loaded record of :func:`gma_teach.measure.results_folder`: a profiling sweep (``"results"`` rows
+            of chapter 8's protocol) or an experiment (``"experiment"``, ``"config"``, ``"runs"``).
+        device_profile: the profile to predict with; default: ``"cpu-2core"`` for a CPU record, else the GPU
+            profile whose name appears in the record's GPU name (``"t4"``, ``"a100"``, ...), else ``"h200"``.
+
+    Returns:
+        rows ``{"label", "measured_seconds", "predicted_seconds", "measured_bytes", "predicted_bytes"}``
+        (bytes ``None`` where the record has none).
+    """
+    if not isinstance(record, dict):
+        raise TypeError(f"record must be a dict (a loaded result file), got {type(record).__name__}")
+    device = profile(device_profile) if device_profile is not None else _record_profile(record)
+    if "results" in record:
+        rows = []
+        for r in record["results"]:
+            work = block_work(r["mixer"], d_model=r["d_model"], n_heads=r["n_heads"], seq_len=r["seq_len"],
+                              batch_size=r["batch_size"], n_components=r.get("n_components") or 64,
+                              **{k: record["config"][k] for k in ("n_features", "linformer_k")
+                                 if k in record.get("config", {})})
+            rows.append({"label": f"{r['label']} N={r['seq_len']}", "measured_seconds": r["seconds"],
+                         "predicted_seconds": point_seconds(Point("", work, single_thread=True), device),
+                         "measured_bytes": r.get("peak_memory_bytes"), "predicted_bytes": work.peak})
+        return rows
+    if "experiment" in record and "runs" in record:
+        config = SimpleNamespace(**record["config"])
+        for old, new in (("steps", "n_steps"), ("block_size", "seq_len")):  # records made before the key rename
+            if not hasattr(config, new) and hasattr(config, old):
+                setattr(config, new, getattr(config, old))
+        name, mixer = record["experiment"], record["mixer"]
+        if name == "lm":
+            k = record.get("n_components") or config.n_components
+            point = _lm_points(config, [(f"lm {mixer}", mixer, k)], device.is_cuda)[-1]
+        else:
+            point = _classification_points(name, config, [mixer], [0], device.is_cuda,
+                                           10 if name == "listops" else 4)[-1]
+        predicted = point_seconds(point, device)
+        return [{"label": f"{name} {mixer} seed {run['seed']}", "measured_seconds": run["train_seconds"],
+                 "predicted_seconds": predicted, "measured_bytes": None, "predicted_bytes": point.work.peak}
+                for run in record["runs"]]
+    raise ValueError("record must be a profiling sweep (with 'results') or an experiment record (with 'experiment' "
+                     f"and 'runs'); got keys {sorted(record)}")
+
+
+def _record_profile(record: dict) -> DeviceProfile:
+    hardware = record.get("hardware")
+    text = str(hardware).lower()
+    if (isinstance(hardware, dict) and hardware.get("device", "cpu") == "cpu") or text.startswith("cpu"):
+        return PROFILES["cpu-2core"]
+    for name in ("t4", "a100", "h100", "h200"):
+        if name in text:
+            return PROFILES[name]
+    return PROFILES["h200"]
