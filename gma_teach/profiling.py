@@ -32,9 +32,9 @@ from pathlib import Path
 import torch
 
 from .baselines import MIXER_NAMES, make_mixer
+from .environment import preset, seed_everything
 from .measure import loglog_slope, peak_memory, provenance, run_point, time_call
 from .models import parameter_counts
-from .scale import preset, seed_everything
 
 #: Table 1 of the paper, typed in from its Section 5.1 -- one block, forward + backward, on the authors' unnamed
 #: GPU -- as ``{label: {N: (memory_gb, tokens_per_second, params_millions)}}``. The paper's own numbers, not

@@ -1,6 +1,9 @@
 """Figures shared by the chapters, so the book looks like one book.
 
 Every function returns a matplotlib ``Figure`` (or draws on an ``ax=`` it is given) and uses :func:`book_style`.
+The explanatory diagrams live in :mod:`gma_teach.plots.diagrams` (chapters 3-6) and
+:mod:`gma_teach.plots.kernel_diagrams` (chapter 7), the recorded experiments' figures in
+:mod:`gma_teach.plots.results` (chapters 9-11); the chapters import those modules by name.
 """
 from ..measure import loglog_slope  # the fit behind every slope in a legend, re-exported for the chapters
 from ._style import COLORS, book_style, new_figure

@@ -4,4 +4,5 @@ Each explorer draws a static figure first (so the HTML book shows a sensible pic
 redraw it when a live kernel is attached.
 """
 from .gmm_explorer import GMMExplorer, gmm_explorer
+from .query_explorer import QueryExplorer, query_explorer
 from .routing_explorer import RoutingExplorer, routing_explorer

@@ -90,7 +90,6 @@ class GMMExplorer(Explorer):
             self.means, self.variances, self.log_priors, extent=(-5.0, 5.0, -5.0, 5.0), n_points=120
         )
 
-
     def _build_controls(self):
         import ipywidgets as widgets
 

@@ -85,7 +85,6 @@ class RoutingExplorer(Explorer):
             lower.legend(fontsize=8)
         return fig
 
-
     def _build_controls(self):
         import ipywidgets as widgets
 
