@@ -1,0 +1,170 @@
+"""The cost model (gma_teach.cost): every preset within its device's budget, and the model against measurements."""
+import json
+import math
+
+import pytest
+import torch
+
+from gma_teach import baselines, cost, measure
+from gma_teach.environment import SCALES
+
+CHAPTERS = [f"ch{i:02d}" for i in range(1, 12)]
+GiB = 2**30
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_medium_fits_a_t4(chapter):
+    prediction = cost.predict(chapter, "medium", "t4")
+    too_big = [p.label for p in prediction.points if not p.fits]
+    assert not too_big, f"{chapter} at medium does not fit a T4: {too_big}"
+    assert prediction.peak_bytes <= 12 * GiB and prediction.seconds <= 600, prediction.summary()
+    assert cost.fits(chapter, "medium", "t4")
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_small_fits_a_laptop_cpu_in_about_ten_minutes(chapter):
+    prediction = cost.predict(chapter, "small", "cpu-2core")
+    assert prediction.seconds <= 600 and all(p.fits for p in prediction.points), prediction.summary()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_tiny_fits_the_ci_budget(chapter):
+    prediction = cost.predict(chapter, "tiny", "cpu-2core")
+    assert prediction.seconds <= 120 and prediction.peak_bytes <= 1 * GiB, prediction.summary()
+
+
+@pytest.mark.parametrize("chapter", CHAPTERS)
+def test_full_fits_an_h200_and_trains_no_long_run_live(chapter):
+    prediction = cost.predict(chapter, "full", "h200")
+    assert all(p.fits for p in prediction.points), prediction.summary()
+    assert prediction.seconds <= 30 * 60, prediction.summary()  # chapters 9-10 load the days-long runs instead
+
+
+def test_the_paper_sizes_are_what_the_full_experiments_cost():
+    # one seed of one mixer of LRA ListOps at the paper's sizes: hours even on an H200 (so chapter 9 loads them)
+    assert cost.predict("listops", "full", "h200").seconds > 3600
+    assert not cost.fits("listops", "full", "t4")
+
+
+def test_the_sweep_points_that_do_not_fit_a_t4_are_the_quadratic_ones():
+    # chapter 1 at full: eager softmax at N=16384 with 8 heads holds two 8 GiB matrices
+    full = cost.predict("ch01", "full", "t4")
+    assert [p.label for p in full.points if not p.fits] == ["softmax N=16384"]
+    kw = dict(batch_size=1, n_heads=8, seq_len=16384, d_route=64)
+    assert not cost.point_fits("softmax", device_profile="t4", **kw)
+    assert cost.point_fits("softmax", device_profile="h200", **kw)
+    assert cost.point_fits("sdpa", device_profile="t4", **kw)
+    assert cost.point_fits("gma_linear", device_profile="t4", n_components=128, **{**kw, "seq_len": 32768})
+    assert not cost.point_fits("gma_linear", device_profile="t4", free_bytes=1e6, n_components=128, **kw)
+    assert not cost.point_fits("block:softmax", device_profile="t4", batch_size=8, n_heads=12, seq_len=8192,
+                               d_route=768)
+    assert cost.point_fits("block:gma", device_profile="t4", batch_size=8, n_heads=12, seq_len=8192, d_route=768)
+
+
+def test_softmax_memory_grows_as_n_squared_and_gma_as_n():
+    def peak(form, n):
+        return cost.attention_work(form, 1, 4, n, 32, 32, 64).peak
+
+    assert math.log2(peak("softmax", 8192) / peak("softmax", 4096)) == pytest.approx(2.0)
+    assert math.log2(peak("gma_linear", 8192) / peak("gma_linear", 4096)) == pytest.approx(1.0)
+    assert math.log2(peak("gma_chunked", 8192) / peak("gma_chunked", 4096)) == pytest.approx(1.0)
+
+
+@pytest.mark.parametrize("form", ["softmax", "gma_linear"])
+def test_the_predicted_peak_matches_a_measured_one(form):
+    # odd sizes; the model's peak is a few float32 tensors, so it must agree with the allocator's count to ~40%
+    b, h, n, d, k = 1, 3, 700, 24, 37
+    q, key, v = (torch.randn(b, h, n, d) for _ in range(3))
+    if form == "softmax":
+        call = lambda: baselines.softmax_attention(q, key, v)  # noqa: E731
+    else:
+        from gma_teach import GaussianMixture, gma
+
+        mixture = GaussianMixture(k, d, n_heads=h)
+        params = tuple(t.detach() for t in (mixture.means, mixture.variances, mixture.log_priors))
+        call = lambda: gma(q, key, v, *params, impl="linear")  # noqa: E731
+    measured = measure.peak_memory(call)
+    predicted = cost.attention_work(form, b, h, n, d, d, k).peak
+    assert 0.6 < predicted / measured < 1.6, (predicted, measured)
+
+
+def _record(name):
+    path = measure.results_folder() / name
+    if not path.exists():
+        pytest.skip(f"{name} is not recorded")
+    return json.loads(path.read_text())
+
+
+def test_the_cpu_profile_reproduces_the_recorded_sweep():
+    rows = cost.compare_with_record(_record("profiling_cpu_small.json"))
+    assert len(rows) >= 30
+    for row in rows:
+        ratio = row["predicted_seconds"] / row["measured_seconds"]
+        assert 1 / 2.6 < ratio < 2.6, (row["label"], ratio)
+        assert 0.9 < row["predicted_bytes"] / row["measured_bytes"] < 1.7, row["label"]
+
+
+@pytest.mark.parametrize("name", ["lm_gma_small.json", "lm_linear_small.json", "lm_performer_small.json"])
+def test_the_cpu_profile_reproduces_the_recorded_language_models(name):
+    for row in cost.compare_with_record(_record(name)):
+        assert 0.5 < row["predicted_seconds"] / row["measured_seconds"] < 2.0, row
+
+
+def test_the_recorded_chapter_times_agree_with_the_model():
+    record = _record("chapter_seconds_cpu_tiny.json")
+    cores = record["hardware"]["logical_cores"]
+    for chapter in (c for c in record["chapters"] if c["passed"]):
+        predicted = cost.predict(chapter["chapter"], record["scale"], "cpu-2core").seconds
+        slowdown = max(1.0, max(chapter["load_before"], chapter["load_after"]) / cores)  # a loaded machine shares
+        assert predicted / 4 < chapter["seconds"] < 4 * slowdown * predicted, (chapter, predicted)
+
+
+def test_predict_lists_every_point_and_skips_what_an_earlier_chapter_cached():
+    prediction = cost.predict("ch11", "small", "cpu-2core")
+    cached = [p for p in prediction.points if p.cached]
+    assert len(cached) == 1 and cached[0].label.startswith("lm gma")
+    counted = sum(p.seconds for p in prediction.points if not p.cached)
+    assert prediction.seconds == pytest.approx(cost.CHAPTER_FIXED_SECONDS + counted)
+    assert "ch11 at small on cpu-2core" in prediction.summary()
+
+
+def test_host_work_beside_a_gpu_runs_on_the_host_profile():
+    on_gpu = cost.predict("ch02", "medium", "t4")  # chapter 2 computes on the CPU only
+    on_cpu = cost.predict("ch02", "medium", "cpu-2core")
+    assert all(p.on == "host" for p in on_gpu.points) and on_gpu.peak_bytes == 0
+    assert on_gpu.seconds == pytest.approx(on_cpu.seconds)
+
+
+def test_bad_arguments_are_named():
+    with pytest.raises(ValueError, match="chapter must be one of .*'ch99'"):
+        cost.predict("ch99", "tiny")
+    with pytest.raises(ValueError, match="scale must be one of .*'huge'"):
+        cost.predict("ch01", "huge")
+    with pytest.raises(ValueError, match="device_profile must be one of .*'tpu'"):
+        cost.predict("ch01", "tiny", "tpu")
+    with pytest.raises(TypeError, match="device_profile must be a profile name or a DeviceProfile, got int"):
+        cost.predict("ch01", "tiny", 3)
+    with pytest.raises(ValueError, match="unknown attention form 'flash'"):
+        cost.attention_work("flash", 1, 1, 8, 4, 4)
+    with pytest.raises(TypeError, match="record must be a dict"):
+        cost.compare_with_record("profiling_cpu_small.json")
+    with pytest.raises(ValueError, match="record must be a profiling sweep"):
+        cost.compare_with_record({"date": "today"})
+
+
+def test_every_scale_and_chapter_is_covered():
+    for scale in SCALES:
+        for chapter in cost.CHAPTERS:
+            assert cost.predict(chapter, scale, "t4").points, (chapter, scale)
+
+
+def test_current_profile_follows_the_machine(monkeypatch):
+    from test_environment import fake_cuda
+
+    fake_cuda(monkeypatch, total_memory=15_828_320_256, capability=(7, 5), name="Tesla T4")
+    t4 = cost.current_profile()
+    assert t4.is_cuda and t4.memory_budget_bytes == 12 * GiB and t4.capability == (7, 5)
+    fake_cuda(monkeypatch, total_memory=150_119_997_440, capability=(9, 0), name="NVIDIA H200")
+    h200 = cost.current_profile()
+    assert h200.capability == (9, 0) and h200.memory_budget_bytes == pytest.approx(0.85 * 150_119_997_440)
+    assert "h200" in h200.name
