@@ -1,10 +1,10 @@
-"""Chapter 11's checkers accept correct answers and name the common mistakes."""
+"""Chapter 11's checkers accept correct answers, name the common mistakes and report a stub as not attempted."""
 import math
 
 import pytest
 import torch
 
-from gma_teach.exercises import ExerciseError, check_mutual_information, check_purity, check_token_entropy
+from gma_teach.exercises import ExerciseError, NotAttempted, check_mutual_information, check_purity, check_token_entropy
 
 
 def _purity(assignments, categories):
@@ -28,11 +28,26 @@ def _token_entropy(resp):
     return (-torch.special.xlogy(resp, resp).sum(-1) / math.log(resp.shape[-1])).mean().item()
 
 
-def test_correct_answers_pass():
-    assert "correct" in check_purity(_purity)
-    assert "correct" in check_mutual_information(_mutual_information)
-    assert "correct" in check_token_entropy(_token_entropy)
-    assert "correct" in check_token_entropy(lambda resp: torch.tensor(_token_entropy(resp)))
+def test_correct_answers_pass(capsys):
+    check_purity(_purity)
+    check_token_entropy(_token_entropy)
+    check_mutual_information(_mutual_information)
+    check_token_entropy(lambda resp: torch.tensor(_token_entropy(resp)))
+    lines = capsys.readouterr().out.splitlines()
+    assert [line.split(" -- ")[0] for line in lines] == [
+        "Exercise 11.1: correct", "Exercise 11.2: correct", "Exercise 11.3: correct", "Exercise 11.2: correct"]
+
+
+@pytest.mark.parametrize("check", [check_purity, check_token_entropy, check_mutual_information])
+def test_a_stub_is_not_attempted(check, capsys):
+    def stub(*args):
+        raise NotImplementedError
+
+    assert check(stub) is None
+    assert capsys.readouterr().out == (f"Exercise {check.exercise}: not attempted yet (fill in the cell above and "
+                                       "run it again)\n")
+    with pytest.raises(NotAttempted):
+        check(stub, strict=True)
 
 
 def test_purity_mistakes_are_named():
@@ -41,7 +56,7 @@ def test_purity_mistakes_are_named():
                   for k in assignments.unique()]
         return sum(values) / len(values)
 
-    with pytest.raises(ExerciseError, match="averaged the per-component purities"):
+    with pytest.raises(ExerciseError, match="^Exercise 11.1: you averaged the per-component purities"):
         check_purity(macro)
     with pytest.raises(ExerciseError, match="returned a count"):
         check_purity(lambda a, c: _purity(a, c) * a.numel())
@@ -52,14 +67,14 @@ def test_purity_mistakes_are_named():
 
 
 def test_mutual_information_mistakes_are_named():
-    with pytest.raises(ExerciseError, match="bits"):
+    with pytest.raises(ExerciseError, match="^Exercise 11.3: .*bits"):
         check_mutual_information(lambda a, c: _mutual_information(a, c, log=math.log2))
     with pytest.raises(ExerciseError, match="expected"):
         check_mutual_information(lambda a, c: _mutual_information(a, c) + 0.01)
 
 
 def test_token_entropy_mistakes_are_named():
-    with pytest.raises(ExerciseError, match="did not normalize"):
+    with pytest.raises(ExerciseError, match="^Exercise 11.2: you did not normalize"):
         check_token_entropy(lambda resp: (-torch.special.xlogy(resp, resp).sum(-1)).mean().item())
     with pytest.raises(ExerciseError, match="usage entropy"):
         check_token_entropy(lambda resp: _token_entropy(resp.mean(0, keepdim=True)))

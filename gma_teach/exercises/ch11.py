@@ -1,8 +1,9 @@
-"""Chapter 11's exercises: weighted purity, mutual information and normalized token entropy, by hand.
+"""Chapter 11's exercises: weighted purity (11.1), normalized token entropy (11.2) and mutual information (11.3).
 
-Each checker calls your function on random inputs of odd sizes (and on corner cases) and compares it with
-:func:`gma_teach.diagnostics.routing_metrics`; it raises :class:`~gma_teach.exercises.ExerciseError` saying what
-is wrong, or returns a short success message.
+Each checker calls your function on random inputs of odd sizes (and on corner cases: one component taking every
+token, perfect alignment, one-hot rows) and compares it with :func:`gma_teach.diagnostics.routing_metrics`; it
+raises :class:`~gma_teach.exercises.ExerciseError` naming the misconception, or prints "Exercise 11.N: correct"
+(the protocol is in :mod:`gma_teach.exercises._common`).
 """
 from __future__ import annotations
 
@@ -11,7 +12,7 @@ import math
 import torch
 
 from .. import diagnostics
-from ._common import ExerciseError, call_reader
+from ._common import ExerciseError, call_reader, checker
 
 __all__ = ["check_mutual_information", "check_purity", "check_token_entropy"]
 
@@ -56,8 +57,9 @@ def _macro_purity(assignments, categories) -> float:
     return sum(values) / len(values)
 
 
-def check_purity(fn, *, seed: int = 0) -> str:
-    """Check ``fn(assignments, categories) -> purity``, the weighted purity of hard assignments.
+@checker("11.1")
+def check_purity(fn, *, seed: int = 0):
+    """Exercise 11.1: check ``fn(assignments, categories) -> purity``, the weighted purity of hard assignments.
 
     Args:
         fn: your function; ``assignments`` ``(T,)`` long (the winning component of each token), ``categories``
@@ -79,11 +81,12 @@ def check_purity(fn, *, seed: int = 0) -> str:
             raise ExerciseError(
                 f"purity for T={assignments.numel()} tokens, K={n_components}: got {got:.6f}, expected {expected:.6f}"
             )
-    return "purity: correct (weighted by component size)."
+    return "weighted by component size."
 
 
-def check_mutual_information(fn, *, seed: int = 0) -> str:
-    """Check ``fn(assignments, categories) -> I(Z; C)`` in nats from hard assignments.
+@checker("11.3")
+def check_mutual_information(fn, *, seed: int = 0):
+    """Exercise 11.3: check ``fn(assignments, categories) -> I(Z; C)`` in nats from hard assignments.
 
     Args:
         fn: your function; ``assignments`` and ``categories`` ``(T,)`` long -> a float,
@@ -103,11 +106,12 @@ def check_mutual_information(fn, *, seed: int = 0) -> str:
                 f"mutual information for T={assignments.numel()} tokens, K={n_components}: got {got:.6f}, "
                 f"expected {expected:.6f} nats"
             )
-    return "mutual information: correct (nats)."
+    return "in nats, from the table of counts."
 
 
-def check_token_entropy(fn, *, seed: int = 0) -> str:
-    """Check ``fn(resp) -> normalized token entropy``, the mean of each row's entropy divided by ``ln K``.
+@checker("11.2")
+def check_token_entropy(fn, *, seed: int = 0):
+    """Exercise 11.2: check ``fn(resp) -> normalized token entropy``, the mean of each row's entropy over ``ln K``.
 
     Args:
         fn: your function; ``resp`` ``(T, K)`` float64 responsibilities (rows sum to 1, some rows one-hot)
@@ -133,4 +137,4 @@ def check_token_entropy(fn, *, seed: int = 0) -> str:
             raise ExerciseError(
                 f"token entropy for T={n_tokens}, K={n_components}: got {got:.6f}, expected {expected:.6f}"
             )
-    return "token entropy: correct (normalized by ln K, with 0 log 0 = 0)."
+    return "normalized by ln K, with 0 log 0 = 0."
