@@ -1,9 +1,10 @@
 r"""Chapters 9-11: tables and figures read from the recorded result files (``gma_teach/results/*.json``).
 
-A record is what ``python -m gma_teach.experiments ... --out FILE`` writes: ``experiment``, ``mixer``,
-``n_components``, ``config`` (with ``mixer_options``), ``runs`` (one per seed) and the provenance (``hardware``,
-``date``, ``commit``, ``command``). Everything here reads records defensively: a record that lacks a number is
-left out of the figure and named by :func:`describe_missing`, never drawn as a zero.
+A record is what ``python -m gma_teach.experiments ... --out FILE`` writes (``experiment``, ``mixer``,
+``n_components``, ``config`` with ``mixer_options``, ``runs``: one per seed, and the provenance) or what
+``python -m gma_teach.study ...`` writes for one arm of a study (``study``, ``arm``, ``spec``: mixer,
+``n_components``, ``gma_options``, ``prepare``; ``config``, ``runs``). Everything here reads records defensively: a
+record that lacks a number is left out of the figure and named by :func:`describe_missing`, never drawn as a zero.
 
 Metrics (the ``metric=`` argument), read from each seed's run:
 
@@ -15,13 +16,14 @@ Metrics (the ``metric=`` argument), read from each seed's run:
 
 Error bars are 95% Student-t intervals of the mean over seeds (:func:`mean_interval`); one seed gets no bar and
 says so. Routing histories (active share of the components over training, chapter 11) are read by
-:func:`active_share_history` from ``run["history"]["routing"]``.
+:func:`active_share_history` from each run's ``routing`` (:func:`gma_teach.experiments.run_lm`).
 """
 from __future__ import annotations
 
 import math
 import statistics
 
+from ..study import t_quantile_975
 from ._style import COLORS, new_figure
 
 __all__ = [
@@ -50,10 +52,6 @@ METRICS = {
     "bits_per_byte": ("validation bits per byte", False, 1.0),
 }
 
-# two-sided 95% quantiles of Student's t for 1..30 degrees of freedom
-_T95 = (12.706, 4.303, 3.182, 2.776, 2.571, 2.447, 2.365, 2.306, 2.262, 2.228, 2.201, 2.179, 2.160, 2.145, 2.131,
-        2.120, 2.110, 2.101, 2.093, 2.086, 2.080, 2.074, 2.069, 2.064, 2.060, 2.056, 2.052, 2.048, 2.045, 2.042)
-
 
 def _check_metric(metric: str) -> None:
     if metric not in METRICS:
@@ -78,9 +76,7 @@ def mean_interval(values) -> tuple[float, float | None]:
     mean = statistics.fmean(values)
     if len(values) == 1:
         return mean, None
-    df = len(values) - 1
-    quantile = _T95[df - 1] if df <= len(_T95) else 1.96 + (1.96 ** 3 + 1.96) / (4 * df)
-    return mean, quantile * statistics.stdev(values) / math.sqrt(len(values))
+    return mean, t_quantile_975(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
 
 
 def _run_metric(run: dict, metric: str):
@@ -101,9 +97,20 @@ def record_values(record: dict, metric: str) -> list[float]:
     return [factor * v for v in values if v is not None]
 
 
+def _mixer(record: dict):
+    return record.get("mixer") or (record.get("spec") or {}).get("mixer")
+
+
+def _n_components(record: dict):
+    return record.get("n_components") or (record.get("spec") or {}).get("n_components")
+
+
 def _options(record: dict) -> dict:
-    config = record.get("config") or {}
-    options = dict(config.get("mixer_options") or record.get("mixer_options") or {})
+    """The options that make a record more than "mixer at K": a routing remedy, a preparation of the means."""
+    config, spec = record.get("config") or {}, record.get("spec") or {}
+    options = {**(config.get("mixer_options") or {}), **(spec.get("gma_options") or {})}
+    if spec.get("prepare"):
+        options["prepare"] = spec["prepare"]
     for key in ("n_components", "n_features", "k", "max_seq_len"):
         options.pop(key, None)
     return options
@@ -114,9 +121,9 @@ def record_label(record: dict, *, with_k: bool = True) -> str:
     option (a remedy, say) in brackets."""
     if record.get("label"):
         return str(record["label"])
-    label = str(record.get("mixer", "?"))
-    if with_k and record.get("n_components"):
-        label += f" K={record['n_components']}"
+    label = str(_mixer(record) or "?")
+    if with_k and _n_components(record):
+        label += f" K={_n_components(record)}"
     options = _options(record)
     if options:
         label += " (" + ", ".join(f"{key}={value}" for key, value in sorted(options.items())) + ")"
@@ -169,8 +176,8 @@ def summarize(records, metric: str) -> list[dict]:
             continue
         mean, half_width = mean_interval(values)
         speeds = _tokens_per_second(record)
-        rows.append({"label": record_label(record), "mixer": record.get("mixer"),
-                     "n_components": record.get("n_components"), "n_seeds": len(values), "mean": mean,
+        rows.append({"label": record_label(record), "mixer": _mixer(record),
+                     "n_components": _n_components(record), "n_seeds": len(values), "mean": mean,
                      "half_width": half_width, "tokens_per_second": statistics.fmean(speeds) if speeds else None,
                      "tokenizer": tokenizer_of(record), "steps": _steps(record), "hardware": hardware_line(record),
                      "options": _options(record)})
@@ -215,7 +222,7 @@ def describe_missing(records, *, metric: str, expected=(), min_seeds: int = 3) -
     _check_metric(metric)
     records = _check_records(records)
     notes = []
-    labels = {record_label(r) for r in records} | {str(r.get("mixer")) for r in records}
+    labels = {record_label(r) for r in records} | {str(_mixer(r)) for r in records}
     for name in expected:
         if name not in labels:
             notes.append(f"{name}: no recorded run")
@@ -230,45 +237,24 @@ def describe_missing(records, *, metric: str, expected=(), min_seeds: int = 3) -
 
 
 def active_share_history(run: dict) -> tuple[list, list] | None:
-    """``(steps, active share)`` of one seed's training, mean over the GMA layers and heads it tracked, or ``None``.
+    """``(steps, active share)`` of one seed's training, the share averaged over every tracked GMA layer and head,
+    or ``None`` when the run did not track its routing.
 
-    Reads ``run["history"]["routing"]``: one entry per evaluation, each with ``active_share`` as a number, a list
-    (per layer or per head) or a nested list (layer x head); steps from the entry's ``step`` or the history's
-    ``steps``.
+    Reads ``run["routing"]``: ``initial`` (step 0) and ``evaluations`` at ``steps``, each a list of per-layer dicts
+    whose ``active_share`` holds one value per head (:func:`gma_teach.diagnostics.routing_health`).
     """
-    history = run.get("history") or {}
-    routing = history.get("routing")
-    if not routing:
+    routing = run.get("routing")
+    if not routing or not routing.get("evaluations"):
         return None
-    steps, shares = [], []
-    for index, entry in enumerate(routing):
-        share = entry.get("active_share") if isinstance(entry, dict) else None
-        flat = list(_flatten(share))
-        if not flat:
-            continue
-        step = entry.get("step") if entry.get("step") is not None else (history.get("steps") or [None] * (index + 1))[
-            index]
-        if step is None:
-            continue
-        steps.append(step)
-        shares.append(statistics.fmean(flat))
-    return (steps, shares) if steps else None
-
-
-def _flatten(value):
-    if isinstance(value, dict):
-        for item in value.values():
-            yield from _flatten(item)
-    elif isinstance(value, (list, tuple)):
-        for item in value:
-            yield from _flatten(item)
-    elif isinstance(value, (int, float)) and math.isfinite(value):
-        yield float(value)
+    steps = [0, *routing["steps"]] if routing.get("initial") else list(routing["steps"])
+    entries = [routing["initial"], *routing["evaluations"]] if routing.get("initial") else routing["evaluations"]
+    shares = [statistics.fmean(share for layer in entry for share in layer["active_share"]) for entry in entries]
+    return steps, shares
 
 
 # ------------------------------------------------------------------------------------------------------ figures
 def _color(record_or_mixer, index: int = 0) -> str:
-    mixer = record_or_mixer.get("mixer") if isinstance(record_or_mixer, dict) else record_or_mixer
+    mixer = _mixer(record_or_mixer) if isinstance(record_or_mixer, dict) else record_or_mixer
     return COLORS.get(str(mixer), f"C{index}")
 
 
@@ -410,7 +396,7 @@ def plot_active_share(records, *, ax=None):
     records = _check_records(records)
     fig, ax = _axis(ax)
     drawn = 0
-    for index, record in enumerate(records):
+    for record in records:
         histories = [h for h in (active_share_history(run) for run in record.get("runs", [])) if h]
         if not histories:
             continue
