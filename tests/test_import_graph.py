@@ -155,19 +155,16 @@ def describe_cycle(component: list[str], edges: list[Edge], key) -> str:
     return " <-> ".join(component) + ":\n    " + "\n    ".join(links)
 
 
-def module_cycles(modules, package):
-    edges, _ = find_edges(modules, package)
+def module_cycles(edges, package):
     return [describe_cycle(c, edges, lambda m: m) for c in find_cycles([(e.source, e.target) for e in edges])]
 
 
-def room_cycles(modules, package):
-    edges, _ = find_edges(modules, package)
+def room_cycles(edges, package):
     pairs = [(room(e.source, package), room(e.target, package)) for e in edges]
     return [describe_cycle(c, edges, lambda m: room(m, package)) for c in find_cycles(pairs)]
 
 
-def private_name_imports(modules, package):
-    edges, attributes = find_edges(modules, package)
+def private_name_imports(edges, attributes):
     found = [f"{e.where}: {e.source} takes {e.target}.{e.name}" for e in edges
              if e.name is not None and _is_private(e.name) and e.source != e.target]
     found += [f"{where}: {module} uses {name}" for module, name, where in attributes
@@ -175,8 +172,7 @@ def private_name_imports(modules, package):
     return sorted(found)
 
 
-def private_module_imports(modules, package):
-    edges, _ = find_edges(modules, package)
+def private_module_imports(edges):
     found = []
     for edge in edges:
         parts = edge.target.split(".")
@@ -190,6 +186,7 @@ def private_module_imports(modules, package):
 
 
 MODULES = find_modules(ROOT / PACKAGE, PACKAGE)
+EDGES, ATTRIBUTES = find_edges(MODULES, PACKAGE)
 
 
 def test_the_package_is_read():
@@ -197,22 +194,22 @@ def test_the_package_is_read():
 
 
 def test_no_cycle_between_modules():
-    cycles = module_cycles(MODULES, PACKAGE)
+    cycles = module_cycles(EDGES, PACKAGE)
     assert not cycles, "import cycles between modules:\n" + "\n".join(cycles)
 
 
 def test_no_cycle_between_rooms():
-    cycles = room_cycles(MODULES, PACKAGE)
+    cycles = room_cycles(EDGES, PACKAGE)
     assert not cycles, "import cycles between the package's rooms:\n" + "\n".join(cycles)
 
 
 def test_no_private_name_crosses_a_file():
-    found = private_name_imports(MODULES, PACKAGE)
+    found = private_name_imports(EDGES, ATTRIBUTES)
     assert not found, "private names used outside their module:\n" + "\n".join(found)
 
 
 def test_private_modules_stay_in_their_package():
-    found = private_module_imports(MODULES, PACKAGE)
+    found = private_module_imports(EDGES)
     assert not found, "private modules imported from outside their package:\n" + "\n".join(found)
 
 
@@ -242,17 +239,17 @@ def fake_package(tmp_path):
 def test_each_rule_catches_what_it_forbids(fake_package):
     assert set(fake_package) == {"fakepkg", "fakepkg.a", "fakepkg.b", "fakepkg.c", "fakepkg.d", "fakepkg.e",
                                  "fakepkg.f", "fakepkg.views", "fakepkg.views._style", "fakepkg.views.figure"}
-    cycles = module_cycles(fake_package, "fakepkg")
+    edges, attributes = find_edges(fake_package, "fakepkg")
+    cycles = module_cycles(edges, "fakepkg")
     assert any(text.startswith("fakepkg.a <-> fakepkg.b") for text in cycles), cycles  # the lazy import counts
     assert any("fakepkg.d" in text and "fakepkg.views.figure" in text for text in cycles), cycles
     assert not any("fakepkg.f" in text for text in cycles), cycles
-    rooms = room_cycles(fake_package, "fakepkg")
+    rooms = room_cycles(edges, "fakepkg")
     assert any(text.startswith("fakepkg.d <-> fakepkg.views") for text in rooms), rooms
-    private = private_name_imports(fake_package, "fakepkg")
+    private = private_name_imports(edges, attributes)
     assert len(private) == 2 and "takes fakepkg.a._hidden" in private[0] + private[1], private
     assert any("uses fakepkg.a._hidden" in text for text in private), private
-    modules = private_module_imports(fake_package, "fakepkg")
+    modules = private_module_imports(edges)
     assert modules == ["fakepkg/d.py:1: fakepkg.d imports fakepkg.views._style, private to fakepkg.views"], modules
-    edges, _ = find_edges(fake_package, "fakepkg")
     assert not any(edge.target == "numpy" for edge in edges)
     assert Edge("fakepkg.e", "fakepkg.views.figure", None, "fakepkg/e.py:1") in edges
