@@ -21,8 +21,8 @@ the experiments measure, fit and record the same way:
 * fits that only see points that ran: :func:`loglog_slope`, :func:`crossover`, and :func:`check_slope` /
   :func:`checked_slopes`, which print a note instead of a wrong claim when a fitted slope is not what the cost
   model allows;
-* records: :func:`provenance` (one schema for every result file), :func:`hardware`, :func:`git_commit`,
-  :func:`results_folder`.
+* records: :func:`provenance` (one schema for every result file), :func:`hardware`, :func:`load_average`,
+  :func:`git_commit`, :func:`results_folder`.
 """
 from __future__ import annotations
 
@@ -469,6 +469,15 @@ def git_commit() -> str:
     return commit + ("+dirty" if dirty else "")
 
 
+def load_average() -> list[float] | None:
+    """The system's 1, 5 and 15 minute load averages (runnable processes; compare with the core count), rounded to
+    0.01; ``None`` where the system has none (Windows). Record it before and after a run on a shared machine."""
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
 #: The keys every recorded result file starts with (:func:`provenance`).
 PROVENANCE_KEYS = ("hardware", "threads", "load", "date", "commit", "command")
 
@@ -486,13 +495,9 @@ def provenance(command: str | None = None, device=None) -> dict:
     """
     import datetime
 
-    try:
-        load = [round(value, 2) for value in os.getloadavg()]
-    except (AttributeError, OSError):  # Windows has no load average
-        load = None
     return {"hardware": hardware(device),
             "threads": torch.get_num_threads(),
-            "load": load,
+            "load": load_average(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
             "commit": git_commit(),
             "command": command or " ".join(["python"] + sys.argv)}

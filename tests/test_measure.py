@@ -291,6 +291,17 @@ def test_provenance_has_one_schema():
     json.dumps(record)
 
 
+def test_load_average_is_three_non_negative_numbers_or_none(monkeypatch):
+    load = measure.load_average()
+    assert load is None or (len(load) == 3 and all(value >= 0 for value in load))
+
+    def no_load_average():
+        raise OSError("not available")
+
+    monkeypatch.setattr(measure.os, "getloadavg", no_load_average)
+    assert measure.load_average() is None and measure.provenance("x")["load"] is None
+
+
 def test_results_folder_ships_with_the_package():
     folder = measure.results_folder()
     assert folder.is_dir() and folder.parent.name == "gma_teach"
