@@ -64,7 +64,7 @@ def check_purity(fn, *, seed: int = 0):
     Args:
         fn: your function; ``assignments`` ``(T,)`` long (the winning component of each token), ``categories``
             ``(T,)`` long (the category of each token) -> a float,
-            :math:`\\frac1T\\sum_k \\max_c n_{k,c}`.
+            :math:`\\frac1T\\sum_k \\max_y n_{k,y}`.
         seed: seed of the random inputs.
     """
     for assignments, categories, n_components in _tables(seed):
@@ -86,11 +86,11 @@ def check_purity(fn, *, seed: int = 0):
 
 @checker("11.3")
 def check_mutual_information(fn, *, seed: int = 0):
-    """Exercise 11.3: check ``fn(assignments, categories) -> I(Z; C)`` in nats from hard assignments.
+    """Exercise 11.3: check ``fn(assignments, categories) -> I(Z; Y)`` in nats from hard assignments.
 
     Args:
         fn: your function; ``assignments`` and ``categories`` ``(T,)`` long -> a float,
-            :math:`\\sum_{k,c} p(k,c) \\ln \\frac{p(k,c)}{p(k)\\,p(c)}`.
+            :math:`\\sum_{k,y} p(k,y) \\ln \\frac{p(k,y)}{p(k)\\,p(y)}` (``Y`` the category).
         seed: seed of the random inputs.
     """
     for assignments, categories, n_components in _tables(seed):
@@ -101,7 +101,7 @@ def check_mutual_information(fn, *, seed: int = 0):
             if expected > 0 and abs(got - expected / math.log(2)) < _TOLERANCE:
                 raise ExerciseError("your value is in bits: use the natural logarithm (nats), as the paper does")
             if expected > 0 and abs(got - reference["nmi_category"]) < _TOLERANCE:
-                raise ExerciseError("you returned MI / H(C), the normalized MI; return the MI itself")
+                raise ExerciseError("you returned MI / H(Y), the normalized MI; return the MI itself")
             raise ExerciseError(
                 f"mutual information for T={assignments.numel()} tokens, K={n_components}: got {got:.6f}, "
                 f"expected {expected:.6f} nats"
