@@ -1,6 +1,12 @@
-"""Input validation shared by the public functions: every error names the argument, what it got and what it needs."""
+"""Input validation shared by the public functions, with one rule.
+
+A value of the wrong *type* raises ``TypeError``; a value of the right type but a wrong *value* (shape, range, an
+unknown name) raises ``ValueError``. Every message names the caller's argument, says what it got and what it
+needs. Callers pass the name their own caller used (``q``, not an internal ``x``).
+"""
 from __future__ import annotations
 
+import math
 import numbers
 
 import torch
@@ -17,22 +23,101 @@ def tensor(name: str, value, *, min_rank: int = 1) -> torch.Tensor:
     return value
 
 
-def positive_number(name: str, value) -> float:
-    """Check that ``value`` is a real number > 0."""
+def _real(name: str, value, what: str) -> float:
     if isinstance(value, bool) or not isinstance(value, numbers.Real):
-        raise TypeError(f"{name} must be a positive number, got {type(value).__name__}")
+        raise TypeError(f"{name} must be {what}, got {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be {what} (finite), got {value}")
+    return float(value)
+
+
+def positive_number(name: str, value) -> float:
+    """Check that ``value`` is a finite real number > 0 (``inf`` and ``nan`` are refused)."""
+    value = _real(name, value, "a positive number")
     if not value > 0:
         raise ValueError(f"{name} must be > 0, got {value}")
-    return float(value)
+    return value
+
+
+def nonnegative_number(name: str, value) -> float:
+    """Check that ``value`` is a finite real number >= 0."""
+    value = _real(name, value, "a number >= 0")
+    if value < 0:
+        raise ValueError(f"{name} must be >= 0, got {value}")
+    return value
+
+
+def fraction(name: str, value) -> float:
+    """Check that ``value`` is a real number in ``[0, 1)`` (a dropout rate, a share)."""
+    value = _real(name, value, "a number in [0, 1)")
+    if not 0 <= value < 1:
+        raise ValueError(f"{name} must be in [0, 1), got {value}")
+    return value
+
+
+def integer(name: str, value, *, minimum: int | None = None, maximum: int | None = None) -> int:
+    """Check that ``value`` is an int (not a bool) in ``[minimum, maximum]`` (each bound optional)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
+        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if minimum is not None and value < minimum:
+        raise ValueError(f"{name} must be >= {minimum}, got {value}")
+    if maximum is not None and value > maximum:
+        raise ValueError(f"{name} must be <= {maximum}, got {value}")
+    return int(value)
 
 
 def positive_int(name: str, value) -> int:
     """Check that ``value`` is an integer >= 1."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1:
-        raise ValueError(f"{name} must be >= 1, got {value}")
-    return int(value)
+    return integer(name, value, minimum=1)
+
+
+def boolean(name: str, value) -> bool:
+    """Check that ``value`` is a bool."""
+    if not isinstance(value, bool):
+        raise TypeError(f"{name} must be a bool, got {type(value).__name__}")
+    return value
+
+
+def one_of(name: str, value, options) -> str:
+    """Check that ``value`` is one of ``options`` (names)."""
+    if not isinstance(value, str):
+        raise TypeError(f"{name} must be a str, one of {tuple(options)}, got {type(value).__name__}")
+    if value not in options:
+        raise ValueError(f"{name} must be one of {tuple(options)}, got {value!r}")
+    return value
+
+
+def bool_mask(name: str, value, shape: tuple, what: str = "(B, M)") -> torch.Tensor:
+    """Check that ``value`` is a bool tensor of ``shape`` (described to the caller as ``what``)."""
+    if not isinstance(value, torch.Tensor) or value.dtype != torch.bool:
+        raise TypeError(f"{name} must be a bool tensor, got {getattr(value, 'dtype', type(value).__name__)}")
+    if tuple(value.shape) != tuple(shape):
+        raise ValueError(f"{name} must have shape {what} = {tuple(shape)}, got {tuple(value.shape)}")
+    return value
+
+
+def sequence(name: str, value, d_model: int) -> torch.Tensor:
+    """Check that ``value`` is a floating-point ``(B, N, d_model)`` tensor."""
+    tensor(name, value)
+    if value.dim() != 3 or value.shape[-1] != d_model:
+        raise ValueError(f"{name} must be (B, N, d_model={d_model}), got shape {tuple(value.shape)}")
+    return value
+
+
+def token(name: str, value, d_model: int) -> torch.Tensor:
+    """Check that ``value`` is a floating-point ``(B, d_model)`` tensor (one decoding step)."""
+    tensor(name, value)
+    if value.dim() != 2 or value.shape[-1] != d_model:
+        raise ValueError(f"{name} must be (B, d_model={d_model}), got shape {tuple(value.shape)}")
+    return value
+
+
+def heads(d_model, n_heads) -> tuple[int, int]:
+    """Check ``d_model`` and ``n_heads`` (positive ints) and that the heads split the width evenly."""
+    d_model, n_heads = positive_int("d_model", d_model), positive_int("n_heads", n_heads)
+    if d_model % n_heads:
+        raise ValueError(f"d_model must be divisible by n_heads, got d_model={d_model}, n_heads={n_heads}")
+    return d_model, n_heads
 
 
 def same_device(**tensors: torch.Tensor) -> None:

@@ -38,7 +38,10 @@ import torch
 import torch.nn.functional as F
 from torch import nn
 
+from . import _checks
 from .layer import GaussianMixtureAttention
+from .mamba import MambaMixer
+from .mixing import DecodingState, GMAState, gma_from_responsibilities, recurrent_step
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -81,40 +84,21 @@ def elu_feature_map(x):
 def linear_attention(phi_q, phi_k, v, *, causal=False, eps=1e-6, chunk_size=64):
     """Normalized kernel attention ``phi(q) [phi(k)^T v] / (phi(q) [phi(k)^T 1] + eps)`` without an N x N matrix.
 
+    The same algorithm as GMA with features in place of responsibilities, so it *is*
+    :func:`gma_teach.gma_from_responsibilities`: the associative form (``impl="linear"``) when bidirectional, the
+    chunked prefix sums (``impl="chunked"``: a masked ``(C, C)`` product inside each chunk of ``chunk_size``
+    tokens, a running ``(m, d_v)`` state across chunks) when causal.
+
     Args:
         phi_q, phi_k: non-negative features ``(B, H, N, m)``; v: ``(B, H, N, d_v)``.
-        causal: prefix sums instead of full sums. Computed in chunks of ``chunk_size`` tokens: inside a chunk a
-            masked ``(C, C)`` product, across chunks a running ``(m, d_v)`` state, so memory is
-            ``O(N/C * m * d_v + N * C)`` per head.
+        causal: prefix sums instead of full sums.
         eps: added to the normalizer.
 
     Returns:
-        ``(B, H, N, d_v)``.
+        ``(B, H, N, d_v)`` in ``v``'s dtype.
     """
-    if not causal:
-        memory = phi_k.transpose(-1, -2) @ v  # (B, H, m, d_v)
-        normalizer = phi_k.sum(dim=-2)  # (B, H, m)
-        return (phi_q @ memory) / ((phi_q @ normalizer.unsqueeze(-1)) + eps)
-    if chunk_size < 1:
-        raise ValueError(f"chunk_size must be >= 1, got {chunk_size}")
-    n = phi_q.shape[-2]
-    pad = (-n) % chunk_size
-    if pad:
-        phi_q, phi_k, v = (F.pad(t, (0, 0, 0, pad)) for t in (phi_q, phi_k, v))
-    *lead, n_padded, m = phi_q.shape
-    n_chunks = n_padded // chunk_size
-    q_c = phi_q.reshape(*lead, n_chunks, chunk_size, m)
-    k_c = phi_k.reshape(*lead, n_chunks, chunk_size, m)
-    v_c = v.reshape(*lead, n_chunks, chunk_size, v.shape[-1])
-    # Ones column appended to v: the same products give the normalizer.
-    v_c = torch.cat([v_c, torch.ones_like(v_c[..., :1])], dim=-1)
-    chunk_memory = k_c.transpose(-1, -2) @ v_c  # (B, H, n_chunks, m, d_v + 1)
-    running = torch.cumsum(chunk_memory, dim=-3)
-    before = torch.cat([torch.zeros_like(running[..., :1, :, :]), running[..., :-1, :, :]], dim=-3)
-    within = (q_c @ k_c.transpose(-1, -2)).tril()  # (B, H, n_chunks, C, C)
-    out = within @ v_c + q_c @ before
-    out = out[..., :-1] / (out[..., -1:] + eps)
-    return out.reshape(*lead, n_padded, -1)[..., :n, :]
+    return gma_from_responsibilities(phi_q, phi_k, v, causal=causal, eps=eps, chunk_size=chunk_size,
+                                     impl="chunked" if causal else "linear")
 
 
 def orthogonal_random_features(n_features, dim, *, generator=None, dtype=torch.float32, device=None):
@@ -161,56 +145,28 @@ def favor_features(x, projection, *, is_query):
 # ----------------------------------------------------------------------------------------------------------------
 # Multi-head modules
 # ----------------------------------------------------------------------------------------------------------------
-def _check_sizes(d_model, n_heads):
-    for name, value in (("d_model", d_model), ("n_heads", n_heads)):
-        if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-            raise ValueError(f"{name} must be a positive int, got {value!r}")
-    if d_model % n_heads:
-        raise ValueError(f"d_model must be divisible by n_heads, got d_model={d_model}, n_heads={n_heads}")
-
-
-def _check_input(x, d_model):
-    if not isinstance(x, torch.Tensor):
-        raise TypeError(f"x must be a torch.Tensor of shape (B, N, d_model), got {type(x).__name__}")
-    if x.dim() != 3 or x.shape[-1] != d_model:
-        raise ValueError(f"x must have shape (B, N, {d_model}), got {tuple(x.shape)}")
-
-
-def _nbytes(*tensors):
-    return sum(t.numel() * t.element_size() for t in tensors)
-
-
 @dataclass
-class KVCache:
-    """Decoding state of softmax attention: all keys and values so far, ``(B, H, t, d_head)`` (grows with t)."""
+class KVCache(DecodingState):
+    """Decoding state of softmax attention: all keys and values so far, ``(B, H, t, d_head)`` (grows with t, by
+    ``2 B H d_head`` elements a token)."""
 
     keys: torch.Tensor
     values: torch.Tensor
 
-    def nbytes(self) -> int:
-        """Bytes held by the cache (grows by ``2 B H d_head`` elements a token)."""
-        return _nbytes(self.keys, self.values)
+
+LinearAttentionState = GMAState
+"""Decoding state of kernel attention: GMA's state, ``memory (B, H, m, d_head)`` and ``normalizer (B, H, m)`` with
+features in place of responsibilities (the same recurrence, :func:`gma_teach.mixing.recurrent_step`)."""
 
 
-@dataclass
-class LinearAttentionState:
-    """Decoding state of kernel attention: ``memory (B, H, m, d_head)`` and ``normalizer (B, H, m)``."""
-
-    memory: torch.Tensor
-    normalizer: torch.Tensor
-
-    def nbytes(self) -> int:
-        """Bytes held by the state (constant)."""
-        return _nbytes(self.memory, self.normalizer)
-
-
-class _MultiHeadMixer(nn.Module):
-    """Shared q/k/v/out projections ``d_model -> d_model`` split into ``n_heads`` heads of ``d_model // n_heads``."""
+class MultiHeadMixer(nn.Module):
+    """Base of the attention baselines: q/k/v/out projections ``d_model -> d_model`` split into ``n_heads`` heads
+    of ``d_model // n_heads``; subclasses define ``_mix(q, k, v, key_padding_mask)`` on ``(B, H, N, d_head)``."""
 
     def __init__(self, d_model, n_heads, causal):
         super().__init__()
-        _check_sizes(d_model, n_heads)
-        self.d_model, self.n_heads, self.causal = d_model, n_heads, bool(causal)
+        d_model, n_heads = _checks.heads(d_model, n_heads)
+        self.d_model, self.n_heads, self.causal = d_model, n_heads, _checks.boolean("causal", causal)
         self.head_dim = d_model // n_heads
         self.q_proj = nn.Linear(d_model, d_model)
         self.k_proj = nn.Linear(d_model, d_model)
@@ -229,21 +185,19 @@ class _MultiHeadMixer(nn.Module):
 
     def forward(self, x, key_padding_mask=None):
         """``x (B, N, d_model)``, ``key_padding_mask (B, N)`` bool (``True`` = real) -> ``(B, N, d_model)``."""
-        _check_input(x, self.d_model)
-        if key_padding_mask is not None and key_padding_mask.shape != x.shape[:2]:
-            raise ValueError(f"key_padding_mask must have shape {tuple(x.shape[:2])}, "
-                             f"got {tuple(key_padding_mask.shape)}")
+        _checks.sequence("x", x, self.d_model)
+        if key_padding_mask is not None:
+            _checks.bool_mask("key_padding_mask", key_padding_mask, tuple(x.shape[:2]), "(B, N)")
         q, k, v = (self._heads(p, x) for p in (self.q_proj, self.k_proj, self.v_proj))
         return self._merge(self._mix(q, k, v, key_padding_mask))
 
     def _check_step(self, x_t):
         if not self.causal:
             raise ValueError("step() needs a causal mixer (built with causal=True)")
-        if x_t.dim() != 2 or x_t.shape[-1] != self.d_model:
-            raise ValueError(f"x_t must have shape (B, {self.d_model}), got {tuple(x_t.shape)}")
+        _checks.token("x_t", x_t, self.d_model)
 
 
-class SoftmaxAttention(_MultiHeadMixer):
+class SoftmaxAttention(MultiHeadMixer):
     """Multi-head softmax attention in the eager form (the ``(B, H, N, N)`` matrix is materialized)."""
 
     def __init__(self, d_model, n_heads, *, causal=False):
@@ -279,31 +233,26 @@ class SDPAttention(SoftmaxAttention):
         return F.scaled_dot_product_attention(q, k, v, attn_mask=mask)
 
 
-class _KernelAttention(_MultiHeadMixer):
+class _KernelAttention(MultiHeadMixer):
     """Normalized kernel attention with a feature map ``_features(x, is_query)``; see :func:`linear_attention`."""
 
     def __init__(self, d_model, n_heads, causal, eps, chunk_size):
         super().__init__(d_model, n_heads, causal)
-        if not eps > 0:
-            raise ValueError(f"eps must be > 0, got {eps}")
-        if not isinstance(chunk_size, int) or chunk_size < 1:
-            raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
-        self.eps, self.chunk_size = eps, chunk_size
+        self.eps = _checks.positive_number("eps", eps)
+        self.chunk_size = _checks.positive_int("chunk_size", chunk_size)
 
     def _mix(self, q, k, v, key_padding_mask):
         phi_q, phi_k = self._features(q, True), self._features(k, False)
         if key_padding_mask is not None:
             phi_k = phi_k * key_padding_mask[:, None, :, None].to(phi_k.dtype)
-        out = linear_attention(phi_q, phi_k, v.to(phi_q.dtype), causal=self.causal, eps=self.eps,
-                               chunk_size=self.chunk_size)
-        return out.to(v.dtype)
+        return linear_attention(phi_q, phi_k, v, causal=self.causal, eps=self.eps, chunk_size=self.chunk_size)
 
     def init_state(self, batch_size):
         """Zero memory and normalizer: constant size, whatever the position."""
         m = self._n_features()
         weight = self.k_proj.weight
-        memory = weight.new_zeros(batch_size, self.n_heads, m, self.head_dim)
-        return LinearAttentionState(memory, weight.new_zeros(batch_size, self.n_heads, m))
+        return LinearAttentionState.zeros((batch_size, self.n_heads), m, self.head_dim, dtype=weight.dtype,
+                                          device=weight.device)
 
     def step(self, x_t, state):
         """One decoding step: ``x_t (B, d_model)`` -> ``(y_t (B, d_model), state)``."""
@@ -311,11 +260,9 @@ class _KernelAttention(_MultiHeadMixer):
         x = x_t[:, None, :]
         q, k, v = (self._heads(p, x) for p in (self.q_proj, self.k_proj, self.v_proj))
         phi_q, phi_k = self._features(q, True)[:, :, 0], self._features(k, False)[:, :, 0]  # (B, H, m)
-        memory = state.memory + phi_k[..., :, None] * v[:, :, 0, None, :]
-        normalizer = state.normalizer + phi_k
-        numerator = (phi_q[..., None, :] @ memory)[..., 0, :]
-        y = numerator / ((phi_q * normalizer).sum(-1, keepdim=True) + self.eps)
-        return self._merge(y[:, :, None, :].to(v.dtype))[:, 0], LinearAttentionState(memory, normalizer)
+        dtype = state.memory.dtype
+        y, state = recurrent_step(phi_q.to(dtype), phi_k.to(dtype), v[:, :, 0].to(dtype), state, self.eps)
+        return self._merge(y[:, :, None, :].to(v.dtype))[:, 0], state
 
 
 class LinearAttention(_KernelAttention):
@@ -339,9 +286,7 @@ class PerformerAttention(_KernelAttention):
 
     def __init__(self, d_model, n_heads, *, causal=False, n_features=256, eps=1e-6, chunk_size=64):
         super().__init__(d_model, n_heads, causal, eps, chunk_size)
-        if not isinstance(n_features, int) or isinstance(n_features, bool) or n_features < 1:
-            raise ValueError(f"n_features must be a positive int, got {n_features!r}")
-        self.n_features = n_features
+        self.n_features = _checks.positive_int("n_features", n_features)
         self.register_buffer("projection", orthogonal_random_features(n_features, self.head_dim))
 
     def redraw_features(self, generator=None):
@@ -355,7 +300,7 @@ class PerformerAttention(_KernelAttention):
         return self.n_features
 
 
-class LinformerAttention(_MultiHeadMixer):
+class LinformerAttention(MultiHeadMixer):
     """Linformer (Wang et al., 2020): keys and values are projected along the sequence by learned ``E, F``
     ``(k, max_seq_len)`` (shared by the heads), then softmax attention over ``k`` slots. Sequences shorter than
     ``max_seq_len`` use the first ``N`` columns. Parameters grow with ``max_seq_len``; bidirectional only.
@@ -366,11 +311,10 @@ class LinformerAttention(_MultiHeadMixer):
             raise ValueError("linformer is bidirectional only: its sequence projections mix future tokens into "
                              "every slot; use causal=False (or another mixer for causal models)")
         super().__init__(d_model, n_heads, causal=False)
-        if not isinstance(max_seq_len, int) or isinstance(max_seq_len, bool) or max_seq_len < 1:
-            raise ValueError(f"linformer needs max_seq_len, a positive int, got {max_seq_len!r}")
-        if not isinstance(k, int) or isinstance(k, bool) or k < 1:
-            raise ValueError(f"linformer k must be a positive int, got {k!r}")
-        self.max_seq_len, self.k = max_seq_len, k
+        if max_seq_len is None:
+            raise ValueError("linformer needs max_seq_len (the longest input, a positive int), got None")
+        self.max_seq_len = _checks.positive_int("max_seq_len", max_seq_len)
+        self.k = _checks.positive_int("k", k)
         self.key_projection = nn.Parameter(torch.randn(k, max_seq_len) / math.sqrt(k))
         self.value_projection = nn.Parameter(torch.randn(k, max_seq_len) / math.sqrt(k))
 
@@ -390,25 +334,17 @@ class LinformerAttention(_MultiHeadMixer):
 # Controls
 # ----------------------------------------------------------------------------------------------------------------
 @dataclass
-class EmptyState:
+class EmptyState(DecodingState):
     """Decoding state of :class:`NoMixing`: nothing (0 bytes)."""
-
-    def nbytes(self) -> int:
-        """Bytes held by the state: 0."""
-        return 0
 
 
 @dataclass
-class UniformAverageState:
+class UniformAverageState(DecodingState):
     """Decoding state of :class:`UniformAverage`: the running sum of the values ``(B, d_model)`` and the number of
     tokens summed (constant size)."""
 
     total: torch.Tensor
     position: int = 0
-
-    def nbytes(self) -> int:
-        """Bytes held by the state (constant)."""
-        return _nbytes(self.total)
 
 
 class NoMixing(nn.Module):
@@ -419,12 +355,12 @@ class NoMixing(nn.Module):
 
     def __init__(self, d_model, n_heads=1, *, causal=False):
         super().__init__()
-        _check_sizes(d_model, n_heads)
-        self.d_model, self.n_heads, self.causal = d_model, n_heads, bool(causal)
+        d_model, n_heads = _checks.heads(d_model, n_heads)
+        self.d_model, self.n_heads, self.causal = d_model, n_heads, _checks.boolean("causal", causal)
 
     def forward(self, x, key_padding_mask=None):
         """``x (B, N, d_model)`` -> zeros of the same shape."""
-        _check_input(x, self.d_model)
+        _checks.sequence("x", x, self.d_model)
         return x * 0
 
     def init_state(self, batch_size):
@@ -433,8 +369,7 @@ class NoMixing(nn.Module):
 
     def step(self, x_t, state):
         """One decoding step: ``x_t (B, d_model)`` -> ``(zeros (B, d_model), state)``."""
-        if x_t.dim() != 2 or x_t.shape[-1] != self.d_model:
-            raise ValueError(f"x_t must have shape (B, {self.d_model}), got {tuple(x_t.shape)}")
+        _checks.token("x_t", x_t, self.d_model)
         return x_t * 0, state
 
 
@@ -448,17 +383,16 @@ class UniformAverage(nn.Module):
 
     def __init__(self, d_model, n_heads=1, *, causal=False):
         super().__init__()
-        _check_sizes(d_model, n_heads)
-        self.d_model, self.n_heads, self.causal = d_model, n_heads, bool(causal)
+        d_model, n_heads = _checks.heads(d_model, n_heads)
+        self.d_model, self.n_heads, self.causal = d_model, n_heads, _checks.boolean("causal", causal)
         self.v_proj = nn.Linear(d_model, d_model)
         self.out_proj = nn.Linear(d_model, d_model)
 
     def forward(self, x, key_padding_mask=None):
         """``x (B, N, d_model)``, ``key_padding_mask (B, N)`` bool (``True`` = real) -> ``(B, N, d_model)``."""
-        _check_input(x, self.d_model)
-        if key_padding_mask is not None and key_padding_mask.shape != x.shape[:2]:
-            raise ValueError(f"key_padding_mask must have shape {tuple(x.shape[:2])}, "
-                             f"got {tuple(key_padding_mask.shape)}")
+        _checks.sequence("x", x, self.d_model)
+        if key_padding_mask is not None:
+            _checks.bool_mask("key_padding_mask", key_padding_mask, tuple(x.shape[:2]), "(B, N)")
         v = self.v_proj(x)
         dtype = torch.promote_types(v.dtype, torch.float32)
         with torch.autocast(device_type=x.device.type, enabled=False):
@@ -485,167 +419,10 @@ class UniformAverage(nn.Module):
         """One decoding step: ``x_t (B, d_model)`` -> ``(y_t (B, d_model), state)``."""
         if not self.causal:
             raise ValueError("step() needs a causal mixer (built with causal=True)")
-        if x_t.dim() != 2 or x_t.shape[-1] != self.d_model:
-            raise ValueError(f"x_t must have shape (B, {self.d_model}), got {tuple(x_t.shape)}")
+        _checks.token("x_t", x_t, self.d_model)
         v = self.v_proj(x_t)
         state = UniformAverageState(state.total + v.to(state.total.dtype), state.position + 1)
         return self.out_proj((state.total / state.position).to(v.dtype)), state
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# Mamba
-# ----------------------------------------------------------------------------------------------------------------
-@dataclass
-class MambaState:
-    """Decoding state of :class:`MambaMixer`: the last ``d_conv - 1`` conv inputs ``(B, d_inner, d_conv - 1)`` and
-    the SSM state ``(B, d_inner, d_state)``: constant size."""
-
-    conv: torch.Tensor
-    ssm: torch.Tensor
-
-    def nbytes(self) -> int:
-        """Bytes held by the state (constant)."""
-        return _nbytes(self.conv, self.ssm)
-
-
-def selective_scan_sequential(x, dt, a, b, c, d):
-    """The selective scan as a loop (the spec): ``h_t = exp(dt_t A) h_{t-1} + dt_t B_t x_t``,
-    ``y_t = C_t . h_t + D x_t``.
-
-    Args:
-        x, dt: ``(B, L, D)``; a: ``(D, S)`` (negative); b, c: ``(B, L, S)``; d: ``(D,)``.
-
-    Returns:
-        ``y (B, L, D)``.
-    """
-    h = x.new_zeros(x.shape[0], x.shape[2], a.shape[1])
-    ys = []
-    for t in range(x.shape[1]):
-        h = torch.exp(dt[:, t, :, None] * a) * h + (dt[:, t] * x[:, t])[..., None] * b[:, t, None, :]
-        ys.append((h * c[:, t, None, :]).sum(-1))
-    return torch.stack(ys, dim=1) + x * d
-
-
-def selective_scan_chunked(x, dt, a, b, c, d, *, chunk_size=32, max_log_decay=60.0):
-    """The same scan, parallel inside chunks of ``chunk_size`` tokens, sequential across chunks.
-
-    Inside a chunk, with ``L_t = sum_{s<=t} dt_s A`` (log decay from the chunk start),
-    ``h_t = exp(L_t) (h_0 + sum_{s<=t} exp(-L_s) dt_s B_s x_s)``: one cumsum. Each rounding error stays relative
-    to ``|dt B x|``; ``exp(-L_s)`` must not overflow, so a chunk whose total log decay exceeds ``max_log_decay``
-    is split in halves (recursively; a chunk of one token is the exact recurrence). Memory holds the states
-    ``(B, L, D, S)``, which is what a fused kernel (``mamba_ssm``) avoids.
-    """
-    if not isinstance(chunk_size, int) or chunk_size < 1:
-        raise ValueError(f"chunk_size must be a positive int, got {chunk_size!r}")
-    h = x.new_zeros(x.shape[0], x.shape[2], a.shape[1])
-    ys = []
-    for start in range(0, x.shape[1], chunk_size):
-        part = slice(start, start + chunk_size)
-        y, h = _scan_chunk(dt[:, part], dt[:, part] * x[:, part], a, b[:, part], c[:, part], h, max_log_decay)
-        ys.append(y)
-    return torch.cat(ys, dim=1) + x * d
-
-
-def _scan_chunk(dt, dt_x, a, b, c, h0, max_log_decay):
-    """One chunk of :func:`selective_scan_chunked`: returns ``(y (B, C, D), h_last (B, D, S))``."""
-    log_decay = torch.cumsum(dt[..., None] * a, dim=1)  # (B, C, D, S), non-increasing in t
-    length = dt.shape[1]
-    if length > 1 and float(-log_decay[:, -1].detach().min()) > max_log_decay:
-        half = length // 2
-        y1, h = _scan_chunk(dt[:, :half], dt_x[:, :half], a, b[:, :half], c[:, :half], h0, max_log_decay)
-        y2, h = _scan_chunk(dt[:, half:], dt_x[:, half:], a, b[:, half:], c[:, half:], h, max_log_decay)
-        return torch.cat([y1, y2], dim=1), h
-    inputs = dt_x[..., None] * b[:, :, None, :]  # (B, C, D, S)
-    states = torch.exp(log_decay) * (h0[:, None] + torch.cumsum(torch.exp(-log_decay) * inputs, dim=1))
-    y = (states * c[:, :, None, :]).sum(-1)
-    return y, states[:, -1]
-
-
-class MambaMixer(nn.Module):
-    """A Mamba-1 block (Gu and Dao): in-projection to ``x, z`` of width ``d_inner = expand * d_model``, causal
-    depthwise conv, input-dependent ``dt, B, C``, selective scan, gate ``silu(z)``, out-projection.
-
-    Causal by construction (``causal=False`` gives the same mixer: it reads left to right); ``n_heads`` is
-    accepted for the common interface and unused. On CUDA with ``mamba_ssm`` installed the scan runs in its fused
-    kernel; otherwise :func:`selective_scan_chunked`.
-    """
-
-    def __init__(self, d_model, n_heads=1, *, causal=True, d_state=16, d_conv=4, expand=2, dt_rank=None,
-                 chunk_size=32):
-        super().__init__()
-        _check_sizes(d_model, n_heads)
-        for name, value in (("d_state", d_state), ("d_conv", d_conv), ("expand", expand), ("chunk_size", chunk_size)):
-            if not isinstance(value, int) or isinstance(value, bool) or value < 1:
-                raise ValueError(f"mamba {name} must be a positive int, got {value!r}")
-        self.d_model, self.n_heads, self.causal = d_model, n_heads, bool(causal)
-        self.d_inner, self.d_state, self.d_conv, self.chunk_size = expand * d_model, d_state, d_conv, chunk_size
-        self.dt_rank = dt_rank if dt_rank is not None else math.ceil(d_model / 16)
-        self.in_proj = nn.Linear(d_model, 2 * self.d_inner)
-        self.conv = nn.Conv1d(self.d_inner, self.d_inner, d_conv, groups=self.d_inner, padding=d_conv - 1)
-        self.x_proj = nn.Linear(self.d_inner, self.dt_rank + 2 * d_state, bias=False)
-        self.dt_proj = nn.Linear(self.dt_rank, self.d_inner)
-        self.a_log = nn.Parameter(torch.log(torch.arange(1, d_state + 1, dtype=torch.float32)).repeat(self.d_inner, 1))
-        self.skip = nn.Parameter(torch.ones(self.d_inner))
-        self.out_proj = nn.Linear(self.d_inner, d_model)
-        with torch.no_grad():  # dt initialized log-uniformly in [1e-3, 1e-1], as in the reference implementation
-            dt = torch.exp(torch.rand(self.d_inner) * (math.log(0.1) - math.log(1e-3)) + math.log(1e-3))
-            self.dt_proj.bias.copy_(dt + torch.log(-torch.expm1(-dt)))
-
-    def _ssm_inputs(self, u):
-        """``u (B, L, d_inner)`` after conv and silu -> ``dt (B, L, D), a (D, S), b, c (B, L, S)``."""
-        dt_low, b, c = self.x_proj(u).split([self.dt_rank, self.d_state, self.d_state], dim=-1)
-        return F.softplus(self.dt_proj(dt_low)), -torch.exp(self.a_log.float()), b, c
-
-    def forward(self, x, *, sequential=False):
-        """``x (B, L, d_model) -> (B, L, d_model)``; ``sequential=True`` uses the loop spec."""
-        _check_input(x, self.d_model)
-        length = x.shape[1]
-        u, z = self.in_proj(x).chunk(2, dim=-1)
-        u = F.silu(self.conv(u.transpose(1, 2))[..., :length].transpose(1, 2))
-        dt, a, b, c = self._ssm_inputs(u)
-        if _mamba_kernel_available(x) and not sequential:
-            from mamba_ssm.ops.selective_scan_interface import selective_scan_fn
-
-            y = selective_scan_fn(u.transpose(1, 2).contiguous(), dt.transpose(1, 2).contiguous(), a,
-                                  b.transpose(1, 2).contiguous(), c.transpose(1, 2).contiguous(),
-                                  self.skip.float()).transpose(1, 2)
-        else:
-            scan = selective_scan_sequential if sequential else selective_scan_chunked
-            options = {} if sequential else {"chunk_size": self.chunk_size}
-            with torch.autocast(device_type=x.device.type, enabled=False):
-                dtype = torch.promote_types(u.dtype, torch.float32)
-                y = scan(u.to(dtype), dt.to(dtype), a.to(dtype), b.to(dtype), c.to(dtype), self.skip.to(dtype),
-                         **options)
-        return self.out_proj(y.to(z.dtype) * F.silu(z))
-
-    def init_state(self, batch_size):
-        """Zero conv buffer and SSM state."""
-        weight = self.in_proj.weight
-        return MambaState(weight.new_zeros(batch_size, self.d_inner, self.d_conv - 1),
-                          weight.new_zeros(batch_size, self.d_inner, self.d_state))
-
-    def step(self, x_t, state):
-        """One decoding step: ``x_t (B, d_model)`` -> ``(y_t (B, d_model), state)``."""
-        if x_t.dim() != 2 or x_t.shape[-1] != self.d_model:
-            raise ValueError(f"x_t must have shape (B, {self.d_model}), got {tuple(x_t.shape)}")
-        u, z = self.in_proj(x_t).chunk(2, dim=-1)
-        window = torch.cat([state.conv, u[..., None]], dim=-1)  # (B, D, d_conv)
-        u = F.silu((window * self.conv.weight[:, 0]).sum(-1) + self.conv.bias)
-        dt, a, b, c = self._ssm_inputs(u[:, None])
-        dt, b, c = dt[:, 0], b[:, 0], c[:, 0]
-        h = torch.exp(dt[..., None] * a) * state.ssm + (dt * u)[..., None] * b[:, None, :]
-        y = (h * c[:, None, :]).sum(-1) + u * self.skip
-        return self.out_proj(y * F.silu(z)), MambaState(window[..., 1:], h)
-
-
-def _mamba_kernel_available(x):
-    if not x.is_cuda:
-        return False
-    try:
-        import mamba_ssm.ops.selective_scan_interface  # noqa: F401
-    except ImportError:
-        return False
-    return True
 
 
 # ----------------------------------------------------------------------------------------------------------------

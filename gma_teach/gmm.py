@@ -17,7 +17,15 @@ Expanding the square gives the *GEMM form* used everywhere in the package: one m
     c_k = \log\pi_k - \tfrac12\sum_d \log(2\pi\sigma^2_{kd}) - \tfrac12\sum_d \mu_{kd}^2/\sigma^2_{kd}.
 
 The three terms cancel heavily (chapter 2 measures how much), so the logits are always computed in at least
-float32, with autocast switched off, whatever the input dtype.
+float32, with autocast switched off, whatever the input dtype. Even float32 is not enough when
+:math:`x^2/\sigma^2` or :math:`\mu^2/\sigma^2` is large next to the logits' differences (means far from the
+origin, or tiny variances): :func:`gemm_cancellation_bound` bounds the float32 rounding error of the logits from
+``|x|``, ``|mu|`` and ``1/sigma^2`` at a cost of one pass over ``x``, and :func:`gemm_logits` computes in float64
+(and rounds the logits back to float32) when that bound exceeds :data:`GEMM_LOGIT_TOLERANCE`.
+
+Dtypes: a mixture and its inputs may differ in precision (a float64 mixture from :func:`fit_em` used on float32
+routing vectors); the logits are computed in :func:`compute_dtype` of all of them (float64 if any is float64).
+Variances must be normal numbers (``>= torch.finfo(dtype).tiny``), so that ``1 / variance`` is finite.
 
 Shapes: one mixture has ``means``/``variances`` ``(K, d)`` and ``log_priors`` ``(K,)`` and takes ``x`` of shape
 ``(..., N, d)``; one mixture per head has ``(H, K, d)`` and ``(H, K)`` and takes ``x`` of shape ``(..., H, N, d)``.
@@ -36,13 +44,30 @@ from . import _checks
 _LOG_2PI = math.log(2.0 * math.pi)
 
 
-def _check_mixture(x, means, variances, log_priors, *, check_values: bool = True) -> None:
-    """Validate the shapes (and, when asked, the values) of a mixture and its inputs."""
-    _checks.tensor("x", x, min_rank=2)
+GEMM_LOGIT_TOLERANCE = 1e-3
+"""The largest float32 rounding error of the GEMM-form logits (:func:`gemm_cancellation_bound`) that
+:func:`gemm_logits` accepts before it computes in float64 instead."""
+
+
+def check_mixture(x, means, variances, log_priors, *, check_values: bool = True, name: str = "x") -> None:
+    """Validate the shapes (and, when asked, the values) of a mixture and its inputs ``x``.
+
+    Args:
+        x: ``(..., N, d)``, or ``(..., H, N, d)`` for a mixture per head; ``name`` is how the caller called it.
+        means, variances: ``(K, d)`` or ``(H, K, d)``.
+        log_priors: ``(K,)`` or ``(H, K)``.
+        check_values: also check that the variances are normal positive numbers (``>= finfo(dtype).tiny``) and the
+            log priors normalized; this reads the values (a GPU synchronization), so layers whose mixture is valid
+            by construction skip it. Skipped while ``torch.compile`` traces.
+
+    Raises:
+        TypeError: a non-tensor or a non-floating tensor. ValueError: shapes or values that do not fit.
+    """
+    _checks.tensor(name, x, min_rank=2)
     _checks.tensor("means", means, min_rank=2)
     _checks.tensor("variances", variances, min_rank=2)
     _checks.tensor("log_priors", log_priors, min_rank=1)
-    _checks.same_device(x=x, means=means, variances=variances, log_priors=log_priors)
+    _checks.same_device(**{name: x}, means=means, variances=variances, log_priors=log_priors)
     if means.dim() not in (2, 3):
         raise ValueError(f"means must be (K, d) or (H, K, d), got shape {tuple(means.shape)}")
     if variances.shape != means.shape:
@@ -56,19 +81,24 @@ def _check_mixture(x, means, variances, log_priors, *, check_values: bool = True
         )
     if x.shape[-1] != means.shape[-1]:
         raise ValueError(
-            f"x has feature dim {x.shape[-1]} but means/variances have d={means.shape[-1]} "
-            f"(x {tuple(x.shape)}, means {tuple(means.shape)})"
+            f"{name} has feature dim {x.shape[-1]} but means/variances have d={means.shape[-1]} "
+            f"({name} {tuple(x.shape)}, means {tuple(means.shape)})"
         )
     if means.dim() == 3:
         n_heads = means.shape[0]
         if x.dim() < 3 or x.shape[-3] != n_heads:
             raise ValueError(
-                f"with one mixture per head (means {tuple(means.shape)}) x must be (..., H={n_heads}, N, d), "
+                f"with one mixture per head (means {tuple(means.shape)}) {name} must be (..., H={n_heads}, N, d), "
                 f"got shape {tuple(x.shape)}"
             )
     if check_values and not torch.compiler.is_compiling():  # value checks would break a compiled graph
-        if not bool((variances > 0).all()):
-            raise ValueError(f"variances must be > 0, got minimum {variances.min().item():.3g}")
+        smallest = variances.detach().min().item()
+        tiny = torch.finfo(variances.dtype).tiny
+        if not smallest >= tiny:  # also refuses NaN
+            raise ValueError(f"variances must be > 0 and normal numbers (>= torch.finfo({variances.dtype}).tiny = "
+                             f"{tiny:.3g}, so that 1/variance is finite), got minimum {smallest:.3g}")
+        if not bool(torch.isfinite(variances).all()):
+            raise ValueError("variances must be finite, got inf")
         total = torch.logsumexp(log_priors.detach().double(), dim=-1)
         tolerance = max(1e-4, 4 * torch.finfo(log_priors.dtype).eps)  # half precision rounds the priors
         if not bool((total.abs() < tolerance).all()):
@@ -77,9 +107,10 @@ def _check_mixture(x, means, variances, log_priors, *, check_values: bool = True
             )
 
 
-def _compute_dtype(dtype: torch.dtype) -> torch.dtype:
-    """At least float32: the GEMM-form logits cancel too much for half precision."""
-    return torch.float64 if dtype == torch.float64 else torch.float32
+def compute_dtype(*dtypes: torch.dtype) -> torch.dtype:
+    """The dtype in which mixtures and GMA are computed: float64 if any of ``dtypes`` is float64, else float32
+    (the GEMM-form logits cancel too much for half precision)."""
+    return torch.float64 if torch.float64 in dtypes else torch.float32
 
 
 def _head_axis(x: torch.Tensor, params: torch.Tensor) -> torch.Tensor:
@@ -88,11 +119,19 @@ def _head_axis(x: torch.Tensor, params: torch.Tensor) -> torch.Tensor:
 
 
 def gemm_coefficients(means, variances, log_priors):
-    """The ``(.., K, 2d)`` coefficient matrix ``W`` and ``(.., K)`` constant ``c`` of the GEMM form.
+    r"""The coefficients of the GEMM form: ``log p(x, k) = [x*x, x] @ weight[k] + constant[k]``.
 
-    ``log p(x, k) = [x*x, x] @ W[k] + c[k]`` (see the module docstring), computed in at least float32.
+    With precisions :math:`P_k = 1/\sigma^2_k`, ``weight[k] = [-P_k / 2, mu_k P_k]`` and
+    ``constant[k] = log pi_k - 1/2 sum_d (log(2 pi sigma^2_kd) + mu_kd^2 P_kd)`` (see the module docstring). The
+    fused kernels (:mod:`gma_teach.kernels`) build their tables from this function.
+
+    Args:
+        means, variances: ``(K, d)`` or ``(H, K, d)``; log_priors: ``(K,)`` or ``(H, K)``. Not validated.
+
+    Returns:
+        ``(weight, constant)``: ``(..., K, 2d)`` and ``(..., K)`` in :func:`compute_dtype` of the inputs.
     """
-    dtype = _compute_dtype(means.dtype)
+    dtype = compute_dtype(means.dtype, variances.dtype, log_priors.dtype)
     means, variances, log_priors = means.to(dtype), variances.to(dtype), log_priors.to(dtype)
     precision = 1.0 / variances
     weight = torch.cat([-0.5 * precision, means * precision], dim=-1)
@@ -102,14 +141,58 @@ def gemm_coefficients(means, variances, log_priors):
     return weight, constant
 
 
-def gemm_logits(x, means, variances, log_priors):
-    """``log p(x, k)`` in GEMM form, without validation: ``(..., [H,] N, K)`` in float32 or float64."""
-    dtype = _compute_dtype(x.dtype)
+def gemm_cancellation_bound(x, means, variances) -> float:
+    r"""An upper bound on the float32 rounding error of the GEMM-form logits of ``x`` (absolute, in nats).
+
+    The GEMM form adds :math:`-\tfrac12 x^2 P`, :math:`x \mu P` and :math:`-\tfrac12 \mu^2 P` (per dimension,
+    :math:`P = 1/\sigma^2`), whose sum is much smaller than the terms when they cancel. Each rounding error is
+    relative to the terms, so the error of a logit is at most a few float32 epsilons times
+    :math:`\tfrac12 \sum_d P_{kd} (|x_d| + |\mu_{kd}|)^2`. Bounding ``|x_d|`` by its maximum ``A_d`` over the
+    tokens (per head) gives the cheap bound returned here:
+
+    .. math:: \varepsilon_{32} \max_k \tfrac12 \sum_d P_{kd} (A_d + |\mu_{kd}|)^2,
+
+    one pass over ``x`` plus ``O(K d)``. :func:`gemm_logits` computes in float64 when it exceeds
+    :data:`GEMM_LOGIT_TOLERANCE`. Ordinary routing vectors (``|x| <~ 5``, ``|mu| <~ 3``, unit variances,
+    ``d = 16``) give about ``3e-5``; means near 1000 with unit variances, or variances of ``1e-6``, give ``> 0.1``.
+
+    Args:
+        x: ``(..., N, d)`` or ``(..., H, N, d)``; means, variances: ``(K, d)`` or ``(H, K, d)``.
+
+    Returns:
+        a Python float (0.0 for an empty ``x``).
+    """
+    if x.numel() == 0:
+        return 0.0
     with torch.autocast(x.device.type, enabled=False):
-        weight, constant = gemm_coefficients(means, variances, log_priors)
-        x = x.to(dtype)
-        features = torch.cat([x * x, x], dim=-1)
-        return features @ weight.transpose(-1, -2) + constant.unsqueeze(-2)
+        x = x.detach().float()
+        if means.dim() == 3:  # (..., H, N, d) -> (H, d)
+            largest = x.abs().transpose(-3, 0).reshape(x.shape[-3], -1, x.shape[-1]).amax(1)[:, None, :]
+        else:
+            largest = x.abs().reshape(-1, x.shape[-1]).amax(0)
+        terms = (largest + means.detach().float().abs()) ** 2 / variances.detach().float()
+        return torch.finfo(torch.float32).eps * 0.5 * terms.sum(-1).max().item()
+
+
+def _gemm_logits(x, means, variances, log_priors, dtype):
+    weight, constant = gemm_coefficients(means.to(dtype), variances.to(dtype), log_priors.to(dtype))
+    x = x.to(dtype)
+    return torch.cat([x * x, x], dim=-1) @ weight.transpose(-1, -2) + constant.unsqueeze(-2)
+
+
+def gemm_logits(x, means, variances, log_priors):
+    """``log p(x, k)`` in GEMM form, without validation: ``(..., [H,] N, K)`` in float32 or float64.
+
+    Computed in :func:`compute_dtype` of all inputs with autocast off. In float32, when
+    :func:`gemm_cancellation_bound` exceeds :data:`GEMM_LOGIT_TOLERANCE` the logits are computed in float64 and
+    rounded to float32 (the guard is skipped while ``torch.compile`` traces).
+    """
+    dtype = compute_dtype(x.dtype, means.dtype, variances.dtype, log_priors.dtype)
+    with torch.autocast(x.device.type, enabled=False):
+        if (dtype == torch.float32 and not torch.compiler.is_compiling()
+                and gemm_cancellation_bound(x, means, variances) > GEMM_LOGIT_TOLERANCE):
+            return _gemm_logits(x, means, variances, log_priors, torch.float64).to(dtype)
+        return _gemm_logits(x, means, variances, log_priors, dtype)
 
 
 def log_joint(x, means, variances, log_priors):
@@ -120,7 +203,7 @@ def log_joint(x, means, variances, log_priors):
         means, variances: ``(K, d)`` or ``(H, K, d)``; variances > 0.
         log_priors: ``(K,)`` or ``(H, K)``, normalized (``logsumexp == 0``).
     """
-    _check_mixture(x, means, variances, log_priors)
+    check_mixture(x, means, variances, log_priors)
     return gemm_logits(x, means, variances, log_priors)
 
 
@@ -152,8 +235,8 @@ def responsibilities(x, means, variances, log_priors):
 
 def direct_log_joint(x, means, variances, log_priors):
     """``log p(x, k)`` by broadcasting ``(x - mu)`` into ``(..., [H,] N, K, d)``: the slow, transparent spec."""
-    _check_mixture(x, means, variances, log_priors)
-    dtype = _compute_dtype(x.dtype)
+    check_mixture(x, means, variances, log_priors)
+    dtype = compute_dtype(x.dtype, means.dtype, variances.dtype, log_priors.dtype)
     x, means, variances, log_priors = (t.to(dtype) for t in (x, means, variances, log_priors))
     diff = x.unsqueeze(-2) - _head_axis(x, means)
     variances = _head_axis(x, variances)
@@ -220,12 +303,12 @@ class GaussianMixture(nn.Module):
 
     def log_responsibilities(self, x: torch.Tensor) -> torch.Tensor:
         """``log gamma``: x ``(..., N, d)`` (or ``(..., H, N, d)`` per head) -> ``(..., [H,] N, K)``."""
-        _check_mixture(x, self.means, self.raw_variances, self.prior_logits, check_values=False)
+        check_mixture(x, self.means, self.raw_variances, self.prior_logits, check_values=False)
         return torch.log_softmax(gemm_logits(x, self.means, self.variances, self.log_priors), dim=-1)
 
     def responsibilities(self, x: torch.Tensor) -> torch.Tensor:
         """``gamma``: x ``(..., N, d)`` (or ``(..., H, N, d)`` per head) -> ``(..., [H,] N, K)``."""
-        _check_mixture(x, self.means, self.raw_variances, self.prior_logits, check_values=False)
+        check_mixture(x, self.means, self.raw_variances, self.prior_logits, check_values=False)
         return torch.softmax(gemm_logits(x, self.means, self.variances, self.log_priors), dim=-1)
 
     def forward(self, x: torch.Tensor) -> torch.Tensor:
@@ -268,6 +351,7 @@ def fit_em(x: torch.Tensor, n_components: int, *, n_iter: int = 100, tol: float 
     n_iter = _checks.positive_int("n_iter", n_iter)
     tol = _checks.positive_number("tol", tol)
     min_variance = _checks.positive_number("min_variance", min_variance)
+    seed = _checks.integer("seed", seed, minimum=0)
     n_samples = x.shape[0]
     if n_samples < n_components:
         raise ValueError(f"x must have at least n_components={n_components} rows, got {n_samples}")
@@ -314,6 +398,7 @@ def kmeans(x: torch.Tensor, n_components: int, *, n_iter: int = 10, seed: int = 
         raise ValueError(f"x must be (n, d) or (H, n, d), got shape {tuple(x.shape)}")
     n_components = _checks.positive_int("n_components", n_components)
     n_iter = _checks.positive_int("n_iter", n_iter)
+    seed = _checks.integer("seed", seed, minimum=0)
     if x.shape[-2] < n_components:
         raise ValueError(f"x must hold at least n_components={n_components} points, got {x.shape[-2]} "
                          f"(shape {tuple(x.shape)})")

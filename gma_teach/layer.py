@@ -27,7 +27,7 @@ from torch import nn
 
 from . import _checks
 from .gmm import GaussianMixture, inverse_softplus, kmeans
-from .mixing import IMPLS, GMAState, _auto_impl, gma, gma_from_responsibilities, recurrent_step
+from .mixing import IMPLS, GMAState, gma, recurrent_step
 
 BALANCE_FORMS = ("switch", "entropy")
 
@@ -53,18 +53,14 @@ def routing_balance_loss(gamma: torch.Tensor, *, form: str = "switch", mask: tor
         a 0-dim tensor.
     """
     _checks.tensor("gamma", gamma, min_rank=2)
-    if form not in BALANCE_FORMS:
-        raise ValueError(f"form must be one of {BALANCE_FORMS}, got {form!r}")
+    _checks.one_of("form", form, BALANCE_FORMS)
     n_components = gamma.shape[-1]
     gamma = gamma.float() if gamma.dtype in (torch.float16, torch.bfloat16) else gamma
     if gamma.dim() == 2:
         gamma = gamma.unsqueeze(0)
     weights = torch.ones(gamma.shape[:-1], dtype=gamma.dtype, device=gamma.device)
     if mask is not None:
-        if not isinstance(mask, torch.Tensor) or mask.dtype != torch.bool:
-            raise TypeError(f"mask must be a bool tensor, got {getattr(mask, 'dtype', type(mask).__name__)}")
-        if mask.shape != (gamma.shape[0], gamma.shape[-2]):
-            raise ValueError(f"mask must be (B, N) = {(gamma.shape[0], gamma.shape[-2])}, got {tuple(mask.shape)}")
+        _checks.bool_mask("mask", mask, (gamma.shape[0], gamma.shape[-2]), "(B, N)")
         weights = weights * mask.reshape(mask.shape[0], *([1] * (gamma.dim() - 3)), mask.shape[1]).to(gamma.dtype)
     pooled = (0, gamma.dim() - 2)  # batch and tokens
     total = weights.sum(pooled).clamp_min(1.0)  # (...,) tokens counted per head
@@ -125,10 +121,8 @@ class GaussianMixtureAttention(nn.Module):
                              "d_value are given")
         self.d_route = _checks.positive_int("d_route", d_route if d_route is not None else d_model // n_heads)
         self.d_value = _checks.positive_int("d_value", d_value if d_value is not None else d_model // n_heads)
-        if not isinstance(causal, bool):
-            raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
-        if impl != "auto" and impl not in IMPLS:
-            raise ValueError(f"impl must be 'auto' or one of {IMPLS}, got {impl!r}")
+        _checks.boolean("causal", causal)
+        _checks.one_of("impl", impl, ("auto", *IMPLS))
         if impl == "linear" and causal:
             raise ValueError("impl='linear' is bidirectional; a causal layer needs 'chunked', 'cumsum', "
                              "'recurrent', 'triton' or 'auto'")
@@ -145,13 +139,8 @@ class GaussianMixtureAttention(nn.Module):
         elif isinstance(init_variance, str):
             raise ValueError(f"init_variance must be a number > 0 or 'd_route', got {init_variance!r}")
         self.init_variance = _checks.positive_number("init_variance", init_variance)
-        if isinstance(balance_weight, bool) or not isinstance(balance_weight, (int, float)):
-            raise TypeError(f"balance_weight must be a number >= 0, got {type(balance_weight).__name__}")
-        if not 0 <= balance_weight < float("inf"):
-            raise ValueError(f"balance_weight must be a finite number >= 0, got {balance_weight}")
-        if balance_form not in BALANCE_FORMS:
-            raise ValueError(f"balance_form must be one of {BALANCE_FORMS}, got {balance_form!r}")
-        self.balance_weight, self.balance_form = float(balance_weight), balance_form
+        self.balance_weight = _checks.nonnegative_number("balance_weight", balance_weight)
+        self.balance_form = _checks.one_of("balance_form", balance_form, BALANCE_FORMS)
         self.mixture = GaussianMixture(self.n_components, self.d_route, n_heads=self.n_heads,
                                        min_variance=min_variance, init_std=init_mean_std,
                                        init_variance=self.init_variance)
@@ -161,18 +150,11 @@ class GaussianMixtureAttention(nn.Module):
 
     # ------------------------------------------------------------------------------------------ helpers
     def _check_input(self, name: str, x) -> None:
-        _checks.tensor(name, x, min_rank=1)
-        if x.dim() != 3 or x.shape[-1] != self.d_model:
-            raise ValueError(f"{name} must be (B, N, d_model={self.d_model}), got shape {tuple(x.shape)}")
+        _checks.sequence(name, x, self.d_model)
 
     @staticmethod
     def _check_padding_mask(key_padding_mask, source) -> None:
-        if not isinstance(key_padding_mask, torch.Tensor) or key_padding_mask.dtype != torch.bool:
-            raise TypeError(f"key_padding_mask must be a bool tensor, got "
-                            f"{getattr(key_padding_mask, 'dtype', type(key_padding_mask).__name__)}")
-        if key_padding_mask.shape != source.shape[:2]:
-            raise ValueError(f"key_padding_mask must have shape (B, M) = {tuple(source.shape[:2])}, "
-                             f"got {tuple(key_padding_mask.shape)}")
+        _checks.bool_mask("key_padding_mask", key_padding_mask, tuple(source.shape[:2]), "(B, M)")
 
     def _heads(self, t: torch.Tensor, width: int) -> torch.Tensor:
         """``(B, N, H * width)`` -> ``(B, H, N, width)``."""
@@ -211,35 +193,17 @@ class GaussianMixtureAttention(nn.Module):
             self._check_input("context", context)
             if context.shape[0] != x.shape[0]:
                 raise ValueError(f"context must have the batch size of x ({x.shape[0]}), got {context.shape[0]}")
-        source = x if context is None else context
         if key_padding_mask is not None:
-            self._check_padding_mask(key_padding_mask, source)
-            if self.impl == "triton":
-                raise ValueError("impl='triton' takes no key_padding_mask (the kernels never store Gamma_K); "
-                                 "use impl='auto' or a torch form")
+            self._check_padding_mask(key_padding_mask, x if context is None else context)
         q, k, v = self._project(x, context)
         mixture = self.mixture
-        if self.impl != "auto":
-            impl = self.impl
-        else:  # the fused kernels never store Gamma_K, so a padding mask needs a torch form
-            impl = _auto_impl(self.causal, v, None if key_padding_mask is not None else mixture.means,
-                              self.chunk_size)
-        if impl == "triton":
-            output = gma(q, k, v, mixture.means, mixture.variances, mixture.log_priors, causal=self.causal,
-                         eps=self.eps, impl="triton", chunk_size=self.chunk_size)
-            gamma_q = gamma_k = None
-            if self.store_responsibilities or self.balance_weight > 0:  # the kernels never store them
-                gamma_q, gamma_k = mixture(q), mixture(k)
-            if self.store_responsibilities:
-                self.last_responsibilities = {"query": gamma_q.detach(), "key": gamma_k.detach()}
-        else:
-            gamma_q, gamma_k = mixture(q), mixture(k)
-            if key_padding_mask is not None:
-                gamma_k = gamma_k * key_padding_mask[:, None, :, None].to(gamma_k.dtype)
-            output = gma_from_responsibilities(gamma_q, gamma_k, v, causal=self.causal, eps=self.eps, impl=impl,
-                                               chunk_size=self.chunk_size)
-            if self.store_responsibilities:
-                self.last_responsibilities = {"query": gamma_q.detach(), "key": gamma_k.detach()}
+        needs_gamma = self.store_responsibilities or self.balance_weight > 0
+        result = gma(q, k, v, mixture.means, mixture.variances, mixture.log_priors, causal=self.causal,
+                     eps=self.eps, impl=self.impl, chunk_size=self.chunk_size, key_padding_mask=key_padding_mask,
+                     return_responsibilities=needs_gamma, check_values=False)
+        output, gamma_q, gamma_k = result if needs_gamma else (result, None, None)
+        if self.store_responsibilities:
+            self.last_responsibilities = {"query": gamma_q.detach(), "key": gamma_k.detach()}
         if self.balance_weight > 0:
             query_mask = key_padding_mask if context is None else None
             self._last_balance_loss = 0.5 * (
@@ -323,9 +287,7 @@ class GaussianMixtureAttention(nn.Module):
         """One decoding step: ``x_t`` ``(B, d_model)`` -> ``(y_t (B, d_model), new_state)``."""
         if not self.causal:
             raise ValueError("step is the decoding form of a causal layer; this layer has causal=False")
-        _checks.tensor("x_t", x_t, min_rank=1)
-        if x_t.dim() != 2 or x_t.shape[-1] != self.d_model:
-            raise ValueError(f"x_t must be (B, d_model={self.d_model}), got shape {tuple(x_t.shape)}")
+        _checks.token("x_t", x_t, self.d_model)
         if not isinstance(state, GMAState):
             raise TypeError(f"state must be a GMAState (from init_state), got {type(state).__name__}")
         expected = (x_t.shape[0], self.n_heads, self.n_components, self.d_value)

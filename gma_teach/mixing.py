@@ -19,11 +19,18 @@ prefix sums over ``j <= i``. The implementations (``impl=``) all compute this sa
   ``(K, d_v)`` state between chunks -- memory ``O(N C + (N/C) K d_v)``;
 * ``"recurrent"``: token by token with a ``(K, d_v)`` state -- the decoding form;
 * ``"triton"``: the fused kernels of :mod:`gma_teach.kernels` (only through :func:`gma`, which owns the mixture);
-* ``"auto"``: ``"triton"`` on CUDA when the kernels are available, else ``"chunked"`` (causal) or ``"linear"``.
+* ``"auto"``: :func:`gma` is the one place that chooses: ``"triton"`` on CUDA when the kernels are available and
+  accept the inputs (``kernels.supports``), there is no key padding mask, and the float32 logits are accurate
+  (:func:`gma_teach.gmm.gemm_cancellation_bound`); else ``"chunked"`` (causal) or ``"linear"``.
 
 For ``causal=False`` the prefix forms use their final (total) state, so every ``impl`` serves both settings
 except ``"linear"``, which is bidirectional by construction. Cross-attention (``N_q != N_k``) needs
-``causal=False``. Half-precision inputs are mixed in float32 and returned in the values' dtype.
+``causal=False``. Inputs are mixed in :func:`gma_teach.gmm.compute_dtype` of all of them (half precision in
+float32, float64 if any is float64) and returned in the values' dtype.
+
+The same forms compute any *normalized kernel attention* ``phi(Q) [phi(K)^T V] / (phi(Q) [phi(K)^T 1] + eps)``
+with non-negative features in place of responsibilities: :func:`gma_teach.baselines.linear_attention` is
+:func:`gma_from_responsibilities` with feature maps.
 """
 from __future__ import annotations
 
@@ -33,7 +40,7 @@ import torch
 import torch.nn.functional as F
 
 from . import _checks
-from .gmm import _check_mixture, gemm_logits
+from .gmm import GEMM_LOGIT_TOLERANCE, check_mixture, compute_dtype, gemm_cancellation_bound, gemm_logits
 
 IMPLS = ("naive", "linear", "cumsum", "chunked", "recurrent", "triton")
 
@@ -67,7 +74,8 @@ def affinity(gamma_q, gamma_k, *, causal: bool = False, eps: float = 1e-6) -> to
     ``gma_from_responsibilities(gamma_q, gamma_k, v) == affinity(gamma_q, gamma_k) @ v``.
     Rows sum to slightly less than 1 (by ``eps``); entries are non-negative; the rank is at most K.
     """
-    _check_responsibilities(gamma_q, gamma_k, None, causal=causal, eps=eps)
+    _check_options(causal, eps, "auto", 1)
+    _check_responsibilities(gamma_q, gamma_k, None, causal=causal)
     scores = _scores(gamma_q, gamma_k, causal)
     return scores / (scores.sum(-1, keepdim=True) + eps)
 
@@ -78,8 +86,17 @@ def _scores(gamma_q, gamma_k, causal):
 
 
 # ------------------------------------------------------------------------------------------- the recurrence
+class DecodingState:
+    """Base of every decoding state (GMA's and the baselines'): :meth:`nbytes` counts its tensors' bytes."""
+
+    def nbytes(self) -> int:
+        """Bytes held by the state's tensors (its other fields, like a position counter, are not counted)."""
+        return sum(value.numel() * value.element_size() for value in vars(self).values()
+                   if isinstance(value, torch.Tensor))
+
+
 @dataclass
-class GMAState:
+class GMAState(DecodingState):
     """The recurrent state of causal GMA after ``position`` tokens: constant size whatever the position.
 
     Attributes:
@@ -99,15 +116,10 @@ class GMAState:
         return cls(torch.zeros(*batch_shape, n_components, d_value, dtype=dtype, device=device),
                    torch.zeros(*batch_shape, n_components, dtype=dtype, device=device), 0)
 
-    def write(self, gamma_k_t: torch.Tensor, v_t: torch.Tensor) -> "GMAState":
+    def write(self, gamma_k_t: torch.Tensor, v_t: torch.Tensor) -> GMAState:
         """The state after writing one token: ``gamma_k_t`` ``(..., K)``, ``v_t`` ``(..., d_v)`` (not in place)."""
         return GMAState(self.memory + gamma_k_t.unsqueeze(-1) * v_t.unsqueeze(-2),
                         self.normalizer + gamma_k_t, self.position + 1)
-
-    def nbytes(self) -> int:
-        """Bytes held by the state's tensors."""
-        return self.memory.numel() * self.memory.element_size() + \
-            self.normalizer.numel() * self.normalizer.element_size()
 
 
 def recurrent_step(gamma_q_t, gamma_k_t, v_t, state: GMAState, eps: float = 1e-6):
@@ -187,6 +199,9 @@ def _recurrent(gamma_q, gamma_k, v, causal, eps, chunk_size):
         for t in range(gamma_k.shape[-2]):
             state = state.write(gamma_k[..., t, :], v[..., t, :])
         return read_memory(gamma_q, state.memory, state.normalizer, eps)
+    if gamma_q.shape[-2] == 0:  # no tokens: an empty result, like the other forms
+        lead = torch.broadcast_shapes(gamma_q.shape[:-2], gamma_k.shape[:-2], v.shape[:-2])
+        return v.new_zeros(*lead, 0, v.shape[-1])
     outputs = []
     for t in range(gamma_k.shape[-2]):
         output, state = recurrent_step(gamma_q[..., t, :], gamma_k[..., t, :], v[..., t, :], state, eps)
@@ -200,113 +215,154 @@ _IMPLEMENTATIONS = {"naive": _naive, "linear": _linear, "cumsum": _cumsum, "chun
 
 # ------------------------------------------------------------------------------------------ validation
 def _check_options(causal, eps, impl, chunk_size):
-    if not isinstance(causal, bool):
-        raise TypeError(f"causal must be a bool, got {type(causal).__name__}")
+    _checks.boolean("causal", causal)
     _checks.positive_number("eps", eps)
-    if impl != "auto" and impl not in IMPLS:
-        raise ValueError(f"impl must be 'auto' or one of {IMPLS}, got {impl!r}")
+    _checks.one_of("impl", impl, ("auto", *IMPLS))
     _checks.positive_int("chunk_size", chunk_size)
 
 
-def _check_responsibilities(gamma_q, gamma_k, v, *, causal, eps):
-    _checks.tensor("gamma_q", gamma_q, min_rank=2)
-    _checks.tensor("gamma_k", gamma_k, min_rank=2)
-    named = {"gamma_q": gamma_q, "gamma_k": gamma_k}
+def _check_responsibilities(gamma_q, gamma_k, v, *, causal, names=("gamma_q", "gamma_k", "v")):
+    """Shapes of ``(gamma_q, gamma_k, v)``, named as the caller named them (``names``)."""
+    name_q, name_k, name_v = names
+    _checks.tensor(name_q, gamma_q, min_rank=2)
+    _checks.tensor(name_k, gamma_k, min_rank=2)
+    named = {name_q: gamma_q, name_k: gamma_k}
     if v is not None:
-        _checks.tensor("v", v, min_rank=2)
-        named["v"] = v
+        _checks.tensor(name_v, v, min_rank=2)
+        named[name_v] = v
     _checks.same_device(**named)
-    _checks.positive_number("eps", eps)
     if gamma_q.shape[-1] != gamma_k.shape[-1]:
-        raise ValueError(f"gamma_q and gamma_k must have the same K (last dim), got gamma_q "
-                         f"{tuple(gamma_q.shape)} and gamma_k {tuple(gamma_k.shape)}")
+        raise ValueError(f"{name_q} and {name_k} must have the same K (last dim), got {name_q} "
+                         f"{tuple(gamma_q.shape)} and {name_k} {tuple(gamma_k.shape)}")
     if v is not None and v.shape[-2] != gamma_k.shape[-2]:
-        raise ValueError(f"v must have one row per key: gamma_k has N_k={gamma_k.shape[-2]} "
-                         f"({tuple(gamma_k.shape)}), v has {v.shape[-2]} ({tuple(v.shape)})")
+        raise ValueError(f"{name_v} must have one row per key: {name_k} has N_k={gamma_k.shape[-2]} "
+                         f"({tuple(gamma_k.shape)}), {name_v} has {v.shape[-2]} ({tuple(v.shape)})")
     if causal and gamma_q.shape[-2] != gamma_k.shape[-2]:
         raise ValueError(f"causal=True needs as many queries as keys, got N_q={gamma_q.shape[-2]} and "
                          f"N_k={gamma_k.shape[-2]}; cross-attention (N_q != N_k) needs causal=False")
     _checks.leading_shape(**named)
 
 
-def _mixing_dtype(dtype):
-    return torch.float64 if dtype == torch.float64 else torch.float32
+def _mix(gamma_q, gamma_k, v, *, causal, eps, impl, chunk_size):
+    """Run one torch form (validated inputs) in the compute dtype; return ``v``'s dtype."""
+    if impl == "auto":
+        impl = "chunked" if causal else "linear"
+    dtype = compute_dtype(gamma_q.dtype, gamma_k.dtype, v.dtype)
+    with torch.autocast(v.device.type, enabled=False):
+        output = _IMPLEMENTATIONS[impl](gamma_q.to(dtype), gamma_k.to(dtype), v.to(dtype), causal, eps, chunk_size)
+    return output.to(v.dtype)
 
 
-def _auto_impl(causal: bool, v: torch.Tensor, means: torch.Tensor | None = None, chunk_size: int = 64) -> str:
-    """``"triton"`` when the fused kernels can take these inputs (CUDA, a kernel dtype and sizes; only when the
-    mixture is given, i.e. from :func:`gma`), else ``"chunked"`` (causal) or ``"linear"``."""
-    if means is not None and v.device.type == "cuda":
-        from . import kernels
+def _kernels_take(q, k, v, means, variances, chunk_size) -> bool:
+    """Whether ``impl="auto"`` may run the fused kernels: CUDA, kernels available and accepting these sizes, and
+    float32 logits accurate enough (the kernels compute them in float32)."""
+    if v.device.type != "cuda":
+        return False
+    from . import kernels
 
-        if kernels.is_available(v.device) and kernels.supports(v.dtype, means.shape[-2], means.shape[-1],
-                                                               v.shape[-1], chunk_size):
-            return "triton"
-    return "chunked" if causal else "linear"
+    if not (kernels.is_available(v.device)
+            and kernels.supports(v.dtype, means.shape[-2], means.shape[-1], v.shape[-1], chunk_size)):
+        return False
+    return max(gemm_cancellation_bound(q, means, variances),
+               gemm_cancellation_bound(k, means, variances)) <= GEMM_LOGIT_TOLERANCE
 
 
 # ----------------------------------------------------------------------------------------- public entry
 def gma_from_responsibilities(gamma_q, gamma_k, v, *, causal: bool = False, eps: float = 1e-6,
                               impl: str = "auto", chunk_size: int = 64) -> torch.Tensor:
-    """GMA given responsibilities: ``O = Gamma_Q (Gamma_K^T V) / (Gamma_Q (Gamma_K^T 1) + eps)``.
+    """GMA given responsibilities: ``O = Gamma^Q (Gamma^K^T V) / (Gamma^Q (Gamma^K^T 1) + eps)``.
+
+    Any non-negative features work in place of responsibilities (normalized kernel attention).
 
     Args:
         gamma_q: ``(..., N_q, K)`` query responsibilities (non-negative rows).
         gamma_k: ``(..., N_k, K)`` key responsibilities.
         v: ``(..., N_k, d_v)`` values. Leading dims of the three must be equal or broadcastable.
         causal: position ``i`` reads only keys ``j <= i`` (needs ``N_q == N_k``).
-        eps: the normalizer's floor (> 0).
-        impl: ``"auto"`` or one of :data:`IMPLS` except ``"triton"`` (which fuses the responsibilities: use
-            :func:`gma`); see the module docstring.
+        eps: the normalizer's floor (finite, > 0).
+        impl: ``"auto"`` (``"chunked"`` if causal, else ``"linear"``) or one of :data:`IMPLS` except ``"triton"``
+            (which fuses the responsibilities: use :func:`gma`); see the module docstring.
         chunk_size: tokens per chunk for ``impl="chunked"``.
 
     Returns:
-        ``(..., N_q, d_v)`` in ``v``'s dtype (computed in at least float32).
+        ``(..., N_q, d_v)`` in ``v``'s dtype (computed in :func:`gma_teach.gmm.compute_dtype` of the inputs).
     """
     _check_options(causal, eps, impl, chunk_size)
-    _check_responsibilities(gamma_q, gamma_k, v, causal=causal, eps=eps)
+    _check_responsibilities(gamma_q, gamma_k, v, causal=causal)
     if impl == "triton":
         raise ValueError("impl='triton' fuses the responsibilities into the kernel: call gma(q, k, v, means, "
                          "variances, log_priors, impl='triton') instead of gma_from_responsibilities")
-    if impl == "auto":
-        impl = _auto_impl(causal, v)
-    dtype = _mixing_dtype(v.dtype)
-    with torch.autocast(v.device.type, enabled=False):
-        output = _IMPLEMENTATIONS[impl](gamma_q.to(dtype), gamma_k.to(dtype), v.to(dtype), causal, eps, chunk_size)
-    return output.to(v.dtype)
+    return _mix(gamma_q, gamma_k, v, causal=causal, eps=eps, impl=impl, chunk_size=chunk_size)
 
 
 def gma(q, k, v, means, variances, log_priors, *, causal: bool = False, eps: float = 1e-6, impl: str = "auto",
-        chunk_size: int = 64) -> torch.Tensor:
-    """Gaussian Mixture Attention from routing vectors: responsibilities, then :func:`gma_from_responsibilities`.
+        chunk_size: int = 64, key_padding_mask: torch.Tensor | None = None, return_responsibilities: bool = False,
+        check_values: bool = True):
+    """Gaussian Mixture Attention from routing vectors: responsibilities, then the mixing form ``impl``.
+
+    This is the one place that chooses between the fused kernels and the torch forms (``impl="auto"``).
 
     Args:
         q: ``(..., N_q, d)`` queries, or ``(..., H, N_q, d)`` with one mixture per head.
         k: ``(..., N_k, d)`` keys (``(..., H, N_k, d)`` per head).
         v: ``(..., N_k, d_v)`` values (``(..., H, N_k, d_v)`` per head).
-        means, variances: ``(K, d)`` or ``(H, K, d)``; variances > 0.
+        means, variances: ``(K, d)`` or ``(H, K, d)``; variances normal positive numbers. Their dtype may differ
+            from the inputs' (a float64 mixture on float32 inputs computes in float64).
         log_priors: ``(K,)`` or ``(H, K)``, normalized.
-        causal, eps, impl, chunk_size: as in :func:`gma_from_responsibilities`; ``impl="triton"`` runs the fused
-            kernels (Gamma never stored), and ``"auto"`` picks them on CUDA when available.
+        causal, eps, chunk_size: as in :func:`gma_from_responsibilities`.
+        impl: ``"auto"`` (the kernels on CUDA when they can take the inputs, else ``"chunked"``/``"linear"``),
+            ``"triton"`` (the fused kernels, Gamma never stored; no ``key_padding_mask``) or a torch form.
+        key_padding_mask: ``(B, N_k)`` bool, ``True`` for real keys, with ``B`` the first dim of ``k``; padded keys
+            get responsibility 0, so they write nothing into the memory.
+        return_responsibilities: also return ``(gamma_q, gamma_k)`` (``gamma_k`` with padded keys zeroed); on the
+            kernel path they are computed after the kernel, for diagnostics and auxiliary losses.
+        check_values: validate the mixture's values (see :func:`gma_teach.gmm.check_mixture`); ``False`` for
+            callers whose mixture is valid by construction (no GPU synchronization).
 
     Returns:
-        ``(..., N_q, d_v)`` (``(..., H, N_q, d_v)`` per head) in ``v``'s dtype.
+        ``(..., N_q, d_v)`` (``(..., H, N_q, d_v)`` per head) in ``v``'s dtype; with
+        ``return_responsibilities``, ``(output, gamma_q, gamma_k)``.
     """
     _check_options(causal, eps, impl, chunk_size)
-    _check_mixture(q, means, variances, log_priors)
-    _check_mixture(k, means, variances, log_priors, check_values=False)
+    check_mixture(q, means, variances, log_priors, name="q", check_values=check_values)
+    check_mixture(k, means, variances, log_priors, name="k", check_values=False)
     _checks.tensor("v", v, min_rank=2)
+    _checks.same_device(q=q, k=k, v=v)
     if v.shape[-2] != k.shape[-2]:
         raise ValueError(f"v must have one row per key: k has N_k={k.shape[-2]} ({tuple(k.shape)}), "
                          f"v has {v.shape[-2]} ({tuple(v.shape)})")
+    if causal and q.shape[-2] != k.shape[-2]:
+        raise ValueError(f"causal=True needs as many queries as keys, got N_q={q.shape[-2]} (q {tuple(q.shape)}) "
+                         f"and N_k={k.shape[-2]} (k {tuple(k.shape)}); cross-attention needs causal=False")
+    if impl == "linear" and causal:
+        raise ValueError("impl='linear' is the bidirectional associative form; for causal=True use "
+                         "'chunked', 'cumsum' or 'recurrent' (or 'auto')")
+    _checks.leading_shape(q=q, k=k, v=v)
+    if key_padding_mask is not None:
+        if k.dim() < 3:
+            raise ValueError(f"key_padding_mask needs a batch dim in k: k must be (B, ..., N_k, d), got shape "
+                             f"{tuple(k.shape)}")
+        _checks.bool_mask("key_padding_mask", key_padding_mask, (k.shape[0], k.shape[-2]), "(B, N_k)")
+        if impl == "triton":
+            raise ValueError("impl='triton' takes no key_padding_mask (the kernels never store Gamma^K); "
+                             "use impl='auto' or a torch form")
     if impl == "auto":
-        impl = _auto_impl(causal, v, means, chunk_size)
+        fused = key_padding_mask is None and _kernels_take(q, k, v, means, variances, chunk_size)
+        impl = "triton" if fused else ("chunked" if causal else "linear")
     if impl == "triton":
-        return _gma_triton(q, k, v, means, variances, log_priors, causal=causal, eps=eps, chunk_size=chunk_size)
+        output = _gma_triton(q, k, v, means, variances, log_priors, causal=causal, eps=eps, chunk_size=chunk_size)
+        if not return_responsibilities:
+            return output
+        gamma_q = torch.softmax(gemm_logits(q, means, variances, log_priors), dim=-1)
+        gamma_k = torch.softmax(gemm_logits(k, means, variances, log_priors), dim=-1)
+        return output, gamma_q, gamma_k
     gamma_q = torch.softmax(gemm_logits(q, means, variances, log_priors), dim=-1)
     gamma_k = torch.softmax(gemm_logits(k, means, variances, log_priors), dim=-1)
-    return gma_from_responsibilities(gamma_q, gamma_k, v, causal=causal, eps=eps, impl=impl,
-                                     chunk_size=chunk_size)
+    if key_padding_mask is not None:
+        keep = key_padding_mask.reshape(k.shape[0], *([1] * (k.dim() - 3)), k.shape[-2], 1)
+        gamma_k = gamma_k * keep.to(gamma_k.dtype)
+    output = _mix(gamma_q, gamma_k, v, causal=causal, eps=eps, impl=impl, chunk_size=chunk_size)
+    return (output, gamma_q, gamma_k) if return_responsibilities else output
 
 
 def _gma_triton(q, k, v, means, variances, log_priors, *, causal, eps, chunk_size):
@@ -316,8 +372,9 @@ def _gma_triton(q, k, v, means, variances, log_priors, *, causal, eps, chunk_siz
     if not kernels.is_available(v.device):
         raise ValueError(f"impl='triton' cannot run on {v.device}: triton {kernels.triton_status()}; "
                          "use impl='auto' (the torch forms)")
-    if causal and q.shape[-2] != k.shape[-2]:
-        raise ValueError(f"causal=True needs as many queries as keys, got N_q={q.shape[-2]} and N_k={k.shape[-2]}")
+    if q.shape[-2] == 0 or k.shape[-2] == 0:  # nothing to launch: the empty result of the torch forms
+        return _mix(q.new_zeros(*q.shape[:-1], means.shape[-2]), k.new_zeros(*k.shape[:-1], means.shape[-2]), v,
+                    causal=causal, eps=eps, impl="chunked" if causal else "linear", chunk_size=chunk_size)
     per_head = means.dim() == 3
     if not per_head:  # one shared mixture: treat it as a single head
         q, k, v = q.unsqueeze(-3), k.unsqueeze(-3), v.unsqueeze(-3)

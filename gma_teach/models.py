@@ -115,8 +115,7 @@ def _check_common(vocab_size, d_model, n_layers, n_heads, max_seq_len, dropout, 
         _checks.positive_int(name, value)
     if d_ff is not None:
         _checks.positive_int("d_ff", d_ff)
-    if not 0.0 <= dropout < 1.0:
-        raise ValueError(f"dropout must be in [0, 1), got {dropout}")
+    _checks.fraction("dropout", dropout)
     return d_ff or 4 * d_model
 
 
@@ -155,10 +154,8 @@ class EncoderClassifier(_RoutingRemedies, nn.Module):
         super().__init__()
         d_ff = _check_common(vocab_size, d_model, n_layers, n_heads, max_seq_len, dropout, d_ff)
         _checks.positive_int("n_classes", n_classes)
-        if pooling not in ("cls", "mean"):
-            raise ValueError(f"pooling must be 'cls' or 'mean', got {pooling!r}")
-        if not 0 <= pad_id < vocab_size:
-            raise ValueError(f"pad_id must be in [0, vocab_size={vocab_size}), got {pad_id}")
+        _checks.one_of("pooling", pooling, ("cls", "mean"))
+        _checks.integer("pad_id", pad_id, minimum=0, maximum=vocab_size - 1)
         self.vocab_size, self.max_seq_len, self.pooling, self.pad_id = vocab_size, max_seq_len, pooling, pad_id
         positions = max_seq_len + (pooling == "cls")
         options = dict(mixer_options or {})
@@ -251,8 +248,7 @@ class DecoderLM(_RoutingRemedies, nn.Module):
         if prompt_ids.shape[1] + n_new > self.max_seq_len:
             raise ValueError(f"prompt length {prompt_ids.shape[1]} + n_new {n_new} exceeds max_seq_len="
                              f"{self.max_seq_len}")
-        if temperature < 0:
-            raise ValueError(f"temperature must be >= 0, got {temperature}")
+        _checks.nonnegative_number("temperature", temperature)
         if top_k is not None:
             _checks.positive_int("top_k", top_k)
         if use_recurrent and not self.can_decode_recurrently():

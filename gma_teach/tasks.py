@@ -20,6 +20,8 @@ from dataclasses import dataclass
 import torch
 from torch import nn
 
+from . import _checks
+
 
 @dataclass
 class TaskData(torch.utils.data.Dataset):
@@ -49,13 +51,6 @@ class TaskData(torch.utils.data.Dataset):
         return self.tokens[index], self.labels[index]
 
 
-def _check_int(name: str, value, minimum: int) -> None:
-    if isinstance(value, bool) or not isinstance(value, int):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-
-
 def majority_task(n_samples: int, seq_len: int, *, n_distractors: int = 4, seed: int = 0) -> TaskData:
     """Sequences of ``a``, ``b`` and distractor tokens; the label says whether ``a`` outnumbers ``b``.
 
@@ -73,9 +68,10 @@ def majority_task(n_samples: int, seq_len: int, *, n_distractors: int = 4, seed:
     Returns:
         :class:`TaskData` with ``tokens`` of shape ``(n_samples, seq_len, 1)`` and 2 classes (1 means more ``a``).
     """
-    _check_int("n_samples", n_samples, 1)
-    _check_int("seq_len", seq_len, 2)
-    _check_int("n_distractors", n_distractors, 0)
+    _checks.integer("n_samples", n_samples, minimum=1)
+    _checks.integer("seq_len", seq_len, minimum=2)
+    _checks.integer("n_distractors", n_distractors, minimum=0)
+    _checks.integer("seed", seed, minimum=0)
     generator = torch.Generator().manual_seed(seed)
     body = seq_len - 1
     share_a = torch.rand(n_samples, 1, generator=generator)
@@ -110,10 +106,11 @@ def recall_task(n_samples: int, n_pairs: int, *, n_keys: int, n_values: int, see
     Returns:
         :class:`TaskData` with ``tokens`` of shape ``(n_samples, n_pairs + 1, 2)`` and ``n_values`` classes.
     """
-    _check_int("n_samples", n_samples, 1)
-    _check_int("n_pairs", n_pairs, 1)
-    _check_int("n_keys", n_keys, 1)
-    _check_int("n_values", n_values, 2)
+    _checks.integer("n_samples", n_samples, minimum=1)
+    _checks.integer("n_pairs", n_pairs, minimum=1)
+    _checks.integer("n_keys", n_keys, minimum=1)
+    _checks.integer("n_values", n_values, minimum=2)
+    _checks.integer("seed", seed, minimum=0)
     if n_pairs > n_keys:
         raise ValueError(f"n_pairs must be <= n_keys (keys are distinct), got n_pairs={n_pairs}, n_keys={n_keys}")
     generator = torch.Generator().manual_seed(seed)
@@ -143,8 +140,8 @@ class TaskModel(nn.Module):
 
     def __init__(self, vocab_sizes, d_model: int, mixer: nn.Module, n_classes: int):
         super().__init__()
-        _check_int("d_model", d_model, 1)
-        _check_int("n_classes", n_classes, 2)
+        _checks.integer("d_model", d_model, minimum=1)
+        _checks.integer("n_classes", n_classes, minimum=2)
         if not isinstance(mixer, nn.Module):
             raise TypeError(f"mixer must be a torch.nn.Module, got {type(mixer).__name__}")
         self.embeddings = nn.ModuleList(nn.Embedding(size, d_model) for size in vocab_sizes)

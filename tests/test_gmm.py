@@ -2,11 +2,11 @@
 import numpy as np
 import pytest
 import torch
+from conftest import random_mixture
 from sklearn.mixture import GaussianMixture as SkGaussianMixture
 
 import gma_teach
 from gma_teach import gmm
-from conftest import random_mixture
 
 
 @pytest.mark.parametrize("n_components", [1, 3, 64])

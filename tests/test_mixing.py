@@ -3,10 +3,10 @@ import itertools
 
 import pytest
 import torch
+from conftest import random_mixture, random_responsibilities
 
 import gma_teach
 from gma_teach import mixing
-from conftest import random_mixture, random_responsibilities
 
 TORCH_IMPLS = ("naive", "linear", "cumsum", "chunked", "recurrent")
 CAUSAL_IMPLS = ("naive", "cumsum", "chunked", "recurrent")
