@@ -474,3 +474,89 @@ def test_lm_routing_reads_whole_rows_of_the_stream():
         diagnostics.lm_routing(model, stream, _Tokenizer(), n_tokens=0)
     with pytest.raises(ValueError, match="batch_size"):
         diagnostics.lm_routing(model, stream, _Tokenizer(), n_tokens=5, batch_size=0)
+
+
+# ----------------------------------------------------------------------------------------------- edge cases, health
+
+
+def test_single_category_gives_zero_nmi():
+    # One category has H(C) = 0; its float sum can come out ~1e-16 and must not be divided by.
+    generator = torch.Generator().manual_seed(3)
+    resp = torch.softmax(3 * torch.randn(97, 5, 13, generator=generator, dtype=torch.float64), dim=-1)
+    for labels in (["lower_alpha"] * 97, ["x"] * 97):
+        metrics = routing_metrics(resp, labels)
+        assert metrics["nmi_category"] == 0.0 and metrics["mi"] == pytest.approx(0.0, abs=1e-12)
+        assert metrics["category_entropy"] == pytest.approx(0.0, abs=1e-12)
+        baseline = permutation_baseline(resp, labels, n_shuffles=5)
+        assert baseline["nmi_category"] == {"mean": 0.0, "std": 0.0}
+
+
+def test_public_validators():
+    resp = torch.softmax(torch.randn(6, 2, 4), dim=-1)
+    averaged = diagnostics.as_responsibilities(resp)
+    assert averaged.dtype == torch.float64 and torch.allclose(averaged, resp.double().mean(dim=1))
+    assert diagnostics.as_labels(torch.tensor([1, 2, 3]), 3) == [1, 2, 3]
+    with pytest.raises(ValueError, match="sum to 1"):
+        diagnostics.as_responsibilities(torch.rand(5, 4) + 1)
+    with pytest.raises(TypeError, match="single string"):
+        diagnostics.as_labels("abc", 3)
+    with pytest.raises(ValueError, match="2 labels but resp has 3"):
+        diagnostics.as_labels(["a", "b"], 3)
+
+
+def _slow_health(log_resp):
+    """Loops over heads, tokens and components: (B, H, N, K) log-responsibilities -> the three lists."""
+    b, h, n, k = log_resp.shape
+    active, entropy, spread = [], [], []
+    for head in range(h):
+        rows = [[math.exp(float(log_resp[i, head, t, c])) for c in range(k)] for i in range(b) for t in range(n)]
+        winners = {max(range(k), key=lambda c, row=row: row[c]) for row in rows}
+        active.append(len(winners) / k)
+        usage = [sum(row[c] for row in rows) / len(rows) for c in range(k)]
+        entropy.append(-sum(u * math.log(u) for u in usage if u > 0) / math.log(k))
+        stds = []
+        for i in range(b):
+            for t in range(n):
+                values = [float(log_resp[i, head, t, c]) for c in range(k)]
+                mean = sum(values) / k
+                stds.append(math.sqrt(sum((v - mean) ** 2 for v in values) / (k - 1)))
+        spread.append(sum(stds) / len(stds))
+    return active, entropy, spread
+
+
+def test_head_health_matches_loops():
+    generator = torch.Generator().manual_seed(5)
+    logits = torch.randn(3, 2, 7, 5, generator=generator, dtype=torch.float64) * torch.tensor([0.5, 6.0]).view(
+        1, 2, 1, 1).double()
+    log_resp = torch.log_softmax(logits, dim=-1)
+    health = diagnostics.head_health(log_resp)
+    active, entropy, spread = _slow_health(log_resp)
+    assert health["active_share"] == pytest.approx(active) and health["usage_entropy"] == pytest.approx(entropy)
+    assert health["logit_spread"] == pytest.approx(spread)
+    assert health["logit_spread"][1] > health["logit_spread"][0]  # the head with 12x larger logits
+    collapsed = torch.log_softmax(torch.tensor([[[[9.0, 0.0, 0.0, 0.0]] * 6]]), dim=-1)  # every token -> 0
+    assert diagnostics.head_health(collapsed)["active_share"] == [0.25]
+    with pytest.raises(ValueError, match="log_resp"):
+        diagnostics.head_health(torch.zeros(2, 3))
+    with pytest.raises(TypeError, match="log_resp"):
+        diagnostics.head_health([[0.0]])
+
+
+def test_routing_health_reads_each_layers_routing_and_restores_the_model():
+    from gma_teach.models import DecoderLM
+
+    torch.manual_seed(0)
+    model = DecoderLM(30, 16, 2, 2, mixer="gma", max_seq_len=12, mixer_options={"n_components": 6}).train()
+    tokens = torch.randint(0, 30, (3, 12))
+    health = diagnostics.routing_health(model, tokens)
+    captured = capture_responsibilities(model, tokens)
+    assert [layer["layer"] for layer in health] == [0, 1]
+    for index, layer in enumerate(health):
+        expected = diagnostics.head_health(captured[index].double().log())
+        for name in diagnostics.HEALTH_METRICS:
+            assert layer[name] == pytest.approx(expected[name], rel=1e-4, abs=1e-5)
+    assert model.training and all(not m._forward_pre_hooks for m in diagnostics.gma_layers(model))
+    summary = diagnostics.summarize_health(health)
+    assert summary["min_active_share"] <= summary["active_share"] <= 1
+    with pytest.raises(ValueError, match="no GaussianMixtureAttention"):
+        diagnostics.routing_health(DecoderLM(30, 16, 1, 2, mixer="sdpa", max_seq_len=12), tokens)

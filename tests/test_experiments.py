@@ -1,5 +1,6 @@
 """The experiments' entry point at tiny: main(argv) writes a valid JSON record; the LM checkpoint round-trips."""
 import json
+import math
 
 import pytest
 import torch
@@ -38,8 +39,9 @@ def test_main_listops_tiny_writes_valid_json(tmp_path, monkeypatch):
         assert run["parameters"]["total"] == run["parameters"]["mixer"] + run["parameters"]["rest"] > 0
     values = [r["test"]["accuracy"] for r in loaded["runs"]]
     assert loaded["summary"]["mean"] == pytest.approx(sum(values) / 2)
-    for key in ("hardware", "date", "commit", "command"):
+    for key in ("date", "commit", "command"):
         assert isinstance(loaded[key], str) and loaded[key]
+    assert isinstance(loaded["hardware"], dict) and loaded["hardware"]["cpu"] and loaded["threads"] >= 1
     assert "generated" in loaded["data_source"] and loaded["command"].endswith(str(out))
 
 
@@ -69,6 +71,39 @@ def test_lm_record_and_checkpoint_roundtrip(monkeypatch):
     for a, b in zip(first.model.state_dict().values(), again.model.state_dict().values()):
         assert torch.equal(a, b)
     assert again.history.val_metric == first.history.val_metric
+
+
+def test_lm_record_reports_bits_per_byte_and_routing_health():
+    data = experiments.lm_data(experiments.SimpleNamespace(**{**vars(experiments.preset("lm", "tiny")), **TINY_LM}))
+    record = experiments.run_lm("gma", scale_name="tiny", n_components=8, data=data, **TINY_LM)
+    # bits per byte = summed token loss / UTF-8 bytes of the validation targets / ln 2 (byte tokens: 1 byte each
+    # except end-of-text)
+    targets = data.val[:, 1:]
+    n_bytes = int((targets != data.tokenizer.eos_id).sum())
+    assert record["validation_bytes"] == n_bytes and record["validation_tokens"] == targets.numel()
+    expected = record["val"]["loss"] * targets.numel() / n_bytes / math.log(2)
+    assert record["val"]["bits_per_byte"] == pytest.approx(expected, rel=1e-12)
+    assert len(record["history"]["val_bits_per_byte"]) == len(record["history"]["val_loss"]) == 2
+    routing = record["routing"]
+    assert routing["steps"] == [3, 6] and len(routing["evaluations"]) == 2 and len(routing["initial"]) == 1
+    for health in [routing["initial"], *routing["evaluations"]]:
+        layer = health[0]
+        assert len(layer["active_share"]) == 2 and all(0 < a <= 1 for a in layer["active_share"])
+        assert all(0 <= e <= 1 + 1e-9 for e in layer["usage_entropy"]) and all(s > 0 for s in layer["logit_spread"])
+    sdpa = experiments.run_lm("sdpa", scale_name="tiny", data=data, **TINY_LM)
+    assert "routing" not in sdpa and "monitor" not in sdpa["history"] and sdpa["val"]["bits_per_byte"] > 0
+
+
+def test_gma_options_reach_the_layer_and_are_refused_elsewhere():
+    p = experiments.preset("lm", "tiny")
+    model = experiments.build_lm(p, "gma", 30, n_components=8, gma_options={"init_variance": 5.0})
+    layer = model.blocks[0].mixer
+    variances = layer.mixture.variances
+    assert torch.allclose(variances, torch.full_like(variances, 5.0 + layer.mixture.min_variance))
+    with pytest.raises(ValueError, match="gma_options"):
+        experiments.build_lm(p, "sdpa", 30, gma_options={"init_variance": 5.0})
+    with pytest.raises(TypeError, match="gma_options"):
+        experiments.mixer_options(p, "gma", 8, gma_options=[("init_variance", 5.0)])
 
 
 def test_decoding_state_bytes_constant_for_gma_linear_for_kv_cache():

@@ -45,6 +45,37 @@ def test_language_model_training_lowers_perplexity():
     assert after["perplexity"] < before / 3 and math.isclose(after["perplexity"], math.exp(after["loss"]))
 
 
+def test_monitor_is_called_at_every_evaluation_and_auxiliary_loss_is_added():
+    blocks = torch.arange(12).repeat(40).unfold(0, 9, 8)
+    seen = []
+
+    def monitor(model):
+        seen.append(model.training)
+        return {"calls": len(seen)}
+
+    torch.manual_seed(0)
+    model = DecoderLM(12, 16, 1, 2, mixer="gma", max_seq_len=8, mixer_options={"n_components": 8})
+    history = fit(model, blocks, val_data=blocks, steps=6, eval_every=3, batch_size=8, task="lm", progress=False,
+                  monitor=monitor)
+    assert history.monitor == [{"calls": 1}, {"calls": 2}] and history.train_auxiliary_loss == [0.0, 0.0]
+
+    class Penalized(DecoderLM):  # a known auxiliary loss: the squared norm of the embedding, times 10
+        def auxiliary_loss(self):
+            return 10 * self.embedding.weight.pow(2).sum()
+
+    norms, penalties = {}, {}
+    for cls in (DecoderLM, Penalized):
+        torch.manual_seed(0)
+        model = cls(12, 16, 1, 2, mixer="sdpa", max_seq_len=8)
+        history = fit(model, blocks, steps=20, lr=1e-2, batch_size=8, task="lm", progress=False, eval_every=10)
+        norms[cls] = float(model.embedding.weight.detach().pow(2).sum())
+        penalties[cls] = history.train_auxiliary_loss
+    assert len(penalties[Penalized]) == 2 and penalties[Penalized][1] < penalties[Penalized][0]
+    assert norms[Penalized] < norms[DecoderLM] / 2  # the added loss was trained on
+    with pytest.raises(TypeError, match="monitor"):
+        fit(model, blocks, steps=1, batch_size=8, task="lm", progress=False, monitor="health")
+
+
 class _Interrupt(Exception):
     pass
 

@@ -1,0 +1,99 @@
+"""The study driver: t quantiles and paired intervals against scipy, seeds skipped when recorded, summaries."""
+import json
+import math
+import statistics
+
+import pytest
+
+from gma_teach import study
+
+TINY_STUDY = {
+    "name": "tiny_study", "scale": "tiny",
+    "overrides": {"tokenizer": "bytes", "max_train_tokens": 6000, "max_val_tokens": 2000, "n_steps": 4,
+                  "eval_every": 2},
+    "seeds": (0, 1),
+    "arms": {"gma": {"mixer": "gma", "n_components": 8},
+             "gma_remedy": {"mixer": "gma", "n_components": 8, "gma_options": {"init_variance": "d_route"}},
+             "none": {"mixer": "none"}},
+}
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("GMA_TEACH_CACHE", str(tmp_path / "cache"))
+    monkeypatch.setenv("CI", "1")
+
+
+@pytest.mark.parametrize("dof", [1, 2, 3, 5, 10, 29, 30, 31, 45, 100, 1000])
+def test_t_quantile_matches_scipy(dof):
+    scipy_stats = pytest.importorskip("scipy.stats")
+    assert study.t_quantile_975(dof) == pytest.approx(float(scipy_stats.t.ppf(0.975, dof)), abs=1e-4)
+
+
+def test_t_quantile_rejects_bad_dof():
+    with pytest.raises(ValueError, match="dof"):
+        study.t_quantile_975(0)
+    with pytest.raises(TypeError, match="dof"):
+        study.t_quantile_975(2.0)
+
+
+def test_paired_difference_by_hand_and_against_scipy():
+    a, b = [3.0, 5.0, 4.0], [1.0, 2.0, 2.0]  # differences 2, 3, 2: mean 7/3, sample std sqrt(1/3)
+    result = study.paired_difference(a, b)
+    assert result["differences"] == [2.0, 3.0, 2.0] and result["n"] == 3
+    assert result["mean"] == pytest.approx(7 / 3) and result["std"] == pytest.approx(math.sqrt(1 / 3))
+    half = 4.302653 * math.sqrt(1 / 3) / math.sqrt(3)
+    assert result["ci95"] == pytest.approx([7 / 3 - half, 7 / 3 + half], abs=1e-6)
+    scipy_stats = pytest.importorskip("scipy.stats")
+    low, high = scipy_stats.t.interval(0.95, 2, loc=7 / 3, scale=statistics.stdev([2, 3, 2]) / math.sqrt(3))
+    assert result["ci95"] == pytest.approx([low, high], abs=1e-5)
+    with pytest.raises(ValueError, match="one value per seed"):
+        study.paired_difference([1, 2], [1, 2, 3])
+    with pytest.raises(ValueError, match="at least 2"):
+        study.paired_difference([1], [2])
+
+
+def test_run_arm_records_each_seed_and_skips_recorded_ones(tmp_path, capsys):
+    record = study.run_arm(TINY_STUDY, "gma", seeds=(0,), folder=tmp_path, command="test")
+    path = study.record_path(TINY_STUDY, "gma", tmp_path)
+    saved = json.loads(path.read_text())
+    assert saved["summary"]["seeds"] == [0] and saved["complete"] is False and record["runs"][0]["seed"] == 0
+    for key in ("hardware", "threads", "load", "date", "commit", "command"):
+        assert key in saved and key in saved["runs"][0]["provenance"]
+    run = saved["runs"][0]
+    assert run["tokenizer"].startswith("bytes") and run["val"]["bits_per_byte"] > 0
+    assert "active_share" in saved["summary"] and len(saved["summary"]["per_layer"]) == 1
+    capsys.readouterr()
+    again = study.run_arm(TINY_STUDY, "gma", seeds=(0, 1), folder=tmp_path, command="test")
+    printed = capsys.readouterr().out
+    assert "seed 1" in printed and "seed 0" not in printed  # seed 0 was recorded: skipped
+    assert [r["seed"] for r in again["runs"]] == [0, 1] and again["complete"] is True
+    assert again["runs"][0] == json.loads(json.dumps(run))  # the recorded seed is kept as it was
+    other = {**TINY_STUDY, "overrides": {**TINY_STUDY["overrides"], "n_steps": 6}}
+    with pytest.raises(ValueError, match="another setting"):
+        study.run_arm(other, "gma", folder=tmp_path)
+    with pytest.raises(ValueError, match="arm"):
+        study.run_arm(TINY_STUDY, "mamba", folder=tmp_path)
+
+
+def test_study_table_pairs_common_seeds(tmp_path):
+    for arm in TINY_STUDY["arms"]:
+        study.run_arm(TINY_STUDY, arm, folder=tmp_path, command="test")
+    table = study.study_table(TINY_STUDY, tmp_path)
+    assert set(table["arms"]) == set(TINY_STUDY["arms"]) and table["reference"] == "gma"
+    reference = {r["seed"]: r["val"]["bits_per_byte"] for r in study.load_arm(TINY_STUDY, "gma", tmp_path)["runs"]}
+    other = {r["seed"]: r["val"]["bits_per_byte"] for r in study.load_arm(TINY_STUDY, "none", tmp_path)["runs"]}
+    assert table["paired"]["none"]["differences"] == pytest.approx([other[s] - reference[s] for s in (0, 1)])
+    assert "active_share" not in table["arms"]["none"] and "active_share" in table["arms"]["gma_remedy"]
+    text = study.format_study_table(table)
+    assert "gma_remedy" in text and "95% CI" in text
+
+
+def test_study_settings_are_consistent():
+    for settings in study.STUDIES.values():
+        assert len(settings["seeds"]) >= 3
+        for spec in settings["arms"].values():
+            assert spec.get("prepare") in (None, *study.PREPARATIONS)
+    lm_arms = study.LM_STUDY["arms"]
+    assert {"sdpa", "linear", "performer", "none", "uniform"} <= set(lm_arms)
+    assert {lm_arms[f"gma_k{k}"]["n_components"] for k in (32, 64, 128)} == {32, 64, 128}
