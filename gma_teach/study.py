@@ -251,6 +251,71 @@ def _namespace(config: dict):
     return SimpleNamespace(**config)
 
 
+# ------------------------------------------------------------------------------------------ initial routing
+INIT_SCAN = {
+    "name": "routing_collapse_init",
+    "scale": "small",
+    "seeds": (0, 1, 2),
+    "n_blocks": 8,
+    "settings": {
+        **{f"d_route={d}": {"d_route": d} for d in (8, 16, 32, 64)},
+        **{f"d_route={d}, init_variance=d_route": {"d_route": d, "init_variance": "d_route"} for d in (8, 16, 32, 64)},
+        "d_route=32, init_mean_std=0.5": {"d_route": 32, "init_mean_std": 0.5},
+    },
+}
+"""The logit-scale scan: the untrained small LM (K=64) under several routing widths and initialisations."""
+
+
+def scan_initial_routing(scan: dict = INIT_SCAN, *, command: str | None = None) -> dict:
+    """Routing health of the *untrained* LM of ``scan["scale"]`` (GMA, the preset's K) on the first
+    ``scan["n_blocks"]`` validation blocks, for each setting (extra GMA options) and seed: whether the routing is
+    near one-hot before any training, and how that scales with ``d_route`` and the initial variances.
+
+    Returns a JSON-ready record: per setting, the health of every seed (per layer and head), the means over
+    layers, heads and seeds, and the spread (std) of the routing vectors' coordinates.
+    """
+    from .experiments import build_lm
+    from .scale import seed_everything
+
+    p = preset("lm", scan["scale"])
+    origin = measure.provenance(command or "python -m gma_teach.study init-scan", device())
+    data = lm_data(p)
+    tokens = data.val[:scan["n_blocks"], :-1].to(device())
+    settings = {}
+    for name, options in scan["settings"].items():
+        per_seed = []
+        for seed in scan["seeds"]:
+            seed_everything(seed)
+            model = build_lm(p, "gma", data.tokenizer.n_vocab, gma_options=options).to(device()).eval()
+            health = _health_means_with_layers(model, tokens)
+            per_seed.append({"seed": seed, **health})
+        settings[name] = {"options": options, "seeds": per_seed,
+                          **{key: mean_std([r[key] for r in per_seed])
+                             for key in ("active_share", "usage_entropy", "logit_spread", "routing_std")}}
+    return {"study": scan["name"], "scale": scan["scale"], "n_components": p.n_components,
+            "tokens": int(tokens.numel()), "settings": settings, "tokenizer": data.tokenizer.name, **origin}
+
+
+@torch.no_grad()
+def _health_means_with_layers(model, tokens) -> dict:
+    from . import diagnostics
+
+    health = diagnostics.routing_health(model, tokens)
+    stds = []
+
+    def hook(layer, args):
+        stds.append(float(layer.q_proj(args[0]).std()))
+
+    handles = [layer.register_forward_pre_hook(hook) for layer in diagnostics.gma_layers(model)]
+    try:
+        model(tokens)
+    finally:
+        for handle in handles:
+            handle.remove()
+    return {**_health_means(health), "routing_std": statistics.fmean(stds), "per_layer_routing_std": stds,
+            "health": health}
+
+
 # --------------------------------------------------------------------------------------------------- tables
 def study_table(study: dict, folder=None, *, reference: str | None = None, metric: str = "val_bits_per_byte") -> dict:
     """What is recorded for ``study``: per arm, the summary; and for ``reference`` (default: the study's first
@@ -291,7 +356,8 @@ def format_study_table(table: dict) -> str:
 def main(argv=None) -> dict:
     """Command line: run (or summarize) a study."""
     parser = argparse.ArgumentParser(prog="python -m gma_teach.study", description=__doc__.split("\n\n")[0])
-    parser.add_argument("study", choices=sorted(STUDIES))
+    parser.add_argument("study", choices=[*sorted(STUDIES), "init-scan"],
+                        help="a study, or init-scan: the untrained routing under several initialisations")
     parser.add_argument("--arms", nargs="*", default=None, help="arms to run (default: all)")
     parser.add_argument("--seeds", nargs="*", type=int, default=None, help="seeds (default: the study's)")
     parser.add_argument("--out-dir", default=None, help="folder of the records (default: gma_teach/results)")
@@ -299,6 +365,18 @@ def main(argv=None) -> dict:
     parser.add_argument("--summary", action="store_true", help="print the recorded table and run nothing")
     parser.add_argument("--progress", action="store_true")
     args = parser.parse_args(argv)
+    shown = argv if argv is not None else sys.argv[1:]
+    command = "python -m gma_teach.study " + " ".join(shown)
+    if args.study == "init-scan":
+        torch.set_num_threads(args.threads)
+        record = scan_initial_routing(command=command)
+        path = Path(args.out_dir) if args.out_dir else measure.results_folder()
+        path = path / f"{INIT_SCAN['name']}.json"
+        path.write_text(json.dumps(record, indent=1, default=str) + "\n")
+        for name, setting in record["settings"].items():
+            print(f"{name:<40} active {setting['active_share']['mean']:.3f}  usage entropy "
+                  f"{setting['usage_entropy']['mean']:.3f}  logit spread {setting['logit_spread']['mean']:.2f}")
+        return record
     study = STUDIES[args.study]
     if args.summary:
         table = study_table(study, args.out_dir)
@@ -309,8 +387,6 @@ def main(argv=None) -> dict:
     unknown = [arm for arm in arms if arm not in study["arms"]]
     if unknown:
         raise SystemExit(f"unknown arms {unknown}; known: {sorted(study['arms'])}")
-    shown = argv if argv is not None else sys.argv[1:]
-    command = "python -m gma_teach.study " + " ".join(shown)
     data = lm_data(_namespace({**vars(preset("lm", study["scale"])), **study["overrides"]}))
     records = {arm: run_arm(study, arm, seeds=args.seeds, folder=args.out_dir, command=command,
                             progress=args.progress, data=data) for arm in arms}
