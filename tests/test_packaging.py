@@ -89,3 +89,15 @@ def test_stated_floors_agree_between_pyproject_and_requirements():
     assert "torch>=2.4" in requirements
     for name, spec in dependencies.items():
         assert spec in requirements, f"requirements.txt states {name} differently from pyproject.toml ({spec})"
+
+
+def test_ci_runs_the_readmes_test_command():
+    def test_lines(path):
+        return [line.strip().replace("python3 ", "python ") for line in (ROOT / path).read_text().splitlines()
+                if "-m pytest tests book" in line]
+
+    readme = test_lines("README.md")
+    assert len(readme) == 1, readme
+    command = readme[0]
+    assert test_lines(".ci/run") == [command]
+    assert test_lines(".github/workflows/tests.yml") == [f"run: {command}"]
