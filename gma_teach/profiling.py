@@ -32,7 +32,7 @@ from pathlib import Path
 import torch
 
 from .baselines import MIXER_NAMES, make_mixer
-from .environment import preset, seed_everything
+from .environment import SCALES, preset, seed_everything
 from .measure import loglog_slope, peak_memory, provenance, run_point, time_call
 from .models import parameter_counts
 
@@ -187,6 +187,17 @@ def sweep(*, mixers=DEFAULT_MIXERS, seq_lens, d_model, n_heads, batch_size=1, n_
     return rows
 
 
+def block_fits(point: dict) -> bool:
+    """The cost model's answer for :func:`sweep`'s ``fits``: would this block's forward + backward fit in this
+    machine's memory? (:func:`gma_teach.cost.point_fits` for ``"block:<mixer>"`` on
+    :func:`gma_teach.cost.current_profile`.)"""
+    from . import cost
+
+    return cost.point_fits(f"block:{point['mixer']}", batch_size=point["batch_size"], n_heads=point["n_heads"],
+                           seq_len=point["seq_len"], d_route=point["d_model"],
+                           n_components=point["n_components"] or 64, backward=True)
+
+
 def fit_slopes(results, *, y="peak_memory_bytes", x="seq_len", by="label", min_x=None, where=None):
     """Least-squares slope of ``log(y)`` against ``log(x)`` for each group of rows.
 
@@ -247,7 +258,8 @@ def format_table(results, *, columns=("label", "seq_len", "params", "peak_memory
 
 # -------------------------------------------------------------------------------------------- recording
 def run_recorded(scale_name=None, *, device=None, mixers=None, command=None, printer=None) -> dict:
-    """Run the sweep of preset ``"ch08"`` at a scale and return a record with its provenance.
+    """Run the sweep of preset ``"ch08"`` at a scale and return a record with its provenance; a point the cost model
+    says will not fit this machine (:func:`block_fits`) is recorded as a gap instead of run.
 
     Returns:
         ``{"hardware", "date", "commit", "command", "scale", "config", "results", "memory_slopes"}``.
@@ -259,7 +271,7 @@ def run_recorded(scale_name=None, *, device=None, mixers=None, command=None, pri
                                                "softmax_max_len", "repeat")}
     config["mixers"] = list(mixers or p.mixers)
     origin = provenance(command or "gma_teach.profiling.run_recorded", device)  # before the run: its code
-    results = sweep(device=device, printer=printer, **config)
+    results = sweep(device=device, printer=printer, fits=block_fits, **config)
     return {**origin, "scale": p.scale, "config": config, "results": results,
             "memory_slopes": fit_slopes(n_sweep(results))}
 
@@ -276,7 +288,7 @@ def load_recorded(path) -> dict:
 
 def main(argv=None):
     parser = argparse.ArgumentParser(prog="python -m gma_teach.profiling", description=__doc__.split("\n")[0])
-    parser.add_argument("--scale", choices=("tiny", "small", "full"), default=None,
+    parser.add_argument("--scale", choices=SCALES, default=None,
                         help="preset 'ch08' scale (default: GMA_TEACH_SCALE or the device's default)")
     parser.add_argument("--out", required=True, help="JSON file to write")
     parser.add_argument("--device", default=None, help="cpu or cuda (default: cuda when available)")

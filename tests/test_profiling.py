@@ -145,6 +145,16 @@ def test_a_point_the_cost_model_rules_out_is_not_run(monkeypatch, capsys):
         profiling.sweep(seq_lens=[8], d_model=8, n_heads=2, fits=True)
 
 
+def test_the_cost_model_rules_out_a_quadratic_block_long_before_a_linear_one():
+    def point(mixer, seq_len):
+        return {"mixer": mixer, "seq_len": seq_len, "n_components": 64 if mixer == "gma" else None,
+                "batch_size": 1, "d_model": 256, "n_heads": 8}
+
+    assert profiling.block_fits(point("softmax", 512)) and profiling.block_fits(point("gma", 512))
+    assert not profiling.block_fits(point("softmax", 2**20))  # (8, 2^20, 2^20) float32 scores: 32 TiB
+    assert profiling.block_fits(point("gma", 2**14))
+
+
 def test_default_mixers_are_the_papers_table_in_the_packages_order():
     from gma_teach.baselines import MIXER_NAMES
 
