@@ -196,7 +196,7 @@ def gemm_logits(x, means, variances, log_priors):
 
 
 def log_joint(x, means, variances, log_priors):
-    """``log p(x, z=k)`` for every token and component, ``(..., [H,] N, K)``, in GEMM form.
+    """``log p(x, c=k)`` for every token and component, ``(..., [H,] N, K)``, in GEMM form.
 
     Args:
         x: ``(..., N, d)``, or ``(..., H, N, d)`` with one mixture per head.
@@ -213,7 +213,7 @@ def log_likelihood(x, means, variances, log_priors):
 
 
 def log_responsibilities(x, means, variances, log_priors):
-    """``log gamma_k(x) = log p(z=k | x)``: ``(..., [H,] N, K)`` (at least float32), computed in GEMM form.
+    """``log gamma_k(x) = log p(c=k | x)``: ``(..., [H,] N, K)`` (at least float32), computed in GEMM form.
 
     Shapes as in :func:`~gma_teach.gmm.log_joint`.
     """
@@ -221,7 +221,7 @@ def log_responsibilities(x, means, variances, log_priors):
 
 
 def responsibilities(x, means, variances, log_priors):
-    """Posterior responsibilities ``gamma_k(x) = p(z=k | x)``: ``(..., [H,] N, K)``, rows sum to 1.
+    """Posterior responsibilities ``gamma_k(x) = p(c=k | x)``: ``(..., [H,] N, K)``, rows sum to 1.
 
     Computed as one GEMM of ``[x*x, x]`` followed by a stable softmax, in at least float32 (float64 stays float64).
 

@@ -3,8 +3,8 @@
 Data flow for input ``x`` ``(B, N, d_model)`` (and ``context`` ``(B, M, d_model)`` for cross-attention)::
 
     q = q_proj(x),  k = k_proj(context or x),  v = v_proj(context or x)      split into H heads
-    Gamma_Q = mixture(q) (B, H, N, K),  Gamma_K = mixture(k) (B, H, M, K)     one shared mixture per head
-    O = Gamma_Q (Gamma_K^T V) / (Gamma_Q (Gamma_K^T 1) + eps)                 prefix sums when causal
+    Gamma^Q = mixture(q) (B, H, N, K),  Gamma^K = mixture(k) (B, H, M, K)     one shared mixture per head
+    O = Gamma^Q (Gamma^K^T V) / (Gamma^Q (Gamma^K^T 1) + eps)                 prefix sums when causal
     y = out_proj(merge heads of O)                                            (B, N, d_model)
 
 Queries and keys of a head share one mixture: that is what makes ``gamma_q . gamma_k`` a similarity.

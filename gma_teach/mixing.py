@@ -1,15 +1,15 @@
 r"""Chapters 3, 4 and 6: Gaussian Mixture Attention in every form.
 
-Given query responsibilities :math:`\Gamma_Q` ``(N_q, K)``, key responsibilities :math:`\Gamma_K` ``(N_k, K)`` and
-values :math:`V` ``(N_k, d_v)``, GMA returns
+Given query responsibilities :math:`\Gamma^Q` ``(N_q, K)``, key responsibilities :math:`\Gamma^K` ``(N_k, K)``
+and values :math:`V` ``(N_k, d_v)``, GMA returns
 
 .. math::
 
-    O = \frac{\Gamma_Q S}{\Gamma_Q z + \varepsilon},\qquad S = \Gamma_K^\top V \ (K \times d_v),\quad
-    z = \Gamma_K^\top \mathbf 1 \ (K),
+    O = \frac{\Gamma^Q \tilde V}{\Gamma^Q Z + \varepsilon},\qquad \tilde V = (\Gamma^K)^\top V \ (K \times d_v),
+    \quad Z = (\Gamma^K)^\top \mathbf 1 \ (K),
 
 which equals :math:`A V` for the row-normalized affinity :math:`A_{ij} = \gamma^Q_i\cdot\gamma^K_j /
-(\sum_{j'} \gamma^Q_i\cdot\gamma^K_{j'} + \varepsilon)`. Causal GMA replaces :math:`S, z` at position ``i`` by their
+(\sum_{j'} \gamma^Q_i\cdot\gamma^K_{j'} + \varepsilon)`. Causal GMA replaces :math:`\tilde V, Z` at position ``i`` by their
 prefix sums over ``j <= i``. The implementations (``impl=``) all compute this same function:
 
 * ``"naive"``: materializes the ``N_q x N_k`` affinity -- the spec, ``O(N^2)`` memory;
@@ -47,7 +47,8 @@ IMPLS = ("naive", "linear", "cumsum", "chunked", "recurrent", "triton")
 
 # ----------------------------------------------------------------------------------------------- the pieces
 def write_memory(gamma_k: torch.Tensor, v: torch.Tensor):
-    """Keys write values into K slots: ``S = Gamma_K^T V`` ``(..., K, d_v)`` and ``z = Gamma_K^T 1`` ``(..., K)``.
+    """Keys write values into K slots: the memory ``Gamma^K^T V`` ``(..., K, d_v)`` and the normalizer
+    ``Gamma^K^T 1`` ``(..., K)``.
 
     Args:
         gamma_k: ``(..., N_k, K)``; v: ``(..., N_k, d_v)``.
@@ -56,7 +57,7 @@ def write_memory(gamma_k: torch.Tensor, v: torch.Tensor):
 
 
 def read_memory(gamma_q: torch.Tensor, memory: torch.Tensor, normalizer: torch.Tensor, eps: float):
-    """Queries read the memory: ``O = Gamma_Q S / (Gamma_Q z + eps)``.
+    """Queries read the memory: ``O = Gamma^Q memory / (Gamma^Q normalizer + eps)``.
 
     Args:
         gamma_q: ``(..., N_q, K)``; memory: ``(..., K, d_v)``; normalizer: ``(..., K)``.
@@ -70,7 +71,7 @@ def read_memory(gamma_q: torch.Tensor, memory: torch.Tensor, normalizer: torch.T
 def affinity(gamma_q, gamma_k, *, causal: bool = False, eps: float = 1e-6) -> torch.Tensor:
     """The row-normalized ``(..., N_q, N_k)`` affinity that GMA induces (for pictures and checks).
 
-    ``A = M / (M 1 + eps)`` with ``M = Gamma_Q Gamma_K^T`` (lower-triangular if ``causal``), so that
+    ``A = M / (M 1 + eps)`` with ``M = Gamma^Q Gamma^K^T`` (lower-triangular if ``causal``), so that
     ``gma_from_responsibilities(gamma_q, gamma_k, v) == affinity(gamma_q, gamma_k) @ v``.
     Rows sum to slightly less than 1 (by ``eps``); entries are non-negative; the rank is at most K.
     """
@@ -143,8 +144,8 @@ def _naive(gamma_q, gamma_k, v, causal, eps, chunk_size):
 
 
 def _with_count(v):
-    """Append a column of ones to the values: ``Gamma_K^T [V, 1] = [S, z]``, so one product yields both the
-    numerator and the normalizer (a single pass over ``Gamma_Q`` instead of two)."""
+    """Append a column of ones to the values: ``Gamma^K^T [V, 1] = [memory, normalizer]``, so one product yields
+    both (a single pass over ``Gamma^Q`` instead of two)."""
     return F.pad(v, (0, 1), value=1.0)
 
 
@@ -156,7 +157,7 @@ def _linear(gamma_q, gamma_k, v, causal, eps, chunk_size):
     if causal:
         raise ValueError("impl='linear' is the bidirectional associative form; for causal=True use "
                          "'chunked', 'cumsum' or 'recurrent' (or 'auto')")
-    memory = gamma_k.transpose(-1, -2) @ _with_count(v)  # (..., K, d_v + 1) = [S, z]
+    memory = gamma_k.transpose(-1, -2) @ _with_count(v)  # (..., K, d_v + 1) = [memory, normalizer]
     return _normalize(gamma_q @ memory, eps)
 
 
@@ -180,7 +181,7 @@ def _chunked(gamma_q, gamma_k, v, causal, eps, chunk_size):
         return t.reshape(*t.shape[:-2], n_chunks, chunk_size, t.shape[-1])
 
     keys, values = chunks(gamma_k), chunks(_with_count(v))
-    chunk_memory = keys.transpose(-1, -2) @ values  # (..., n_chunks, K, d_v + 1): each chunk's [S, z]
+    chunk_memory = keys.transpose(-1, -2) @ values  # (..., n_chunks, K, d_v + 1): each chunk's [memory, normalizer]
     if not causal:
         return _normalize(gamma_q @ chunk_memory.sum(-3), eps)
     queries = chunks(gamma_q)
