@@ -221,18 +221,20 @@ def run_point(fn: Callable[[], object], *, label: str = "this point",
         raise TypeError(f"fits must be a bool, a callable returning one, or None; got {type(predicted).__name__}")
     if predicted is not None and not predicted:
         if printer is not None:
-            printer(f"skipped {label}: the cost model predicts it does not fit in this device's memory")
+            printer(f"skipped {label}: predicted not to fit in this device's memory")
         return None
     try:
         return fn()
     except Exception as error:  # only allocation failures become a gap; every other error is re-raised
         if not is_out_of_memory(error):
             raise
-        if torch.cuda.is_available():
-            torch.cuda.empty_cache()
-        if printer is not None:
-            printer(f"skipped {label}: out of memory ({type(error).__name__})")
-        return None
+        failure = type(error).__name__
+    # Out of the handler, the traceback (whose frames hold the point's tensors) is gone: now the memory can go back.
+    if torch.cuda.is_available():
+        torch.cuda.empty_cache()
+    if printer is not None:
+        printer(f"skipped {label}: out of memory ({failure})")
+    return None
 
 
 # --------------------------------------------------------------------------------- fits that see only what ran

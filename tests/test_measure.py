@@ -131,7 +131,7 @@ def test_run_point_asks_the_cost_model_first(capsys):
     assert measure.run_point(lambda: calls.append(1) or 7, fits=lambda: False, label="naive at N=65536") is None
     assert measure.run_point(lambda: calls.append(1) or 7, fits=np.bool_(False), printer=None) is None
     assert calls == [1], "a point predicted not to fit must not run"
-    assert "skipped naive at N=65536: the cost model predicts" in capsys.readouterr().out
+    assert "skipped naive at N=65536: predicted not to fit" in capsys.readouterr().out
     with pytest.raises(TypeError, match="fits must be a bool"):
         measure.run_point(lambda: 1, fits=lambda: "yes")
     with pytest.raises(TypeError, match="fn must be callable"):

@@ -139,7 +139,7 @@ def test_a_point_the_cost_model_rules_out_is_not_run(monkeypatch, capsys):
     assert ("softmax", 64) not in ran and ("sdpa", 64) not in ran and len(ran) == 4
     assert {row["error"] for row in rows if "error" in row} == {"predicted not to fit"}
     assert {"mixer", "seq_len", "n_components", "batch_size", "d_model", "n_heads", "dtype", "device"} <= set(asked[0])
-    assert "skipped softmax at N=64: the cost model predicts" in capsys.readouterr().out
+    assert "skipped softmax at N=64: predicted not to fit" in capsys.readouterr().out
     assert profiling.fit_slopes(rows) == pytest.approx({"softmax": 2.0, "sdpa": 2.0})
     with pytest.raises(TypeError, match="fits must be None or a callable"):
         profiling.sweep(seq_lens=[8], d_model=8, n_heads=2, fits=True)
