@@ -20,6 +20,10 @@ Studies:
 * ``lm`` (:data:`LM_STUDY`): the same LM trained 2,400 steps with causal SDPA, GMA at K = 32, 64, 128 with and
   without the remedy, linear attention, Performer and the two controls ``none`` (no mixing) and ``uniform`` (a
   causal average of the past).
+* ``listops-lra`` (:data:`LISTOPS_LRA_STUDY`): ListOps at LRA's lengths (500-2000 tokens, depth 10) with a model
+  small enough for a CPU; ``text`` (:data:`TEXT_STUDY`): the offline stand-in for LRA Text.
+* ``init-scan`` (:data:`INIT_SCAN`, not a study of arms): the untrained LM's routing under several routing widths
+  and initialisations, one record.
 
 Every LM record reports validation **bits per byte** (tokenizer-independent) next to the per-token loss, and names
 the tokenizer. :func:`paired_difference` gives, for two arms, the per-seed differences with a 95% t-interval.
@@ -38,7 +42,7 @@ from pathlib import Path
 import torch
 
 from . import measure
-from .experiments import lm_data, run_lm
+from .experiments import listops_data, lm_data, run_classification, run_lm, text_data
 from .scale import device, preset
 
 # ---------------------------------------------------------------------------------------------------- settings
@@ -77,7 +81,32 @@ LM_STUDY = {
 }
 """The LM comparison: preset ``lm`` at ``small`` trained 2,400 steps (evaluated every 300), 3 seeds per arm."""
 
-STUDIES = {"collapse": COLLAPSE_STUDY, "lm": LM_STUDY}
+LISTOPS_LRA_STUDY = {
+    "name": "listops_lra",
+    "experiment": "listops",
+    "scale": "small",
+    "overrides": {"max_depth": 10, "min_length": 500, "max_length": 2000, "n_train": 2000, "n_val": 200,
+                  "n_test": 500, "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 128, "n_components": 32,
+                  "batch_size": 16, "epochs": 3, "lr": 1e-3},
+    "seeds": (0, 1, 2),
+    "arms": {"gma": {"mixer": "gma"}, "softmax": {"mixer": "softmax"}, "linear": {"mixer": "linear"},
+             "performer": {"mixer": "performer"}},
+}
+"""ListOps at LRA's lengths on a CPU: LRA's generator (depth 10, 500 < length < 2000) with fewer trees and a
+2-layer width-64 encoder; the chapter's live ListOps setting (preset ``listops``, lengths 50-256) stays short."""
+
+TEXT_STUDY = {
+    "name": "text_standin",
+    "experiment": "text",
+    "scale": "small",
+    "overrides": {},
+    "seeds": (0, 1, 2),
+    "arms": {"gma": {"mixer": "gma"}, "softmax": {"mixer": "softmax"}, "linear": {"mixer": "linear"}},
+}
+"""The offline stand-in for LRA Text (standard-library docstring -> package, byte-level; preset ``text`` at
+``small``), labelled as a stand-in in every record; IMDb stays the ``full`` path for readers with the hub."""
+
+STUDIES = {"collapse": COLLAPSE_STUDY, "lm": LM_STUDY, "listops-lra": LISTOPS_LRA_STUDY, "text": TEXT_STUDY}
 PREPARATIONS = ("kmeans",)
 
 
@@ -180,6 +209,11 @@ def _health_means(health: list[dict]) -> dict:
 def summarize(study: dict, arm: str, runs: list[dict]) -> dict:
     """Mean and std over seeds of an arm's validation loss, perplexity, bits per byte, training speed and (GMA)
     final active share, usage entropy and logit spread, overall and per layer."""
+    if "test" in runs[0]:  # a classifier (ListOps, Text)
+        return {"seeds": [r["seed"] for r in runs],
+                "test_accuracy": mean_std([r["test"]["accuracy"] for r in runs]),
+                "majority_baseline": runs[0]["majority_baseline"],
+                "tokens_per_second": mean_std([r["tokens_per_second"] for r in runs])}
     summary = {"seeds": [r["seed"] for r in runs],
                "val_loss": mean_std([r["val"]["loss"] for r in runs]),
                "val_perplexity": mean_std([r["val"]["perplexity"] for r in runs]),
@@ -211,8 +245,8 @@ def run_arm(study: dict, arm: str, *, seeds=None, folder=None, command: str | No
     seeds = tuple(study["seeds"] if seeds is None else seeds)
     path = record_path(study, arm, folder)
     record = load_arm(study, arm, folder)
-    p = preset("lm", study["scale"])
-    config = {**vars(p), **study["overrides"]}
+    experiment = study.get("experiment", "lm")
+    config = {**vars(preset(experiment, study["scale"])), **study["overrides"]}
     if record is None:
         record = {"study": study["name"], "arm": arm, "spec": spec, "scale": study["scale"], "config": config,
                   "runs": [], "complete": False}
@@ -224,12 +258,17 @@ def run_arm(study: dict, arm: str, *, seeds=None, folder=None, command: str | No
         if seed in done:
             continue
         if data is None:
-            data = lm_data(_namespace(config))
+            data = study_data(study)
         origin = measure.provenance(command or "python -m gma_teach.study " + " ".join(sys.argv[1:]), device())
         started = time.perf_counter()
-        run = run_lm(spec["mixer"], scale_name=study["scale"], seed=seed, n_components=spec.get("n_components"),
-                     data=data, progress=progress, gma_options=spec.get("gma_options"),
-                     prepare=_prepare(spec.get("prepare")), **study["overrides"])
+        if experiment == "lm":
+            run = run_lm(spec["mixer"], scale_name=study["scale"], seed=seed, n_components=spec.get("n_components"),
+                         data=data, progress=progress, gma_options=spec.get("gma_options"),
+                         prepare=_prepare(spec.get("prepare")), **study["overrides"])
+        else:
+            run = run_classification(experiment, spec["mixer"], scale_name=study["scale"], seed=seed,
+                                     n_components=spec.get("n_components"), data=data, progress=progress,
+                                     **study["overrides"])
         run["wall_seconds"] = time.perf_counter() - started
         run["provenance"] = {**origin, "load_after": measure.provenance(origin["command"])["load"]}
         record["runs"] = sorted([*record["runs"], run], key=lambda r: r["seed"])
@@ -240,8 +279,9 @@ def run_arm(study: dict, arm: str, *, seeds=None, folder=None, command: str | No
         temporary = path.with_suffix(f".tmp{os.getpid()}")
         temporary.write_text(json.dumps(record, indent=1, default=str) + "\n")
         temporary.replace(path)
-        print(f"{study['name']} {arm} seed {seed}: val loss {run['val']['loss']:.4f}, "
-              f"{run['val']['bits_per_byte']:.4f} bits/byte ({run['wall_seconds']:.0f} s) -> {path}", flush=True)
+        result = (f"val loss {run['val']['loss']:.4f}, {run['val']['bits_per_byte']:.4f} bits/byte"
+                  if experiment == "lm" else f"test accuracy {run['test']['accuracy']:.4f}")
+        print(f"{study['name']} {arm} seed {seed}: {result} ({run['wall_seconds']:.0f} s) -> {path}", flush=True)
     return record
 
 
@@ -249,6 +289,15 @@ def _namespace(config: dict):
     from types import SimpleNamespace
 
     return SimpleNamespace(**config)
+
+
+def study_data(study: dict):
+    """The data every arm of ``study`` trains on (loaded once per command)."""
+    experiment = study.get("experiment", "lm")
+    q = _namespace({**vars(preset(experiment, study["scale"])), **study["overrides"]})
+    if experiment == "lm":
+        return lm_data(q)
+    return listops_data(q) if experiment == "listops" else text_data(q)
 
 
 # ------------------------------------------------------------------------------------------ initial routing
@@ -317,21 +366,29 @@ def _health_means_with_layers(model, tokens) -> dict:
 
 
 # --------------------------------------------------------------------------------------------------- tables
-def study_table(study: dict, folder=None, *, reference: str | None = None, metric: str = "val_bits_per_byte") -> dict:
+METRICS = {"val_bits_per_byte": ("val", "bits_per_byte"), "val_loss": ("val", "loss"),
+           "val_perplexity": ("val", "perplexity"), "test_accuracy": ("test", "accuracy")}
+
+
+def study_table(study: dict, folder=None, *, reference: str | None = None, metric: str | None = None) -> dict:
     """What is recorded for ``study``: per arm, the summary; and for ``reference`` (default: the study's first
-    arm) against every other arm, the paired per-seed difference of ``metric`` on their common seeds."""
+    arm) against every other arm, the paired per-seed difference of ``metric`` (default: bits per byte for a
+    language model, test accuracy for a classifier) on their common seeds."""
+    metric = metric or ("val_bits_per_byte" if study.get("experiment", "lm") == "lm" else "test_accuracy")
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {sorted(METRICS)}, got {metric!r}")
+    part, key = METRICS[metric]
     arms = {arm: load_arm(study, arm, folder) for arm in study["arms"]}
     arms = {arm: record for arm, record in arms.items() if record is not None and record["runs"]}
     reference = reference or next(iter(study["arms"]))
-    key = {"val_bits_per_byte": "bits_per_byte", "val_loss": "loss", "val_perplexity": "perplexity"}[metric]
     table = {"metric": metric, "reference": reference, "arms": {a: r["summary"] for a, r in arms.items()},
              "paired": {}}
     if reference in arms:
-        by_seed = {r["seed"]: r["val"][key] for r in arms[reference]["runs"]}
+        by_seed = {r["seed"]: r[part][key] for r in arms[reference]["runs"]}
         for arm, record in arms.items():
             if arm == reference:
                 continue
-            other = {r["seed"]: r["val"][key] for r in record["runs"]}
+            other = {r["seed"]: r[part][key] for r in record["runs"]}
             common = sorted(set(by_seed) & set(other))
             if len(common) >= 2:
                 table["paired"][arm] = {"seeds": common, **paired_difference([other[s] for s in common],
@@ -339,13 +396,23 @@ def study_table(study: dict, folder=None, *, reference: str | None = None, metri
     return table
 
 
+def _cell(summary: dict, name: str, digits: int) -> str:
+    if name not in summary:
+        return "-"
+    return f"{summary[name]['mean']:.{digits}f}+-{summary[name]['std']:.{digits}f}"
+
+
 def format_study_table(table: dict) -> str:
     """The table of :func:`study_table` as aligned text."""
-    lines = [f"{'arm':<20} {'seeds':>5} {'val loss':>16} {'bits/byte':>16} {'active share':>14}"]
-    for arm, s in table["arms"].items():
-        active = f"{s['active_share']['mean']:.3f}+-{s['active_share']['std']:.3f}" if "active_share" in s else "-"
-        lines.append(f"{arm:<20} {len(s['seeds']):>5} {s['val_loss']['mean']:>8.4f}+-{s['val_loss']['std']:.4f} "
-                     f"{s['val_bits_per_byte']['mean']:>8.4f}+-{s['val_bits_per_byte']['std']:.4f} {active:>14}")
+    if table["metric"] == "test_accuracy":
+        lines = [f"{'arm':<20} {'seeds':>5} {'test accuracy':>16}"]
+        lines += [f"{arm:<20} {len(s['seeds']):>5} {_cell(s, 'test_accuracy', 4):>16}"
+                  for arm, s in table["arms"].items()]
+    else:
+        lines = [f"{'arm':<20} {'seeds':>5} {'val loss':>16} {'bits/byte':>16} {'active share':>14}"]
+        lines += [f"{arm:<20} {len(s['seeds']):>5} {_cell(s, 'val_loss', 4):>16} "
+                  f"{_cell(s, 'val_bits_per_byte', 4):>16} {_cell(s, 'active_share', 3):>14}"
+                  for arm, s in table["arms"].items()]
     for arm, d in table["paired"].items():
         lines.append(f"{arm} - {table['reference']} ({table['metric']}, seeds {d['seeds']}): {d['mean']:+.4f}, "
                      f"95% CI [{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}]")
@@ -387,7 +454,7 @@ def main(argv=None) -> dict:
     unknown = [arm for arm in arms if arm not in study["arms"]]
     if unknown:
         raise SystemExit(f"unknown arms {unknown}; known: {sorted(study['arms'])}")
-    data = lm_data(_namespace({**vars(preset("lm", study["scale"])), **study["overrides"]}))
+    data = study_data(study)
     records = {arm: run_arm(study, arm, seeds=args.seeds, folder=args.out_dir, command=command,
                             progress=args.progress, data=data) for arm in arms}
     return records

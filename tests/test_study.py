@@ -97,3 +97,16 @@ def test_study_settings_are_consistent():
     lm_arms = study.LM_STUDY["arms"]
     assert {"sdpa", "linear", "performer", "none", "uniform"} <= set(lm_arms)
     assert {lm_arms[f"gma_k{k}"]["n_components"] for k in (32, 64, 128)} == {32, 64, 128}
+
+
+def test_a_classification_study_records_test_accuracy(tmp_path):
+    tiny = {"name": "tiny_listops", "experiment": "listops", "scale": "tiny",
+            "overrides": {"n_train": 64, "n_val": 16, "n_test": 32, "epochs": 1}, "seeds": (0, 1),
+            "arms": {"gma": {"mixer": "gma", "n_components": 4}, "linear": {"mixer": "linear"}}}
+    for arm in tiny["arms"]:
+        record = study.run_arm(tiny, arm, folder=tmp_path, command="test")
+        assert record["complete"] and 0 <= record["summary"]["test_accuracy"]["mean"] <= 1
+    table = study.study_table(tiny, tmp_path)
+    assert table["metric"] == "test_accuracy" and "linear" in table["paired"]
+    assert "test accuracy" in study.format_study_table(table)
+    assert study.LISTOPS_LRA_STUDY["overrides"]["min_length"] == 500  # LRA's lengths
