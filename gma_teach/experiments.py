@@ -38,7 +38,7 @@ from .scale import cache_dir, device, preset, scale, seed_everything
 from .train import History, evaluate, fit, save_atomically
 
 EXPERIMENTS = ("listops", "text", "lm")
-CLASSIFIER_MIXERS = tuple(name for name in MIXER_NAMES)
+CLASSIFIER_MIXERS = MIXER_NAMES
 LM_MIXERS = tuple(name for name in MIXER_NAMES if name != "linformer")
 
 

@@ -13,8 +13,9 @@ Seeds already recorded are skipped, so an interrupted study continues where it s
 Studies:
 
 * ``collapse`` (:data:`COLLAPSE_STUDY`): the small LM of chapter 10 (600 steps, GMA K=64), today's default routing
-  against three remedies -- variances initialised at ``d_route`` (logits of order one at the start), means from
-  k-means of the routing vectors, and a usage-balancing auxiliary loss -- on the same seeds. Read: active share of
+  against four remedies -- variances initialised at ``d_route`` (logits of order one at the start), means from
+  k-means of the routing vectors, a usage-balancing auxiliary loss, and means drawn at half the scale (closer to
+  the routing vectors' own spread, as the ``init-scan`` record suggests) -- on the same seeds. Read: active share of
   components, usage entropy, logit spread (at initialization and every evaluation) and validation loss / bits per
   byte.
 * ``lm`` (:data:`LM_STUDY`): the same LM trained 2,400 steps with causal SDPA, GMA at K = 32, 64, 128 with and
@@ -47,7 +48,8 @@ from .scale import device, preset
 
 # ---------------------------------------------------------------------------------------------------- settings
 REMEDY = {"init_variance": "d_route"}
-"""The routing remedy the LM study compares against the default (chosen by the ``collapse`` study)."""
+"""The routing remedy the LM study compares against the default. Provisional until the ``collapse`` study has its
+three seeds per arm: set it to the winning arm's options before running the ``*_remedy`` arms."""
 
 COLLAPSE_STUDY = {
     "name": "routing_collapse",
@@ -59,6 +61,7 @@ COLLAPSE_STUDY = {
         "variance_d_route": {"mixer": "gma", "n_components": 64, "gma_options": {"init_variance": "d_route"}},
         "kmeans_means": {"mixer": "gma", "n_components": 64, "prepare": "kmeans"},
         "balance": {"mixer": "gma", "n_components": 64, "gma_options": {"balance_weight": 0.01}},
+        "mean_std_half": {"mixer": "gma", "n_components": 64, "gma_options": {"init_mean_std": 0.5}},
     },
 }
 """The collapse study: chapter 10's small LM (preset ``lm`` at ``small``: 600 steps), GMA K=64, four routings."""
