@@ -436,11 +436,16 @@ def _record(experiment, mixer, scale_name, config, runs, complete, started, orig
         metric, values = "test_accuracy", [r["test"]["accuracy"] for r in runs]
     mean, std = mean_std(values)
     speed_mean, speed_std = mean_std([r["tokens_per_second"] for r in runs])
+    summary = {"metric": metric, "mean": mean, "std": std, "values": values, "seeds": [r["seed"] for r in runs],
+               "tokens_per_second_mean": speed_mean, "tokens_per_second_std": speed_std}
+    if experiment == "lm":
+        bpb = [r["val"]["bits_per_byte"] for r in runs]
+        bpb_mean, bpb_std = mean_std(bpb)
+        summary.update(bits_per_byte_values=bpb, bits_per_byte_mean=bpb_mean, bits_per_byte_std=bpb_std,
+                       tokenizer=runs[0]["tokenizer"])
     return {"experiment": experiment, "mixer": mixer, "n_components": runs[0]["n_components"], "scale": scale_name,
             "config": config, "data_source": runs[0]["data_source"], "parameters": runs[0]["parameters"],
-            "summary": {"metric": metric, "mean": mean, "std": std, "values": values,
-                        "seeds": [r["seed"] for r in runs], "tokens_per_second_mean": speed_mean,
-                        "tokens_per_second_std": speed_std},
+            "summary": summary,
             "complete": complete, "runs": runs, "wall_seconds": time.perf_counter() - started, **origin}
 
 

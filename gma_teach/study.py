@@ -209,6 +209,28 @@ def _health_means(health: list[dict]) -> dict:
     return {**overall, "per_layer": per_layer}
 
 
+def health_curve(record: dict, name: str = "active_share", *, layer: int | None = None) -> dict:
+    """One routing-health number over training for an arm's record, for a figure: ``{"steps": [0, ...],
+    "mean": [...], "std": [...], "n": seeds}``; step 0 is the initialization. Averaged over heads (and layers, or
+    only ``layer``) within a seed, then mean and std over the seeds that have it.
+    """
+    if name not in ("active_share", "usage_entropy", "logit_spread"):
+        raise ValueError(f"name must be active_share, usage_entropy or logit_spread, got {name!r}")
+    runs = [r for r in record["runs"] if r.get("routing")]
+    if not runs:
+        raise ValueError(f"record {record.get('arm', '?')!r} has no routing health (not a GMA arm)")
+
+    def value(health):
+        layers = health if layer is None else [health[layer]]
+        return statistics.fmean(v for entry in layers for v in entry[name])
+
+    steps = [0, *runs[0]["routing"]["steps"]]
+    per_seed = [[value(r["routing"]["initial"]), *(value(h) for h in r["routing"]["evaluations"])] for r in runs]
+    columns = [mean_std([curve[i] for curve in per_seed]) for i in range(len(steps))]
+    return {"steps": steps, "mean": [c["mean"] for c in columns], "std": [c["std"] for c in columns],
+            "n": len(per_seed)}
+
+
 def summarize(study: dict, arm: str, runs: list[dict]) -> dict:
     """Mean and std over seeds of an arm's validation loss, perplexity, bits per byte, training speed and (GMA)
     final active share, usage entropy and logit spread, overall and per layer."""

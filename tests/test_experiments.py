@@ -58,6 +58,8 @@ def test_lm_record_and_checkpoint_roundtrip(monkeypatch):
     record = experiments.run("lm", "gma", scale_name="tiny", n_components=8, **TINY_LM)
     run = record["runs"][0]
     assert record["summary"]["metric"] == "val_perplexity" and run["val"]["perplexity"] > 1
+    assert record["summary"]["bits_per_byte_values"] == [run["val"]["bits_per_byte"]]
+    assert record["summary"]["tokenizer"] == run["tokenizer"]
     assert run["history"]["steps"] == [3, 6] and run["tokenizer"].startswith("bytes")
     tiny = experiments.preset("lm", "tiny")
     for key, value in TINY_LM.items():

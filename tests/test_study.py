@@ -87,6 +87,13 @@ def test_study_table_pairs_common_seeds(tmp_path):
     assert "active_share" not in table["arms"]["none"] and "active_share" in table["arms"]["gma_remedy"]
     text = study.format_study_table(table)
     assert "gma_remedy" in text and "95% CI" in text
+    record = study.load_arm(TINY_STUDY, "gma", tmp_path)
+    curve = study.health_curve(record, layer=0)
+    assert curve["steps"] == [0, 2, 4] and curve["n"] == 2
+    first = [statistics.fmean(r["routing"]["initial"][0]["active_share"]) for r in record["runs"]]
+    assert curve["mean"][0] == pytest.approx(statistics.fmean(first))
+    with pytest.raises(ValueError, match="no routing health"):
+        study.health_curve(study.load_arm(TINY_STUDY, "none", tmp_path))
 
 
 def test_study_settings_are_consistent():
