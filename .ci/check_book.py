@@ -25,7 +25,8 @@ missing = [page for page in pages if not (html / f"{pathlib.Path(page).with_suff
            or (html / f"{pathlib.Path(page).with_suffix('')}.html").stat().st_size < 2000]
 if missing:
     sys.exit(f"pages not rendered: {missing}")
-chapters = [page for page in pages if pathlib.Path(page).name[:2].isdigit()]
+chapters = [page for page in pages  # the chapters themselves, directly under book/ (answers pages need no figure)
+            if pathlib.Path(page).parent == pathlib.Path("book") and pathlib.Path(page).name[:2].isdigit()]
 without_figures = [page for page in chapters
                    if "_images/" not in (html / f"{pathlib.Path(page).with_suffix('')}.html").read_text()]
 if without_figures:

@@ -71,9 +71,6 @@ def table1_options(name, *, seq_len, n_components=64, n_features=256, linformer_
     return {}
 
 
-mixer_options = table1_options  # the name chapter 8 used first; table1_options says which protocol it serves
-
-
 def label_of(name, n_components=None):
     """``"gma (K=64)"`` for GMA, the name otherwise."""
     return f"gma (K={n_components})" if name == "gma" else name
