@@ -79,8 +79,8 @@ def check_read_memory(fn, *, seed: int = 0, eps: float = 1e-6) -> str:
         if isinstance(got, torch.Tensor) and got.shape == expected.shape:
             unnormalized = gamma_q @ memory
             if torch.allclose(got.double(), unnormalized, atol=1e-10):
-                raise ExerciseError("the output is Gamma^Q memory without dividing by Gamma^Q normalizer + eps: each query's "
-                                    "weights must sum to 1 over the keys")
+                raise ExerciseError("the output is Gamma^Q memory without dividing by Gamma^Q normalizer + eps: "
+                                    "each query's weights must sum to 1 over the keys")
         compare(f"output for gamma_q of shape {tuple(gamma_q.shape)}", got, expected)
     # a query on component 0 while every key sits on component 1: numerator and normalizer are both 0
     gamma_q = torch.tensor([[1.0, 0.0], [0.5, 0.5]], dtype=torch.float64)
@@ -122,10 +122,11 @@ def check_flop_count(fn, *, seed: int = 0) -> str:
     """Check ``fn(form, n_q, n_k, n_components, d_value) -> int``: the matrix-product FLOPs of one GMA head.
 
     ``form`` is ``"naive"`` (``(Gamma^Q Gamma^K^T) V`` and its row sums) or ``"linear"`` (``Gamma^K^T V``, then
-    ``Gamma^Q memory`` and ``Gamma^Q normalizer``). A product of an ``(a, b)`` and a ``(b, c)`` matrix costs ``2 a b c`` FLOPs
-    (a multiply and an add per term); sums and divisions are not counted. The checker *measures* both orders,
-    written as above with :func:`gma_teach.mixing.write_memory` and :func:`~gma_teach.mixing.read_memory` for the
-    linear one, with ``torch.utils.flop_counter.FlopCounterMode`` at random sizes and compares.
+    ``Gamma^Q memory`` and ``Gamma^Q normalizer``). A product of an ``(a, b)`` and a ``(b, c)`` matrix costs
+    ``2 a b c`` FLOPs (a multiply and an add per term); sums and divisions are not counted. The checker *measures*
+    both orders, written as above with :func:`gma_teach.mixing.write_memory` and
+    :func:`~gma_teach.mixing.read_memory` for the linear one, with ``torch.utils.flop_counter.FlopCounterMode`` at
+    random sizes and compares.
 
     Args:
         fn: your formula.

@@ -2,8 +2,8 @@
 
 Each checker calls your function on random float64 inputs of odd sizes and compares it with the package's
 ``N x N`` spec (the lower-triangular affinity); the causal checkers also perturb the future and require the past
-to stay *exactly* unchanged. They raise :class:`~gma_teach.exercises.ExerciseError` saying what is wrong, or print "Exercise N.M:
-correct" (the protocol is in :mod:`gma_teach.exercises._common`).
+to stay *exactly* unchanged. They raise :class:`~gma_teach.exercises.ExerciseError` saying what is wrong, or print
+"Exercise N.M: correct" (the protocol is in :mod:`gma_teach.exercises._common`).
 """
 from __future__ import annotations
 
