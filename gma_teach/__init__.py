@@ -13,5 +13,5 @@ __version__ = "0.1.0"
 from .gmm import GaussianMixture, log_responsibilities, responsibilities
 from .mixing import IMPLS, GMAState, affinity, gma, gma_from_responsibilities
 from .layer import GaussianMixtureAttention
-from .scale import cache_dir, device, env_report, preset, scale, seed_everything
+from .environment import cache_dir, device, env_report, preset, scale, seed_everything
 from .baselines import make_mixer

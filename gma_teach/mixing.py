@@ -9,14 +9,15 @@ and values :math:`V` ``(N_k, d_v)``, GMA returns
     \quad Z = (\Gamma^K)^\top \mathbf 1 \ (K),
 
 which equals :math:`A V` for the row-normalized affinity :math:`A_{ij} = \gamma^Q_i\cdot\gamma^K_j /
-(\sum_{j'} \gamma^Q_i\cdot\gamma^K_{j'} + \varepsilon)`. Causal GMA replaces :math:`\tilde V, Z` at position ``i`` by their
-prefix sums over ``j <= i``. The implementations (``impl=``) all compute this same function:
+(\sum_{j'} \gamma^Q_i\cdot\gamma^K_{j'} + \varepsilon)`. Causal GMA replaces :math:`\tilde V, Z` at position ``i`` by
+their prefix sums over ``j <= i``. The implementations (``impl=``) all compute this same function:
 
 * ``"naive"``: materializes the ``N_q x N_k`` affinity -- the spec, ``O(N^2)`` memory;
 * ``"linear"``: the associative order, memory ``(K, d_v)`` -- bidirectional only;
 * ``"cumsum"``: the paper's prefix sums over a materialized ``(N, K, d_v)`` tensor;
 * ``"chunked"``: chunks of ``chunk_size`` tokens; a masked ``C x C`` block inside each chunk and a carried
-  ``(K, d_v)`` state between chunks -- memory ``O(N C + (N/C) K d_v)``;
+  ``(K, d_v)`` state between chunks -- memory ``O(N C + (N/C) K d_v)``, arithmetic
+  ``O(N C (K + d_v) + N K d_v)`` (the in-chunk scores cost ``N C K``, their product with ``V`` ``N C d_v``);
 * ``"recurrent"``: token by token with a ``(K, d_v)`` state -- the decoding form;
 * ``"triton"``: the fused kernels of :mod:`gma_teach.kernels` (only through :func:`gma`, which owns the mixture);
 * ``"auto"``: :func:`gma` is the one place that chooses: ``"triton"`` on CUDA when the kernels are available and
