@@ -31,6 +31,15 @@ def _real(name: str, value, what: str) -> float:
     return float(value)
 
 
+def number(name: str, value) -> float:
+    """Check that ``value`` is a finite real number (not a bool)."""
+    if isinstance(value, bool) or not isinstance(value, numbers.Real):
+        raise TypeError(f"{name} must be a number, got {type(value).__name__}")
+    if not math.isfinite(value):
+        raise ValueError(f"{name} must be a finite number, got {value}")
+    return float(value)
+
+
 def positive_number(name: str, value) -> float:
     """Check that ``value`` is a finite real number > 0 (``inf`` and ``nan`` are refused)."""
     value = _real(name, value, "a positive number")
@@ -59,6 +68,8 @@ def integer(name: str, value, *, minimum: int | None = None, maximum: int | None
     """Check that ``value`` is an int (not a bool) in ``[minimum, maximum]`` (each bound optional)."""
     if isinstance(value, bool) or not isinstance(value, numbers.Integral):
         raise TypeError(f"{name} must be an int, got {type(value).__name__}")
+    if minimum is not None and maximum is not None and not minimum <= value <= maximum:
+        raise ValueError(f"{name} must be an int in [{minimum}, {maximum}], got {value}")
     if minimum is not None and value < minimum:
         raise ValueError(f"{name} must be >= {minimum}, got {value}")
     if maximum is not None and value > maximum:

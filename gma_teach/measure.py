@@ -28,7 +28,6 @@ from __future__ import annotations
 
 import contextlib
 import math
-import numbers
 import os
 import statistics
 import sys
@@ -50,8 +49,8 @@ def _synchronize(device: torch.device | None) -> None:
 
 def time_call(fn: Callable[[], object], *, warmup: int = 1, repeat: int = 5, device=None) -> float:
     """Median wall-clock seconds of ``fn()`` over ``repeat`` calls after ``warmup`` calls (CUDA synchronized)."""
-    if repeat < 1:
-        raise ValueError(f"repeat must be >= 1, got {repeat}")
+    repeat = _checks.positive_int("repeat", repeat)
+    warmup = _checks.integer("warmup", warmup, minimum=0)
     device = torch.device(device) if device is not None else None
     for _ in range(warmup):
         fn()
@@ -155,7 +154,7 @@ def compare_timings(fns: Mapping[str, Callable[[], object]], *, repeat: int = 5,
         if not callable(fn):
             raise TypeError(f"fns[{name!r}] must be callable, got {type(fn).__name__}")
     repeat = _checks.positive_int("repeat", repeat)
-    warmup = _int_at_least("warmup", warmup, 0)
+    warmup = _checks.integer("warmup", warmup, minimum=0)
     if threads is not None:
         threads = _checks.positive_int("threads", threads)
     device = torch.device(device) if device is not None else None
@@ -393,7 +392,7 @@ def checked_slopes(measure: Callable[[], Mapping[str, Sequence[float]]], sizes: 
     if not callable(measure):
         raise TypeError(f"measure must be callable, got {type(measure).__name__}")
     if fit_last is not None:
-        fit_last = _int_at_least("fit_last", fit_last, 2)
+        fit_last = _checks.integer("fit_last", fit_last, minimum=2)
     ranges = {name: _checked_range(bounds) for name, bounds in expected.items()}
 
     def fit(values):
@@ -425,15 +424,6 @@ def checked_slopes(measure: Callable[[], Mapping[str, Sequence[float]]], sizes: 
     notes = {name: check_slope(slopes[name], ranges[name], label=name, quantity=quantity)
              for name in outside(slopes)}
     return SlopeCheck(values=values, slopes=slopes, notes=notes, remeasured=remeasured)
-
-
-def _int_at_least(name: str, value, minimum: int) -> int:
-    """Check that ``value`` is an integer >= ``minimum``."""
-    if isinstance(value, bool) or not isinstance(value, numbers.Integral):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 def hardware(device=None) -> dict:

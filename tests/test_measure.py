@@ -310,3 +310,18 @@ def test_results_folder_ships_with_the_package():
     folder = measure.results_folder()
     assert folder.is_dir() and folder.parent.name == "gma_teach"
     assert any(folder.glob("*.json"))
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    ({"repeat": 0}, ValueError, "repeat must be >= 1, got 0"),
+    ({"repeat": 2.0}, TypeError, "repeat must be an int, got float"),
+    ({"warmup": -1}, ValueError, "warmup must be >= 0, got -1"),
+])
+def test_time_call_rejects_bad_counts(kwargs, error, message):
+    with pytest.raises(error, match=message):
+        measure.time_call(lambda: 0, **kwargs)
+
+
+def test_checked_slopes_rejects_a_fractional_fit_last():
+    with pytest.raises(TypeError, match="fit_last must be an int, got float"):
+        measure.checked_slopes(lambda: {"a": [1.0, 2.0]}, [1, 2], {}, fit_last=2.0)

@@ -178,7 +178,7 @@ def test_query_explorer_figure_follows_the_query_and_the_variance():
     [
         ({"n_components": 1}, "n_components must be an int in \\[2, 8\\], got 1"),
         ({"n_keys": 100}, "n_keys must be an int in \\[2, 64\\], got 100"),
-        ({"variance": 0.0}, "variance must be a number > 0, got 0.0"),
+        ({"variance": 0.0}, "variance must be > 0, got 0.0"),
     ],
 )
 def test_query_explorer_rejects_bad_arguments(kwargs, message):
@@ -188,3 +188,51 @@ def test_query_explorer_rejects_bad_arguments(kwargs, message):
         QueryExplorer(**kwargs)
     with pytest.raises(ValueError, match="x must be a finite number, got nan"):
         QueryExplorer().set_query(float("nan"), 0.0)
+
+
+def _scaling(**kwargs):
+    return plots.plot_scaling([1, 2, 4], {"a": [1.0, 2.0, 4.0]}, ylabel="s", **kwargs)
+
+
+@pytest.mark.parametrize(
+    "call, error, message",
+    [
+        (lambda: plots.component_colors(2.0), TypeError, "n_components must be an int, got float"),
+        (lambda: plots.component_colors(0), ValueError, "n_components must be >= 1, got 0"),
+        (lambda: _scaling(fit_last=2.5), TypeError, "fit_last must be an int"),
+        (lambda: _scaling(fit_last=1), ValueError, "fit_last must be >= 2"),
+        (lambda: GMMExplorer(n_components=True), TypeError, "n_components must be an int, got bool"),
+        (lambda: GMMExplorer(n_components=2).set_component(2), ValueError, r"k must be an int in \[0, 1\], got 2"),
+        (lambda: GMMExplorer().set_component(0, variance="1"), TypeError, "variance must be a positive number"),
+        (lambda: GMMExplorer().set_n_components(9), ValueError, r"n_components must be an int in \[1, 8\], got 9"),
+    ],
+)
+def test_views_follow_the_one_error_rule(call, error, message):
+    with pytest.raises(error, match=message):
+        call()
+
+
+def test_query_explorer_refuses_wrong_types_with_type_error():
+    from gma_teach.widgets.query_explorer import QueryExplorer
+
+    with pytest.raises(TypeError, match="n_keys must be an int, got float"):
+        QueryExplorer(n_keys=10.0)
+    with pytest.raises(TypeError, match="y must be a number, got str"):
+        QueryExplorer().set_query(0.0, "1")
+    with pytest.raises(TypeError, match="variance must be a positive number, got bool"):
+        QueryExplorer().set_variance(True)
+
+
+def test_routing_explorer_follows_the_one_error_rule():
+    from gma_teach.widgets.routing_explorer import RoutingExplorer
+
+    resp = torch.softmax(torch.randn(5, 3, generator=torch.Generator().manual_seed(0)), -1)
+    explorer = RoutingExplorer(resp, list("abcde"))
+    explorer.set_position(np.int64(4))  # NumPy ints are ints
+    assert explorer.position == 4
+    with pytest.raises(TypeError, match="single str"):
+        RoutingExplorer(resp, "abcde")
+    with pytest.raises(TypeError, match="position must be an int, got float"):
+        explorer.set_position(1.0)
+    with pytest.raises(ValueError, match=r"component must be an int in \[0, 2\], got 3"):
+        explorer.set_component(3)

@@ -15,6 +15,7 @@ from collections.abc import Mapping, Sequence
 import numpy as np
 import torch
 
+from .. import _checks
 from ..measure import loglog_slope
 from ._style import COLORS, as_float_array, new_figure
 
@@ -31,8 +32,7 @@ def component_colors(n_components: int) -> np.ndarray:
     """``(n_components, 3)`` RGB colours, one per mixture component, the same in every chapter."""
     import matplotlib
 
-    if not isinstance(n_components, int) or n_components < 1:
-        raise ValueError(f"n_components must be a positive int, got {n_components!r}")
+    n_components = _checks.positive_int("n_components", n_components)
     palette = matplotlib.colormaps["tab10" if n_components <= 10 else "turbo"]
     if n_components <= 10:
         return np.array([palette(i)[:3] for i in range(n_components)])
@@ -108,8 +108,8 @@ def plot_scaling(
     x = as_float_array("sizes", sizes).ravel()
     if not isinstance(series, Mapping) or not series:
         raise TypeError(f"series must be a non-empty mapping label -> values, got {type(series).__name__}")
-    if fit_last is not None and (not isinstance(fit_last, int) or fit_last < 2):
-        raise ValueError(f"fit_last must be None or an int >= 2, got {fit_last!r}")
+    if fit_last is not None:
+        fit_last = _checks.integer("fit_last", fit_last, minimum=2)
     if ax is None:
         fig, axes = new_figure(1)
         ax = axes[0, 0]

@@ -14,6 +14,7 @@ from __future__ import annotations
 
 import numpy as np
 
+from .. import _checks
 from ._style import COLORS, new_figure
 
 __all__ = ["draw_bracket_move", "draw_chunk_blocks", "draw_write_read"]
@@ -22,14 +23,6 @@ _KEY = "#2166ac"      # keys and the write step
 _QUERY = "#b2182b"    # queries and the read step
 _SLOT = COLORS["gma"]  # the K slots of the latent memory
 _BIG = "#d6604d"      # the N x N intermediate the bracket move removes
-
-
-def _positive_int(name: str, value, minimum: int = 1) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < minimum:
-        raise ValueError(f"{name} must be >= {minimum}, got {value}")
-    return int(value)
 
 
 def _responsibilities(generator: np.random.Generator, n: int, k: int) -> np.ndarray:
@@ -64,8 +57,8 @@ def draw_write_read(n_keys: int = 5, n_queries: int = 4, n_components: int = 3, 
     Returns:
         the ``Figure``.
     """
-    n_keys, n_queries = _positive_int("n_keys", n_keys), _positive_int("n_queries", n_queries)
-    n_components = _positive_int("n_components", n_components)
+    n_keys, n_queries = _checks.positive_int("n_keys", n_keys), _checks.positive_int("n_queries", n_queries)
+    n_components = _checks.positive_int("n_components", n_components)
     if n_keys > 12 or n_queries > 12 or n_components > 8:
         raise ValueError(f"draw at most 12 keys, 12 queries and 8 slots, got {n_keys}, {n_queries}, {n_components}")
     generator = np.random.default_rng(seed)
@@ -139,9 +132,9 @@ def draw_bracket_move(n_tokens: int = 8, n_components: int = 3, d_value: int = 4
     Returns:
         the ``Figure``.
     """
-    n = _positive_int("n_tokens", n_tokens, 2)
-    k = _positive_int("n_components", n_components)
-    d_v = _positive_int("d_value", d_value)
+    n = _checks.integer("n_tokens", n_tokens, minimum=2)
+    k = _checks.positive_int("n_components", n_components)
+    d_v = _checks.positive_int("d_value", d_value)
     if n > 16 or k > 8 or d_v > 8:
         raise ValueError(f"draw at most N=16, K=8, d_v=8, got {n}, {k}, {d_v}")
     unit = 0.22
@@ -197,8 +190,8 @@ def draw_chunk_blocks(n_tokens: int = 12, chunk_size: int = 4):
     """
     from matplotlib.patches import FancyArrowPatch, Rectangle
 
-    n = _positive_int("n_tokens", n_tokens, 2)
-    c = _positive_int("chunk_size", chunk_size)
+    n = _checks.integer("n_tokens", n_tokens, minimum=2)
+    c = _checks.positive_int("chunk_size", chunk_size)
     if n > 32 or c > n:
         raise ValueError(f"draw at most N=32 tokens with 1 <= chunk_size <= N, got N={n}, chunk_size={c}")
     starts = list(range(0, n, c))

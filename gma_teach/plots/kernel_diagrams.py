@@ -21,6 +21,7 @@ from collections.abc import Mapping
 
 import numpy as np
 
+from .. import _checks
 from ._style import COLORS, new_figure
 
 __all__ = ["plot_chunk_scan", "plot_program_grid", "plot_roofline", "plot_split_sum"]
@@ -30,15 +31,6 @@ _IDLE = "#f0f0f0"      # the rest of the grid
 _PARTIAL = "#b2abd2"   # a per-program partial sum
 _STATE = "#80cdc1"     # the carried state
 _MASKED = "#dddddd"    # the zeros of a causal mask
-
-
-def _positive_int(name: str, value, *, at_most: int | None = None) -> int:
-    if isinstance(value, bool) or not isinstance(value, (int, np.integer)):
-        raise TypeError(f"{name} must be an int, got {type(value).__name__}")
-    if value < 1 or (at_most is not None and value > at_most):
-        limit = f" and at most {at_most} (a diagram, not a launch)" if at_most is not None else ""
-        raise ValueError(f"{name} must be at least 1{limit}, got {value}")
-    return int(value)
 
 
 def _box(ax, x, y, width, height, color, text="", *, fontsize=8, edge="black"):
@@ -77,8 +69,8 @@ def plot_program_grid(batch_heads: int, n_blocks: int, *, highlight: tuple[int, 
         The matplotlib ``Figure``; one rectangle per program (``batch_heads * n_blocks``) comes first in
         ``ax.patches``.
     """
-    rows = _positive_int("batch_heads", batch_heads, at_most=12)
-    cols = _positive_int("n_blocks", n_blocks, at_most=16)
+    rows = _checks.integer("batch_heads", batch_heads, minimum=1, maximum=12)
+    cols = _checks.integer("n_blocks", n_blocks, minimum=1, maximum=16)
     if (not isinstance(highlight, tuple) or len(highlight) != 2
             or not all(isinstance(i, int) and not isinstance(i, bool) for i in highlight)):
         raise TypeError(f"highlight must be a (row, column) tuple of ints, got {highlight!r}")
@@ -120,8 +112,8 @@ def plot_split_sum(n_blocks: int, n_splits: int, *, ax=None):
     Returns:
         The matplotlib ``Figure``.
     """
-    blocks = _positive_int("n_blocks", n_blocks, at_most=24)
-    splits = _positive_int("n_splits", n_splits, at_most=blocks)
+    blocks = _checks.integer("n_blocks", n_blocks, minimum=1, maximum=24)
+    splits = _checks.integer("n_splits", n_splits, minimum=1, maximum=blocks)
     bounds = np.linspace(0, blocks, splits + 1).round().astype(int)
     if ax is None:
         _, axes = new_figure(1, width=8.0, height=3.6)
@@ -169,8 +161,8 @@ def plot_chunk_scan(n_chunks: int, *, chunk: int = 3, ax=None):
     Returns:
         The matplotlib ``Figure``.
     """
-    chunks = _positive_int("n_chunks", n_chunks, at_most=8)
-    size = _positive_int("chunk", chunk, at_most=6)
+    chunks = _checks.integer("n_chunks", n_chunks, minimum=1, maximum=8)
+    size = _checks.integer("chunk", chunk, minimum=1, maximum=6)
     if ax is None:
         _, axes = new_figure(1, width=8.4, height=4.6)
         ax = axes[0, 0]
@@ -222,9 +214,8 @@ def plot_roofline(kernels: Mapping[str, tuple[float, float]], *, peak_flops: flo
     """
     if not isinstance(kernels, Mapping) or not kernels:
         raise TypeError(f"kernels must be a non-empty mapping label -> (flops, bytes), got {type(kernels).__name__}")
-    for name, value in (("peak_flops", peak_flops), ("bandwidth", bandwidth)):
-        if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value) or value <= 0:
-            raise ValueError(f"{name} must be a positive finite number, got {value!r}")
+    peak_flops = _checks.positive_number("peak_flops", peak_flops)
+    bandwidth = _checks.positive_number("bandwidth", bandwidth)
     points = {}
     for label, pair in kernels.items():
         try:

@@ -19,7 +19,7 @@ from collections.abc import Sequence
 import numpy as np
 import torch
 
-from .. import diagnostics
+from .. import _checks, diagnostics
 from ._style import new_figure
 
 __all__ = [
@@ -61,8 +61,7 @@ def dominant_component_colors(n_components: int) -> np.ndarray:
     """``(n_components, 3)`` RGB colours for components, distinct for neighbouring indices (a tab20 cycle)."""
     import matplotlib
 
-    if isinstance(n_components, bool) or not isinstance(n_components, int) or n_components < 1:
-        raise ValueError(f"n_components must be a positive int, got {n_components!r}")
+    n_components = _checks.positive_int("n_components", n_components)
     palette = matplotlib.colormaps["tab20"]
     return np.array([palette((2 * k % 20 + (2 * k // 20) % 2) / 20)[:3] for k in range(n_components)])
 

@@ -9,6 +9,7 @@ import math
 
 import torch
 
+from .. import _checks
 from ._base import Explorer
 
 __all__ = ["GMMExplorer", "gmm_explorer"]
@@ -30,8 +31,7 @@ class GMMExplorer(Explorer):
     def __init__(self, dim: int = 1, n_components: int = 3, *, seed: int = 0):
         if dim not in (1, 2):
             raise ValueError(f"dim must be 1 or 2, got {dim!r}")
-        if not isinstance(n_components, int) or not 1 <= n_components <= _MAX_COMPONENTS:
-            raise ValueError(f"n_components must be an int in [1, {_MAX_COMPONENTS}], got {n_components!r}")
+        n_components = _checks.integer("n_components", n_components, minimum=1, maximum=_MAX_COMPONENTS)
         self.dim = dim
         generator = torch.Generator().manual_seed(seed)
         # A pool of _MAX_COMPONENTS components; the mixture shown uses the first K of them.
@@ -62,23 +62,18 @@ class GMMExplorer(Explorer):
 
     def set_component(self, k: int, *, mean=None, variance: float | None = None) -> None:
         """Move component ``k``'s mean (a float in 1-D, a pair in 2-D) and/or set its variance (all dimensions)."""
-        if not 0 <= k < self.n_components:
-            raise ValueError(f"k must be in [0, {self.n_components - 1}], got {k}")
+        k = _checks.integer("k", k, minimum=0, maximum=self.n_components - 1)
         if mean is not None:
             mean = torch.as_tensor(mean, dtype=torch.float64).reshape(-1)
             if mean.numel() != self.dim:
                 raise ValueError(f"mean must have {self.dim} number(s), got {mean.numel()}")
             self._pool_means[k] = mean
         if variance is not None:
-            if not variance > 0:
-                raise ValueError(f"variance must be > 0, got {variance}")
-            self._pool_variances[k] = variance
+            self._pool_variances[k] = _checks.positive_number("variance", variance)
 
     def set_n_components(self, n_components: int) -> None:
         """Show the first ``n_components`` components of the pool (1 to 8)."""
-        if not isinstance(n_components, int) or not 1 <= n_components <= _MAX_COMPONENTS:
-            raise ValueError(f"n_components must be an int in [1, {_MAX_COMPONENTS}], got {n_components!r}")
-        self.n_components = n_components
+        self.n_components = _checks.integer("n_components", n_components, minimum=1, maximum=_MAX_COMPONENTS)
 
     def figure(self):
         """A new matplotlib ``Figure`` of the current mixture (densities and responsibilities)."""

@@ -9,6 +9,7 @@ import math
 
 import torch
 
+from .. import _checks
 from ._base import Explorer
 
 __all__ = ["QueryExplorer", "query_explorer"]
@@ -30,11 +31,8 @@ class QueryExplorer(Explorer):
     """
 
     def __init__(self, n_components: int = 4, n_keys: int = 24, *, variance: float = 0.5, seed: int = 0):
-        if isinstance(n_components, bool) or not isinstance(n_components, int) or not (
-                2 <= n_components <= _MAX_COMPONENTS):
-            raise ValueError(f"n_components must be an int in [2, {_MAX_COMPONENTS}], got {n_components!r}")
-        if isinstance(n_keys, bool) or not isinstance(n_keys, int) or not 2 <= n_keys <= _MAX_KEYS:
-            raise ValueError(f"n_keys must be an int in [2, {_MAX_KEYS}], got {n_keys!r}")
+        n_components = _checks.integer("n_components", n_components, minimum=2, maximum=_MAX_COMPONENTS)
+        n_keys = _checks.integer("n_keys", n_keys, minimum=2, maximum=_MAX_KEYS)
         self.set_variance(variance)
         generator = torch.Generator().manual_seed(seed)
         angles = torch.arange(n_components, dtype=torch.float64) * (2 * math.pi / n_components)
@@ -63,16 +61,12 @@ class QueryExplorer(Explorer):
 
     def set_query(self, x: float, y: float) -> None:
         """Move the query to ``(x, y)``."""
-        for name, value in (("x", x), ("y", y)):
-            if isinstance(value, bool) or not isinstance(value, (int, float)) or not math.isfinite(value):
-                raise ValueError(f"{name} must be a finite number, got {value!r}")
-        self.query = torch.tensor([float(x), float(y)], dtype=torch.float64)
+        x, y = _checks.number("x", x), _checks.number("y", y)
+        self.query = torch.tensor([x, y], dtype=torch.float64)
 
     def set_variance(self, variance: float) -> None:
         """Give every component the variance ``variance`` (> 0) in both coordinates."""
-        if isinstance(variance, bool) or not isinstance(variance, (int, float)) or not variance > 0:
-            raise ValueError(f"variance must be a number > 0, got {variance!r}")
-        self.variance = float(variance)
+        self.variance = _checks.positive_number("variance", variance)
 
     def rows(self) -> dict[str, torch.Tensor]:
         """The quantities the figure shows: ``gamma_q`` ``(K,)``, and the attention rows ``gma`` and ``softmax``

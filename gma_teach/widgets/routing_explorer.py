@@ -9,7 +9,7 @@ from collections.abc import Sequence
 
 import numpy as np
 
-from .. import diagnostics
+from .. import _checks, diagnostics
 from ._base import Explorer
 
 __all__ = ["RoutingExplorer", "routing_explorer"]
@@ -27,10 +27,12 @@ class RoutingExplorer(Explorer):
 
     def __init__(self, resp, tokens: Sequence[str], *, position: int = 0, component: int | None = None):
         self.resp = diagnostics.as_responsibilities(resp).numpy()
-        if isinstance(tokens, str) or len(tokens) != self.resp.shape[0]:
+        if isinstance(tokens, str):
+            raise TypeError("tokens must be a sequence of token strings, got a single str")
+        if len(tokens) != self.resp.shape[0]:
             raise ValueError(
                 f"tokens must be a sequence of {self.resp.shape[0]} token strings (one per row of resp), "
-                f"got {len(tokens) if not isinstance(tokens, str) else 'a single str'}"
+                f"got {len(tokens)}"
             )
         self.tokens = [str(token) for token in tokens]
         self.position = 0
@@ -41,15 +43,11 @@ class RoutingExplorer(Explorer):
 
     def set_position(self, position: int) -> None:
         """Show the routing of the token at ``position`` (0 to N-1)."""
-        if not isinstance(position, (int, np.integer)) or not 0 <= position < self.resp.shape[0]:
-            raise ValueError(f"position must be an int in [0, {self.resp.shape[0] - 1}], got {position!r}")
-        self.position = int(position)
+        self.position = _checks.integer("position", position, minimum=0, maximum=self.resp.shape[0] - 1)
 
     def set_component(self, component: int) -> None:
         """Show what component ``component`` (0 to K-1) collects along the sequence."""
-        if not isinstance(component, (int, np.integer)) or not 0 <= component < self.resp.shape[1]:
-            raise ValueError(f"component must be an int in [0, {self.resp.shape[1] - 1}], got {component!r}")
-        self.component = int(component)
+        self.component = _checks.integer("component", component, minimum=0, maximum=self.resp.shape[1] - 1)
 
     def figure(self):
         """A new matplotlib ``Figure``: the chosen token's responsibility vector, and the chosen component's
