@@ -2,11 +2,16 @@
 
 The spec below broadcasts (x - mu) for the responsibilities and materializes the (N, N) affinity with a
 lower-triangular mask: no GEMM form, no prefix sums, no shared code with the kernels. Sizes are odd on purpose
-(N in {1, 17, 100}, K in {3, 40}, d in {5, 16}) so that every tile has a masked tail.
+(N in {1, 17, 100}, K in {3, 40, 100, 256, 512}, d in {5, 16}) so that every tile has a masked tail; K = 256 and 512
+span several K tiles. The shared-memory tests count, with Triton's own allocator, what every kernel needs on sm_75
+(a T4) and sm_90 (an H100/H200) over the supported sizes.
 """
+import ast
+import itertools
 import os
 import subprocess
 import sys
+from pathlib import Path
 
 import pytest
 import torch
@@ -61,7 +66,8 @@ def assert_close_to_spec(inputs, causal, chunk_size=None, *, atol=2e-5, rtol=2e-
     for name, grad, grad64, tensor in zip(NAMES, grads, grads64, inputs):
         assert grad.dtype == tensor.dtype and grad.shape == tensor.shape, name
         scale = max(grad64.abs().max().item(), 1.0)  # floor: some vanish (one causal token: O = v)
-        torch.testing.assert_close(grad.double(), grad64, atol=atol * scale, rtol=rtol, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(grad.double(), grad64, atol=atol * scale, rtol=rtol,
+                                   msg=lambda m, name=name: f"{name}: {m}")
 
 
 CASES = [  # batch, heads, n_q, n_k, d, d_v, K, causal, chunk_size
@@ -69,10 +75,20 @@ CASES = [  # batch, heads, n_q, n_k, d, d_v, K, causal, chunk_size
     (2, 1, 100, 100, 16, 16, 40, False, None),
     (1, 2, 1, 100, 16, 5, 40, False, None),   # cross-attention, one query
     (1, 1, 100, 17, 5, 16, 3, False, None),   # cross-attention, more queries than keys
+    (1, 1, 70, 70, 5, 7, 100, False, None),   # two K tiles, the second one partly padded
     (1, 2, 1, 1, 5, 7, 40, True, None),
     (1, 2, 17, 17, 16, 7, 40, True, 16),      # a full chunk and a 1-token tail
     (2, 1, 100, 100, 5, 16, 3, True, 32),
     (1, 1, 100, 100, 16, 5, 40, True, None),  # default chunk (64): 2 chunks
+    (1, 1, 40, 40, 5, 7, 100, True, 16),      # three chunks, two K tiles
+]
+MANY_COMPONENTS = [  # K in several tiles: bidirectional, cross and causal
+    (1, 2, 20, 20, 5, 7, 256, False, None),
+    (1, 1, 9, 23, 5, 7, 256, False, None),
+    (1, 2, 20, 20, 5, 7, 256, True, 16),
+    pytest.param(1, 1, 20, 20, 5, 7, 512, False, None, marks=pytest.mark.slow),
+    pytest.param(1, 1, 7, 20, 5, 7, 512, False, None, marks=pytest.mark.slow),
+    pytest.param(1, 1, 20, 20, 5, 7, 512, True, 16, marks=pytest.mark.slow),
 ]
 
 
@@ -81,6 +97,12 @@ def test_forward_and_every_gradient_match_float64_spec(batch, heads, n_q, n_k, d
                                                        chunk_size):
     inputs = make_inputs(batch, heads, n_q, n_k, d, d_v, n_components)
     assert_close_to_spec(inputs, causal, chunk_size)
+
+
+@pytest.mark.parametrize("batch, heads, n_q, n_k, d, d_v, n_components, causal, chunk_size", MANY_COMPONENTS)
+def test_many_components_match_float64_spec(batch, heads, n_q, n_k, d, d_v, n_components, causal, chunk_size):
+    torch.manual_seed(n_components + n_q)
+    assert_close_to_spec(make_inputs(batch, heads, n_q, n_k, d, d_v, n_components), causal, chunk_size)
 
 
 def test_spec_agrees_with_package_naive_implementation():
@@ -99,8 +121,9 @@ def test_gma_impl_triton_dispatches_to_the_kernels(causal):
     torch.testing.assert_close(fused.double(), naive, atol=2e-5, rtol=2e-4)
 
 
-def test_causal_leakage_is_exactly_zero():
-    q, k, v, means, variances, log_priors = make_inputs(1, 2, 100, 100, 5, 7, 3)
+@pytest.mark.parametrize("n_components", [3, 100])
+def test_causal_leakage_is_exactly_zero(n_components):
+    q, k, v, means, variances, log_priors = make_inputs(1, 2, 100, 100, 5, 7, n_components)
     t = 40  # positions <= t must not see anything at positions > t
     out = kernels.gma_triton(q, k, v, means, variances, log_priors, causal=True, eps=EPS, chunk_size=32)
     future = [x.detach().clone() for x in (q, k, v)]
@@ -123,71 +146,43 @@ def test_half_precision_inputs(dtype, causal):
     assert_close_to_spec(inputs, causal, atol=tolerance, rtol=tolerance)
 
 
-def test_reductions_are_deterministic():
-    inputs = make_inputs(2, 2, 100, 100, 16, 16, 40)
-    runs = [forward_and_grads(lambda *t: kernels.gma_triton(*t, causal=False, eps=EPS), inputs,
+@pytest.mark.parametrize("causal", [False, True])
+def test_reductions_are_deterministic(causal):
+    inputs = make_inputs(2, 2, 100, 100, 16, 16, 70)
+    runs = [forward_and_grads(lambda *t: kernels.gma_triton(*t, causal=causal, eps=EPS, chunk_size=32), inputs,
                               torch.ones(2, 2, 100, 16)) for _ in range(2)]
     assert torch.equal(runs[0][0], runs[1][0])
     assert all(torch.equal(a, b) for a, b in zip(runs[0][1], runs[1][1]))
 
 
-class _SmallGPU:
-    """Stands in for a kernel on a GPU whose shared memory only fits tiles of at most ``limit`` rows."""
-
-    def __init__(self, kernel, block_name, limit):
-        self.kernel, self.block_name, self.limit, self.tried = kernel, block_name, limit, []
-
-    def __getitem__(self, grid):
-        def launch(*args, **kwargs):
-            self.tried.append(kwargs[self.block_name])
-            if kwargs[self.block_name] > self.limit:
-                from triton.runtime.errors import OutOfResources
-                raise OutOfResources(kwargs[self.block_name] * 1024, self.limit * 1024, "shared memory")
-            return self.kernel[grid](*args, **kwargs)
-        return launch
+def test_bfloat16_outputs_are_rounded_to_nearest():
+    """Under the interpreter the kernels compute bf16 inputs in fp32; the output must be that fp32 result rounded to
+    nearest (torch's cast), not truncated (Triton's interpreter store), which would bias it by half an ulp."""
+    q, k, v, means, variances, log_priors = [t.detach() for t in make_inputs(1, 2, 40, 40, 5, 16, 7,
+                                                                             dtype=torch.bfloat16)]
+    for causal in (False, True):
+        out = kernels.gma_triton(q, k, v, means, variances, log_priors, causal=causal, eps=EPS)
+        exact = kernels.gma_triton(q.float(), k.float(), v.float(), means, variances, log_priors, causal=causal,
+                                   eps=EPS)
+        assert out.dtype == torch.bfloat16
+        assert torch.equal(out, exact.to(torch.bfloat16))
+        assert not torch.equal(out, _truncate_to_bfloat16(exact))  # the check can tell the two apart
 
 
-@pytest.mark.parametrize("kernel_name, block_name, causal", [("causal_forward_kernel", "CHUNK", True),
-                                                             ("write_kernel", "BLOCK_N", False)])
-def test_tiles_shrink_when_they_do_not_fit(monkeypatch, kernel_name, block_name, causal):
-    from gma_teach.kernels import _ops
-
-    inputs = [t.detach() for t in make_inputs(1, 2, 100, 100, 5, 7, 3)]
-    expected = kernels.gma_triton(*inputs, causal=causal, eps=EPS)
-    small = _SmallGPU(getattr(_ops.kernels, kernel_name), block_name, limit=16)
-    monkeypatch.setattr(_ops.kernels, kernel_name, small)
-    monkeypatch.setattr(_ops, "_FITTING_BLOCK", {})
-    torch.testing.assert_close(kernels.gma_triton(*inputs, causal=causal, eps=EPS), expected, atol=1e-6, rtol=1e-5)
-    assert small.tried == [64, 32, 16]
-    kernels.gma_triton(*inputs, causal=causal, eps=EPS)
-    assert small.tried == [64, 32, 16, 16]  # remembered
+def _truncate_to_bfloat16(x):
+    return (x.contiguous().view(torch.int32) & -65536).view(torch.float32).to(torch.bfloat16)
 
 
-@pytest.mark.parametrize("causal", [False, True])
-def test_tiles_that_never_fit_fall_back_to_torch_with_a_warning(monkeypatch, causal):
-    from gma_teach.kernels import _ops
-
-    inputs = make_inputs(1, 2, 40, 40, 5, 7, 3)
-    d_out = torch.randn(1, 2, 40, 7)
-    expected = forward_and_grads(lambda *t: kernels.gma_triton(*t, causal=causal, eps=EPS), inputs, d_out)
-    for name in ("write_kernel", "causal_forward_kernel", "query_backward_kernel", "causal_key_backward_kernel"):
-        monkeypatch.setattr(_ops.kernels, name, _SmallGPU(getattr(_ops.kernels, name), "BLOCK_K", limit=8))
-    monkeypatch.setattr(_ops, "_FITTING_BLOCK", {})
-    with pytest.warns(RuntimeWarning, match="do not fit this GPU") as caught:
-        got = forward_and_grads(lambda *t: kernels.gma_triton(*t, causal=causal, eps=EPS), inputs, d_out)
-    assert {"forward", "backward"} <= {word for w in caught for word in ("forward", "backward")
-                                       if f"computing the {word}" in str(w.message)}
-    torch.testing.assert_close(got[0], expected[0], atol=1e-5, rtol=1e-4)
-    for a, b in zip(got[1], expected[1]):
-        torch.testing.assert_close(a, b, atol=1e-5, rtol=1e-4)
-
-
-def test_fused_responsibility_kernel_matches_spec():
-    x, _, _, means, variances, log_priors = [t.detach() for t in make_inputs(2, 2, 100, 1, 5, 1, 40)]
-    gamma = kernels.responsibilities(x, means, variances, log_priors)
+@pytest.mark.parametrize("n_components", [40, 100])
+def test_fused_responsibilities_match_spec(n_components):
+    x, _, _, means, variances, log_priors = [t.detach() for t in make_inputs(2, 2, 100, 1, 5, 1, n_components)]
+    gamma = kernels.fused_responsibilities(x, means, variances, log_priors)
     expected = spec_responsibilities(x.double(), means.double(), variances.double(), log_priors.double())
     torch.testing.assert_close(gamma.double(), expected, atol=1e-6, rtol=1e-5)
-    assert torch.equal(gamma, kernels.responsibilities(x, means, variances, log_priors))
+    assert torch.equal(gamma, kernels.fused_responsibilities(x, means, variances, log_priors))
+    torch.testing.assert_close(gamma, gma_teach.responsibilities(x, means, variances, log_priors), atol=1e-6,
+                               rtol=1e-5)
+    assert kernels.responsibilities is kernels.fused_responsibilities  # the name chapter 7 used before
 
 
 def test_custom_op_passes_torch_opcheck():
@@ -224,7 +219,7 @@ def test_layer_with_impl_triton_compiles_and_matches_chunked():
     out.square().mean().backward()
     expected.square().mean().backward()
     for (name, p), q in zip(layer.named_parameters(), reference.parameters()):
-        torch.testing.assert_close(p.grad, q.grad, atol=1e-6, rtol=1e-4, msg=lambda m: f"{name}: {m}")
+        torch.testing.assert_close(p.grad, q.grad, atol=1e-6, rtol=1e-4, msg=lambda m, name=name: f"{name}: {m}")
 
 
 def test_status_reports_interpreter():
@@ -246,16 +241,28 @@ def _bad(**changes):
     (dict(k=torch.randn(1, 2, 17, 4)), ValueError, "k must have shape"),
     (dict(v=torch.randn(1, 2, 16, 7)), ValueError, "v must have shape"),
     (dict(v=torch.randn(1, 2, 17, 7, dtype=torch.float64)), TypeError, "float64"),
-    (dict(q=torch.ones(1, 2, 17, 5, dtype=torch.int64)), TypeError, "q must be float16"),
+    (dict(q=torch.ones(1, 2, 17, 5, dtype=torch.int64)), TypeError, "q must be a floating-point tensor"),
+    (dict(q=torch.ones(1, 2, 17, 5, dtype=torch.float64)), TypeError, "q must be float16"),
     (dict(means=torch.randn(3, 3, 5)), ValueError, "means must have shape (H, K, d)"),
     (dict(variances=torch.rand(2, 4, 5)), ValueError, "variances must have the shape of means"),
     (dict(log_priors=torch.randn(2, 4)), ValueError, "log_priors must have shape (H, K)"),
     (dict(variances=-torch.rand(2, 3, 5)), ValueError, "variances must be strictly positive"),
-    (dict(eps=0.0), ValueError, "eps must be a positive"),
-    (dict(eps=-1e-6), ValueError, "eps must be a positive"),
+    (dict(eps=0.0), ValueError, "eps must be > 0"),
+    (dict(eps=-1e-6), ValueError, "eps must be > 0"),
+    (dict(eps=float("inf")), ValueError, "eps must be a positive number (finite)"),
+    (dict(eps=float("nan")), ValueError, "eps must be a positive number (finite)"),
+    (dict(eps="1e-6"), TypeError, "eps must be a positive number"),
+    (dict(causal=1), TypeError, "causal must be a bool"),
+    (dict(q=torch.randn(1, 2, 0, 5), k=torch.randn(1, 2, 0, 5), v=torch.randn(1, 2, 0, 7)), ValueError,
+     "at least one token"),
+    (dict(k=torch.randn(1, 2, 0, 5), v=torch.randn(1, 2, 0, 7)), ValueError, "k has shape (1, 2, 0, 5)"),
+    (dict(means=torch.randn(2, 513, 5), variances=torch.ones(2, 513, 5),
+          log_priors=torch.full((2, 513), -6.24)), ValueError, "K <= 512"),
+    (dict(q=torch.randn(1, 2, 17, 129), k=torch.randn(1, 2, 17, 129), means=torch.randn(2, 3, 129),
+          variances=torch.ones(2, 3, 129)), ValueError, "d, dv <= 128"),
     (dict(causal=True, q=torch.randn(1, 2, 16, 5)), ValueError, "causal GMA needs as many queries as keys"),
     (dict(chunk_size=48), ValueError, "chunk_size must be None or one of"),
-    (dict(means=torch.randn(2, 3, 5, device="meta")), ValueError, "must be on one device"),
+    (dict(means=torch.randn(2, 3, 5, device="meta")), ValueError, "device"),
 ])
 def test_bad_input_raises_clear_errors(changes, error, words):
     with pytest.raises(error) as info:
@@ -276,7 +283,8 @@ def test_triton_imported_first_is_detected_and_still_interpreted():
     out = _run_python("import torch, triton, gma_teach.kernels as k\n"
                       "print(k.triton_status())\n"
                       "x = torch.randn(1, 1, 3, 2)\n"
-                      "print(k.responsibilities(x, torch.zeros(1, 2, 2), torch.ones(1, 2, 2), torch.zeros(1, 2)))")
+                      "print(k.fused_responsibilities(x, torch.zeros(1, 2, 2), torch.ones(1, 2, 2), "
+                      "torch.log(torch.full((1, 2), 0.5))))")
     assert "imported before" in out and "interpreted" in out and "0.5000" in out
 
 
@@ -297,6 +305,103 @@ def test_without_triton_the_package_imports_and_explains_how_to_install():
     assert out.startswith("False not installed") and "raised" in out and "pip install triton" in out
 
 
+def test_mixture_tables_are_the_gemm_form_of_gmm():
+    _, _, _, means, variances, log_priors = [t.detach() for t in make_inputs(1, 2, 1, 1, 5, 1, 7)]
+    w_sq, w_lin, bias = kernels.mixture_tables(means.double(), variances.double(), log_priors.double())
+    assert w_sq.dtype == w_lin.dtype == bias.dtype == torch.float32
+    x = torch.randn(2, 11, 5, dtype=torch.float64)
+    logits = (x * x) @ w_sq.double().transpose(-1, -2) + x @ w_lin.double().transpose(-1, -2) + bias.double()[:, None]
+    torch.testing.assert_close(torch.log_softmax(logits, -1),
+                               gma_teach.log_responsibilities(x, means.double(), variances.double(),
+                                                              log_priors.double()), atol=1e-5, rtol=1e-5)
+
+
+def test_a_float64_mixture_with_float32_inputs_runs():
+    q, k, v, means, variances, log_priors = [t.detach() for t in make_inputs(1, 2, 17, 17, 5, 7, 3)]
+    out = kernels.gma_triton(q, k, v, means.double(), variances.double(), log_priors.double(), causal=True, eps=EPS)
+    torch.testing.assert_close(out, kernels.gma_triton(q, k, v, means, variances, log_priors, causal=True, eps=EPS))
+
+
+def test_supports_is_the_validated_grid():
+    assert kernels.supports(torch.float32, 512, 128, 128, 128)
+    assert kernels.supports(torch.bfloat16, 1, 1, 1, None)
+    assert not kernels.supports(torch.float64, 8, 16, 16, None)
+    assert not kernels.supports(torch.float32, 513, 16, 16, None)
+    assert not kernels.supports(torch.float32, 8, 129, 16, None)
+    assert not kernels.supports(torch.float32, 8, 16, 129, None)
+    assert not kernels.supports(torch.float32, 8, 16, 16, 48)
+
+
+def test_tile_sizes_shrink_for_wide_heads_and_small_gpus():
+    assert kernels.tile_sizes(512, 64, 64, arch=90)["rows"] == 64
+    assert kernels.tile_sizes(512, 128, 16, arch=90)["rows"] == 32
+    assert kernels.tile_sizes(512, 128, 128, arch=75)["rows"] == 16
+    assert kernels.tile_sizes(3, 16, 16, arch=90)["k_tile"] == 16  # never wider than K needs
+    tiles = kernels.tile_sizes(512, 128, 128, arch=75, chunk_size=128)
+    assert tiles["chunk"] == 16 and tiles["k_tile"] == 16
+
+
+def test_a_chunk_size_above_the_tile_gives_the_same_result():
+    """On a GPU with little shared memory a long chunk_size runs as shorter chunks: the result is the same."""
+    inputs = [t.detach() for t in make_inputs(1, 2, 100, 100, 5, 7, 3)]
+    long = kernels.gma_triton(*inputs, causal=True, eps=EPS, chunk_size=128)  # interpreted: chunks of 64
+    short = kernels.gma_triton(*inputs, causal=True, eps=EPS, chunk_size=16)
+    torch.testing.assert_close(long, short, atol=1e-6, rtol=1e-5)
+
+
+# The widest tiles each GPU uses: one size per (architecture, tile class); shared memory grows with the tiles and
+# with d_r, d_v, so the grid's largest d in a class bounds the class (the slow test below checks every class).
+CORNERS = [(75, torch.float16, 128), (75, torch.float16, 64), (90, torch.bfloat16, 128), (90, torch.bfloat16, 64),
+           (90, torch.float32, 64)]
+
+
+@pytest.mark.parametrize("arch, dtype, width", CORNERS)
+def test_every_kernel_fits_the_shared_memory_of_sm75_and_sm90(arch, dtype, width):
+    needs = kernels.shared_memory(arch, dtype, 512, width, width, 128)
+    limit = kernels.SHARED_MEMORY_LIMITS[arch]
+    assert len(needs) >= 19 and min(needs.values()) >= 0
+    too_big = {label: f"{value / 1024:.1f} KiB" for label, value in needs.items() if value > limit}
+    assert not too_big, f"over sm_{arch}'s {limit // 1024} KiB: {too_big}"
+    assert max(needs.values()) > limit // 4  # the count is real: the biggest kernel uses a good part of it
+
+
+@pytest.mark.slow
+@pytest.mark.parametrize("arch, dtypes", [(75, (torch.float16, torch.float32)),
+                                          (90, (torch.bfloat16, torch.float16, torch.float32))])
+def test_the_whole_supported_grid_fits(arch, dtypes):
+    """Every distinct tile configuration that a supported (K, d_r, d_v, chunk_size) maps to, counted."""
+    configurations = {}
+    for n_components, d, d_v, chunk in itertools.product(range(1, 513), (1, 16, 17, 32, 33, 64, 65, 128),
+                                                         (1, 16, 17, 32, 33, 64, 65, 128), (None, 16, 32, 64, 128)):
+        tiles = kernels.tile_sizes(n_components, d, d_v, arch=arch, chunk_size=chunk)
+        key = tuple(sorted(tiles.items()))
+        configurations.setdefault(key, (n_components, d, d_v, chunk))
+    assert len(configurations) < 200
+    limit = kernels.SHARED_MEMORY_LIMITS[arch]
+    for dtype in dtypes:
+        for n_components, d, d_v, chunk in configurations.values():
+            needs = kernels.shared_memory(arch, dtype, n_components, d, d_v, chunk)
+            assert max(needs.values()) <= limit, (dtype, n_components, d, d_v, chunk, needs)
+
+
+def test_shared_memory_refuses_an_unknown_dtype():
+    with pytest.raises(TypeError, match="dtype must be one of"):
+        kernels.shared_memory(90, torch.float64, 8, 16, 16)
+
+
+def test_kernels_import_nothing_above_gmm():
+    """The kernels build their tables from gma_teach.gmm and validate with _checks; they must not import mixing,
+    layer or anything else above gmm (that made an import cycle)."""
+    folder = Path(kernels.__file__).parent
+    for path in folder.glob("*.py"):
+        for node in ast.walk(ast.parse(path.read_text())):
+            if isinstance(node, ast.ImportFrom) and node.level >= 2:
+                names = {node.module} if node.module else {alias.name for alias in node.names}
+                assert names <= {"gmm", "_checks"}, f"{path.name} imports {names} from gma_teach"
+            if isinstance(node, ast.ImportFrom) and node.module and node.module.startswith("gma_teach"):
+                raise AssertionError(f"{path.name} imports {node.module}")
+
+
 # ------------------------------------------------------------------------------------------------------------------
 # Chapter 7's exercise checkers: they accept right answers and name the problem in wrong ones. The answers here
 # are plain torch (a checker only calls the reader's launcher), with the bugs a kernel would have.
@@ -311,14 +416,16 @@ def _normalizer(k, means, variances, log_priors, pad_to=None):
     return gma_teach.responsibilities(k, means, variances, log_priors).sum(-2)
 
 
-def test_normalizer_checker_accepts_the_answer_and_names_a_missing_tail_mask():
-    assert "correct" in exercises.check_normalizer_kernel(_normalizer)
+def test_normalizer_checker_accepts_the_answer_and_names_a_missing_tail_mask(capsys):
+    exercises.check_normalizer_kernel(_normalizer)
+    assert capsys.readouterr().out.startswith("Exercise 7.3: correct")
     with pytest.raises(exercises.ExerciseError, match="Mask the loads"):
         exercises.check_normalizer_kernel(lambda *args: _normalizer(*args, pad_to=16))
 
 
-def test_masked_softmax_checker():
-    assert "correct" in exercises.check_masked_softmax(lambda x: torch.softmax(x, -1))
+def test_masked_softmax_checker(capsys):
+    exercises.check_masked_softmax(lambda x: torch.softmax(x, -1))
+    assert "correct" in capsys.readouterr().out
 
     def padded_with_zeros(x):  # padded columns loaded as 0 instead of -inf (fine here only if all logits are < 0)
         width = max(16, 1 << (x.shape[-1] - 1).bit_length())
@@ -331,8 +438,8 @@ def test_masked_softmax_checker():
         exercises.check_masked_softmax(lambda x: torch.exp(x) / torch.exp(x).sum(-1, keepdim=True))
 
 
-def test_softmax_backward_checker():
-    assert "correct" in exercises.check_softmax_backward(
-        lambda g, dg: g * (dg - (g * dg).sum(-1, keepdim=True)))
+def test_softmax_backward_checker(capsys):
+    exercises.check_softmax_backward(lambda g, dg: g * (dg - (g * dg).sum(-1, keepdim=True)))
+    assert "correct" in capsys.readouterr().out
     with pytest.raises(exercises.ExerciseError, match="couples the components"):
         exercises.check_softmax_backward(lambda g, dg: g * dg)

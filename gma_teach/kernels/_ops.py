@@ -1,35 +1,41 @@
-"""Launchers, the differentiable custom op and the public wrapper around the Triton kernels.
+"""Tile sizes, launchers, the differentiable custom op and the public wrappers around the Triton kernels.
 
 The op ``gma_teach::gma_forward`` takes the mixture as ``(w_sq, w_lin, bias)`` (see ``_triton_kernels``); torch
-derives them from ``(means, variances, log_priors)`` in :func:`gma_triton`, so autograd carries the mixture
-gradients back to the parameters. The backward op returns per-token gradients computed by the kernels and
-mixture gradients summed, in a fixed order, from per-program partials.
+derives them from ``(means, variances, log_priors)`` with :func:`gma_teach.gmm.gemm_coefficients`, so autograd
+carries the mixture gradients back to the parameters. The backward op returns per-token gradients computed by the
+kernels and mixture gradients summed, in a fixed order, from per-program partials.
 """
 from __future__ import annotations
 
-import concurrent.futures
 import math
-import warnings
 
 import torch
 import triton
-from triton.runtime.errors import OutOfResources
 
+from .. import _checks, gmm
 from . import _triton_kernels as kernels
 from ._environment import interpreting
 
-_FLOAT_INPUTS = (torch.float16, torch.bfloat16, torch.float32)
-_MAX_COMPONENTS = 512
-_MAX_FEATURES = 256
-BLOCK_N = 64
+FLOAT_INPUTS = (torch.float16, torch.bfloat16, torch.float32)
+MAX_COMPONENTS = 512
+MAX_FEATURES = 128
 DEFAULT_CHUNK = 64
 CHUNK_SIZES = (16, 32, 64, 128)
 
+# Tiles (rows per block, which is also the longest causal chunk a kernel uses, and components per K tile) by GPU
+# architecture and by the padded width max(d_r, d_v): narrow (<= 64) or wide (128). Chosen with `shared_memory`
+# (Triton's allocator) so that every kernel fits: sm_90+ has 227 KiB per block, older GPUs from 64 KiB (sm_75) up;
+# tests/test_kernels.py checks sm_75 and sm_90 over the whole supported grid. The interpreter (no GPU) has no limit.
+TILES = {"sm_90+": {"narrow": (64, 64), "wide": (32, 32)},
+         "before sm_90": {"narrow": (32, 32), "wide": (16, 16)},
+         "interpreted": {"narrow": (64, 64), "wide": (64, 64)}}
+NUM_STAGES = 1  # no software pipelining of the K loops: their buffers would multiply the shared memory
 
-def supports(dtype: torch.dtype, n_components: int, d: int, d_v: int, chunk_size: int | None) -> bool:
-    """Whether :func:`gma_triton` accepts these sizes (``impl="auto"`` asks before choosing the kernels)."""
-    return (dtype in _FLOAT_INPUTS and 1 <= n_components <= _MAX_COMPONENTS and max(d, d_v) <= _MAX_FEATURES
-            and (chunk_size is None or chunk_size in CHUNK_SIZES))
+
+def supports(dtype: torch.dtype, n_components: int, d_route: int, d_value: int, chunk_size: int | None) -> bool:
+    """Whether :func:`gma_triton` accepts these sizes (``gma(impl="auto")`` asks before choosing the kernels)."""
+    return (dtype in FLOAT_INPUTS and 1 <= n_components <= MAX_COMPONENTS and 1 <= min(d_route, d_value)
+            and max(d_route, d_value) <= MAX_FEATURES and (chunk_size is None or chunk_size in CHUNK_SIZES))
 
 
 def _block(size: int) -> int:
@@ -37,305 +43,219 @@ def _block(size: int) -> int:
     return max(16, triton.next_power_of_2(size))
 
 
-def _precisions(device: torch.device, dtype: torch.dtype) -> dict:
-    """``input_precision`` of the fp32 tl.dot calls. Logits: 3-pass TF32 on sm_80+, IEEE fp32 elsewhere (never
-    one pass: it is not accurate enough, chapter 7). Every other product: the same for fp32 inputs, one-pass TF32
-    on sm_80+ for half-precision inputs (their results are rounded to 8 or 11 bits anyway). The interpreter
-    ignores both."""
-    if device.type == "cuda" and torch.cuda.get_device_capability(device)[0] >= 8:
+def device_arch(device: torch.device) -> int | None:
+    """``10 * major + minor`` of a CUDA device, or None (CPU, interpreted)."""
+    device = torch.device(device)
+    if device.type != "cuda":
+        return None
+    major, minor = torch.cuda.get_device_capability(device)
+    return 10 * major + minor
+
+
+def tile_sizes(n_components: int, d_route: int, d_value: int, *, arch: int | None = None,
+               chunk_size: int | None = None) -> dict:
+    """The tiles the kernels use for these sizes on GPU architecture ``arch`` (75 for sm_75; None: interpreted).
+
+    Returns:
+        ``{"profile", "rows", "chunk", "k_tile", "block_d", "block_dv", "num_warps", "num_stages"}``: ``rows``
+        tokens per block (bidirectional), ``chunk`` tokens per causal chunk (``chunk_size``, or 64, capped at
+        ``rows``), ``k_tile`` components per K tile (see :data:`TILES`), ``block_d`` and ``block_dv`` the padded
+        ``d_route`` and ``d_value``.
+    """
+    profile = "interpreted" if arch is None else "sm_90+" if arch >= 90 else "before sm_90"
+    block_d, block_dv = _block(d_route), _block(d_value)
+    rows, k_tile = TILES[profile]["wide" if max(block_d, block_dv) > 64 else "narrow"]
+    k_tile = min(k_tile, _block(n_components))
+    num_warps = 8 if rows * max(k_tile, block_d, block_dv) > 4096 else 4
+    return dict(profile=profile, rows=rows, chunk=min(chunk_size or DEFAULT_CHUNK, rows), k_tile=k_tile,
+                block_d=block_d, block_dv=block_dv, num_warps=num_warps, num_stages=NUM_STAGES)
+
+
+def precisions(arch: int | None, dtype: torch.dtype) -> dict:
+    """``input_precision`` of the fp32 tl.dot calls. Logits: 3-pass TF32 on sm_80+, IEEE fp32 elsewhere (never one
+    pass: it is not accurate enough, chapter 7). Every other product: the same for fp32 inputs, one-pass TF32 on
+    sm_80+ for half-precision inputs (their results are rounded to 8 or 11 bits anyway). The interpreter ignores
+    both."""
+    if arch is not None and arch >= 80:
         return dict(LOGIT_PRECISION="tf32x3", PRECISION="tf32" if dtype != torch.float32 else "tf32x3")
     return dict(LOGIT_PRECISION="ieee", PRECISION="ieee")
 
 
-def _launch_options(block_k: int, block_rows: int, block_other: int) -> dict:
-    if interpreting():
-        return {}
-    return {"num_warps": 8 if block_k * max(block_rows, block_other) > 8192 else 4}
+def _parts(n_blocks: int, programs: int, device: torch.device) -> tuple[int, int]:
+    """(blocks per part, parts) for a reduction over ``n_blocks`` row blocks that already has ``programs``
+    programs per part: enough parts to fill the GPU (about four programs per multiprocessor), one on a CPU."""
+    target = 4 * torch.cuda.get_device_properties(device).multi_processor_count if device.type == "cuda" else 1
+    n_parts = max(1, min(n_blocks, math.ceil(target / programs)))
+    per_part = math.ceil(n_blocks / n_parts)
+    return per_part, math.ceil(n_blocks / per_part)
 
 
-_FITTING_BLOCK: dict = {}
+class _Launch:
+    """Sizes, tiles and options shared by every launch of one call."""
+
+    def __init__(self, q, k, v, w_sq, causal, chunk_size):
+        self.batch, self.heads, self.n_q, self.d = q.shape
+        self.n_k, self.d_v = k.shape[2], v.shape[3]
+        self.n_components = w_sq.shape[1]
+        self.bh = self.batch * self.heads
+        self.device = q.device
+        self.causal = causal
+        arch = device_arch(q.device)
+        self.tiles = tile_sizes(self.n_components, self.d, self.d_v, arch=arch, chunk_size=chunk_size)
+        self.rows = self.tiles["chunk"] if causal else self.tiles["rows"]
+        self.k_tiles = triton.cdiv(self.n_components, self.tiles["k_tile"])
+        self.options = dict(BLOCK_KT=self.tiles["k_tile"], BLOCK_D=self.tiles["block_d"], **precisions(arch, v.dtype))
+        if not interpreting():
+            self.options.update(num_warps=self.tiles["num_warps"], num_stages=self.tiles["num_stages"])
+
+    def values_options(self):
+        return dict(self.options, BLOCK_DV=self.tiles["block_dv"])
+
+    def empty(self, *shape):
+        return torch.empty(*shape, device=self.device, dtype=torch.float32)
 
 
-def _fitting(key: tuple, preferred: int, launch):
-    """Run ``launch(block)`` with the largest block <= ``preferred`` (halving down to 16) whose tiles fit the GPU's
-    shared memory and registers, remembering the answer per ``key``. The result does not depend on the block:
-    it only decides how tokens are grouped into tiles (for the causal kernels, the chunk length)."""
-    block = min(preferred, _FITTING_BLOCK.get(key, preferred))
-    while True:
-        try:
-            result = launch(block)
-        except OutOfResources:
-            if block <= 16:
-                raise
-            block //= 2
-            continue
-        _FITTING_BLOCK[key] = block
-        return result
+def _log_normalizers(launch, x, w_sq, w_lin, bias):
+    n = x.shape[2]
+    lse = launch.empty(launch.bh, n)
+    options = {key: value for key, value in launch.options.items() if key != "PRECISION"}
+    kernels.log_normalizer_kernel[(launch.bh, triton.cdiv(n, launch.rows))](
+        x, w_sq, w_lin, bias, lse, launch.heads, n, launch.n_components, launch.d, BLOCK_N=launch.rows, **options)
+    return lse
 
 
-def _splits(n_blocks: int, batch_heads: int, device: torch.device) -> tuple[int, int]:
-    """(blocks per program, programs per (batch, head)) for the reductions over N: enough programs to fill
-    the GPU (about four per multiprocessor), never more than one per block."""
-    if device.type == "cuda":
-        target = 4 * torch.cuda.get_device_properties(device).multi_processor_count
-    else:
-        target = 1
-    n_splits = max(1, min(n_blocks, math.ceil(target / batch_heads)))
-    per_split = math.ceil(n_blocks / n_splits)
-    return per_split, math.ceil(n_blocks / per_split)
-
-
-def _sizes(q, k, v, w_sq):
-    batch, heads, n_q, d = q.shape
-    n_k, d_v = k.shape[2], v.shape[3]
-    n_components = w_sq.shape[1]
-    return batch, heads, n_q, n_k, d, d_v, n_components
+def _states(launch, x, lse, values, weights, w_sq, w_lin, bias, *, reverse):
+    """Per-part states and normalizers (exclusive prefixes over chunks when causal) and their totals."""
+    n = x.shape[2]
+    n_blocks = triton.cdiv(n, launch.rows)
+    per_part, n_parts = (1, n_blocks) if launch.causal else _parts(n_blocks, launch.bh * launch.k_tiles,
+                                                                     launch.device)
+    states = launch.empty(launch.bh, n_parts, launch.n_components, launch.d_v)
+    norms = launch.empty(launch.bh, n_parts, launch.n_components)
+    kernels.state_kernel[(launch.bh, n_parts, launch.k_tiles)](
+        x, lse, values, values if weights is None else weights, w_sq, w_lin, bias, states, norms, launch.heads, n,
+        launch.n_components, launch.d, launch.d_v, n_parts, per_part, HAS_WEIGHTS=weights is not None,
+        BLOCK_N=launch.rows, **launch.values_options())
+    totals = launch.empty(launch.bh, launch.n_components, launch.d_v)
+    total_norms = launch.empty(launch.bh, launch.n_components)
+    kernels.carry_kernel[(launch.bh, launch.k_tiles)](
+        states, norms, totals, total_norms, launch.n_components, launch.d_v, n_parts, REVERSE=reverse,
+        BLOCK_KT=launch.tiles["k_tile"], BLOCK_DV=launch.tiles["block_dv"])
+    if launch.causal:
+        return states, norms
+    return totals, total_norms
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Forward
 # ----------------------------------------------------------------------------------------------------------------
-def _write(k, v, w_sq, w_lin, bias):
-    """Memory S (B, H, K, dv) and normalizer z (B, H, K), fp32, summed over the keys in a fixed order."""
-    batch, heads, _, n_k, d, d_v, n_components = _sizes(k, k, v, w_sq)
-    block_k, block_d, block_dv = _block(n_components), _block(d), _block(d_v)
-
-    def launch(block_n):
-        per_split, n_splits = _splits(triton.cdiv(n_k, block_n), batch * heads, k.device)
-        memory_parts = torch.empty(batch * heads, n_splits, n_components, d_v, device=k.device, dtype=torch.float32)
-        normalizer_parts = torch.empty(batch * heads, n_splits, n_components, device=k.device, dtype=torch.float32)
-        kernels.write_kernel[(batch * heads, n_splits)](
-            k, v, w_sq, w_lin, bias, memory_parts, normalizer_parts, heads, n_k, n_components, d, d_v, per_split,
-            n_splits, BLOCK_N=block_n, BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv,
-            **_precisions(k.device, v.dtype), **_launch_options(block_k, block_n, block_dv))
-        return memory_parts, normalizer_parts
-
-    memory_parts, normalizer_parts = _fitting(("write", block_k, block_d, block_dv, v.dtype, k.device), BLOCK_N, launch)
-    memory = memory_parts.sum(1).view(batch, heads, n_components, d_v)
-    normalizer = normalizer_parts.sum(1).view(batch, heads, n_components)
-    return memory, normalizer
-
-
-def _read(q, memory, normalizer, w_sq, w_lin, bias, eps, out_dtype):
-    batch, heads, n_q, d = q.shape
-    n_components, d_v = memory.shape[2], memory.shape[3]
-    block_k, block_d, block_dv = _block(n_components), _block(d), _block(d_v)
-    out = torch.empty(batch, heads, n_q, d_v, device=q.device, dtype=out_dtype)
-
-    def launch(block_n):
-        kernels.read_kernel[(batch * heads, triton.cdiv(n_q, block_n))](
-            q, memory, normalizer, w_sq, w_lin, bias, out, heads, n_q, n_components, d, d_v, eps,
-            BLOCK_N=block_n, BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv, **_precisions(q.device, out_dtype),
-            **_launch_options(block_k, block_n, block_dv))
-
-    _fitting(("read", block_k, block_d, block_dv, out_dtype, q.device), BLOCK_N, launch)
-    return out
-
-
-def _causal_forward(q, k, v, w_sq, w_lin, bias, eps, chunk_size, out_dtype):
-    batch, heads, n, _, d, d_v, n_components = _sizes(q, k, v, w_sq)
-    block_k, block_d, block_dv = _block(n_components), _block(d), _block(d_v)
-    out = torch.empty(batch, heads, n, d_v, device=q.device, dtype=out_dtype)
-
-    def launch(chunk):
-        kernels.causal_forward_kernel[(batch * heads,)](
-            q, k, v, w_sq, w_lin, bias, out, heads, n, n_components, d, d_v, eps, CHUNK=chunk, BLOCK_K=block_k,
-            BLOCK_D=block_d, BLOCK_DV=block_dv, **_precisions(q.device, v.dtype),
-            **_launch_options(block_k, chunk, block_dv))
-
-    _fitting(("causal_forward", block_k, block_d, block_dv, v.dtype, q.device), chunk_size, launch)
-    return out
-
-
-def _torch_responsibilities(x, w_sq, w_lin, bias):
-    x = x.float()
-    return torch.softmax((x * x) @ w_sq.transpose(-1, -2) + x @ w_lin.transpose(-1, -2) + bias[:, None, :], dim=-1)
-
-
-def _torch_forward(q, k, v, w_sq, w_lin, bias, causal, eps):
-    """The kernels' math in torch (fp32): ``(out, memory, normalizer)`` like :func:`gma_forward`. Used only where a
-    kernel's tiles do not fit the GPU even at 16 rows (see :func:`_with_torch_fallback`)."""
-    from ..mixing import gma_from_responsibilities
-
-    gamma_q, gamma_k = (_torch_responsibilities(x, w_sq, w_lin, bias) for x in (q, k))
-    if causal:
-        out = gma_from_responsibilities(gamma_q, gamma_k, v.float(), causal=True, eps=eps, impl="chunked")
-        empty = q.new_empty(0, dtype=torch.float32)
-        return out, empty, empty.clone()
-    memory, normalizer = gamma_k.transpose(-1, -2) @ v.float(), gamma_k.sum(-2)
-    return (gamma_q @ memory) / (gamma_q @ normalizer[..., None] + eps), memory, normalizer
-
-
-def _with_torch_fallback(what, shapes, kernel_path, torch_path):
-    """Run ``kernel_path()``; if its tiles do not fit this GPU at any block size, warn and run ``torch_path()``."""
-    try:
-        return kernel_path()
-    except OutOfResources as error:
-        warnings.warn(f"gma_teach.kernels: the {what} tiles for {shapes} do not fit this GPU even at 16 rows "
-                      f"({error}); computing the {what} with torch instead", RuntimeWarning, stacklevel=3)
-        return torch_path()
+def _forward(q, k, v, w_sq, w_lin, bias, causal, eps, chunk_size, out_dtype):
+    launch = _Launch(q, k, v, w_sq, causal, chunk_size)
+    lse_q = _log_normalizers(launch, q, w_sq, w_lin, bias)
+    lse_k = _log_normalizers(launch, k, w_sq, w_lin, bias)
+    memory, normalizer = _states(launch, k, lse_k, v, None, w_sq, w_lin, bias, reverse=False)
+    out = torch.empty(launch.batch, launch.heads, launch.n_q, launch.d_v, device=q.device, dtype=out_dtype)
+    den = launch.empty(launch.bh, launch.n_q)
+    kernels.output_kernel[(launch.bh, triton.cdiv(launch.n_q, launch.rows))](
+        q, k, v, lse_q, lse_k, w_sq, w_lin, bias, memory, normalizer, out, den, launch.heads, launch.n_q,
+        launch.n_components, launch.d, launch.d_v, eps, CAUSAL=causal, BLOCK_N=launch.rows, **launch.values_options())
+    return out, den, lse_q, lse_k
 
 
 @torch.library.custom_op("gma_teach::gma_forward", mutates_args=())
 def gma_forward(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w_sq: torch.Tensor, w_lin: torch.Tensor,
                 bias: torch.Tensor, causal: bool, eps: float, chunk_size: int,
-                out_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor]:
-    """(out (B, H, Nq, dv), memory (B, H, K, dv), normalizer (B, H, K)); memory and normalizer are the fp32
-    write-pass results kept for the backward (empty for causal, whose state is recomputed)."""
-    def kernel_path():
-        if causal:
-            out = _causal_forward(q, k, v, w_sq, w_lin, bias, eps, chunk_size, out_dtype)
-            empty = q.new_empty(0, dtype=torch.float32)
-            return out, empty, empty.clone()
-        memory, normalizer = _write(k, v, w_sq, w_lin, bias)
-        return _read(q, memory, normalizer, w_sq, w_lin, bias, eps, out_dtype), memory, normalizer
-
-    def torch_path():
-        out, memory, normalizer = _torch_forward(q, k, v, w_sq, w_lin, bias, causal, eps)
-        return out.to(out_dtype), memory, normalizer
-
-    return _with_torch_fallback("forward", _shape_text(q, k, v, w_sq), kernel_path, torch_path)
-
-
-def _shape_text(q, k, v, w_sq):
-    return f"K={w_sq.shape[1]}, d={q.shape[3]}, d_v={v.shape[3]}, {q.dtype}"
+                out_dtype: torch.dtype) -> tuple[torch.Tensor, torch.Tensor, torch.Tensor, torch.Tensor]:
+    """(out (B, H, Nq, dv) in ``out_dtype``, and kept for the backward, fp32: den (B*H, Nq) and the
+    log-normalizers of the queries (B*H, Nq) and keys (B*H, Nk))."""
+    kernel_dtype = torch.float32 if out_dtype == torch.bfloat16 and _without_bf16(q.device) else out_dtype
+    out, den, lse_q, lse_k = _forward(q, k, v, w_sq, w_lin, bias, causal, eps, chunk_size, kernel_dtype)
+    return out.to(out_dtype), den, lse_q, lse_k  # .to rounds to nearest (the interpreter's bf16 store truncates)
 
 
 @gma_forward.register_fake
 def _(q, k, v, w_sq, w_lin, bias, causal, eps, chunk_size, out_dtype):
-    batch, heads, n_q, _, _, d_v, n_components = _sizes(q, k, v, w_sq)
-    out = q.new_empty(batch, heads, n_q, d_v, dtype=out_dtype)
-    if causal:
-        return out, q.new_empty(0, dtype=torch.float32), q.new_empty(0, dtype=torch.float32)
-    return (out, q.new_empty(batch, heads, n_components, d_v, dtype=torch.float32),
-            q.new_empty(batch, heads, n_components, dtype=torch.float32))
+    batch, heads, n_q, _ = q.shape
+    out = q.new_empty(batch, heads, n_q, v.shape[3], dtype=out_dtype)
+    return (out, q.new_empty(batch * heads, n_q, dtype=torch.float32),
+            q.new_empty(batch * heads, n_q, dtype=torch.float32),
+            q.new_empty(batch * heads, k.shape[2], dtype=torch.float32))
 
 
 # ----------------------------------------------------------------------------------------------------------------
 # Backward
 # ----------------------------------------------------------------------------------------------------------------
-def _mixture_grads(parts, batch, heads, n_components, d):
-    """Sum per-program partials (B*H*slots, ...) over batch and slots, in a fixed order, to (H, ...)."""
-    d_w_sq, d_w_lin, d_bias = parts
-    d_w_sq = d_w_sq.view(batch, heads, -1, n_components, d).sum((0, 2))
-    d_w_lin = d_w_lin.view(batch, heads, -1, n_components, d).sum((0, 2))
-    return d_w_sq, d_w_lin, d_bias.view(batch, heads, -1, n_components).sum((0, 2))
+def _mixture_gradients(launch, keys, x, other, lse, other_lse, d_num, d_den, delta, states, state_norms, v, w_sq,
+                       w_lin, bias, eps):
+    """One side's gradients of (w_sq, w_lin, bias), summed over batch and parts in a fixed order."""
+    n = x.shape[2]
+    n_blocks = triton.cdiv(n, launch.rows)
+    per_part, n_parts = _parts(n_blocks, launch.bh * launch.k_tiles, launch.device)
+    slots = launch.bh * n_parts
+    d_w_sq, d_w_lin = launch.empty(slots, launch.n_components, launch.d), launch.empty(slots, launch.n_components,
+                                                                                        launch.d)
+    d_bias = launch.empty(slots, launch.n_components)
+    kernels.mixture_backward_kernel[(launch.bh, n_parts, launch.k_tiles)](
+        x, other, v, lse, other_lse, d_num, d_den, delta, w_sq, w_lin, bias, states, state_norms, d_w_sq, d_w_lin,
+        d_bias, launch.heads, n, launch.n_components, launch.d, launch.d_v, eps, n_parts, per_part, n_blocks,
+        KEYS=keys, CAUSAL=launch.causal, BLOCK_N=launch.rows, **launch.values_options())
+
+    def total(t):
+        return t.view(launch.batch, launch.heads, n_parts, *t.shape[1:]).sum((0, 2))
+
+    return total(d_w_sq), total(d_w_lin), total(d_bias)
 
 
-def _mixture_parts(slots, n_components, d, device):
-    return (torch.empty(slots, n_components, d, device=device, dtype=torch.float32),
-            torch.empty(slots, n_components, d, device=device, dtype=torch.float32),
-            torch.empty(slots, n_components, device=device, dtype=torch.float32))
-
-
-def _bidirectional_backward(d_out, q, k, v, w_sq, w_lin, bias, memory, normalizer, eps):
-    batch, heads, n_q, n_k, d, d_v, n_components = _sizes(q, k, v, w_sq)
-    block_k, block_d, block_dv = _block(n_components), _block(d), _block(d_v)
-    device, bh = q.device, batch * heads
-    sizes = dict(BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv, **_precisions(device, v.dtype))
-    d_q = torch.empty(q.shape, device=device, dtype=torch.float32)
-
-    def launch_queries(block_n):
-        per_split, n_splits = _splits(triton.cdiv(n_q, block_n), bh, device)
-        d_memory_parts = torch.empty(bh, n_splits, n_components, d_v, device=device, dtype=torch.float32)
-        d_normalizer_parts = torch.empty(bh, n_splits, n_components, device=device, dtype=torch.float32)
-        parts = _mixture_parts(bh * n_splits, n_components, d, device)
-        kernels.query_backward_kernel[(bh, n_splits)](
-            q, d_out, memory, normalizer, w_sq, w_lin, bias, d_q, d_memory_parts, d_normalizer_parts, *parts,
-            heads, n_q, n_components, d, d_v, eps, per_split, n_splits, BLOCK_N=block_n, **sizes,
-            **_launch_options(block_k, block_n, max(block_dv, block_d)))
-        return d_memory_parts.sum(1), d_normalizer_parts.sum(1), parts
-
-    d_memory, d_normalizer, query_parts = _fitting(
-        ("query_backward", block_k, block_d, block_dv, v.dtype, device), BLOCK_N, launch_queries)
-    d_k = torch.empty(k.shape, device=device, dtype=torch.float32)
-    d_v_ = torch.empty(v.shape, device=device, dtype=torch.float32)
-
-    def launch_keys(block_n):
-        per_split, n_splits = _splits(triton.cdiv(n_k, block_n), bh, device)
-        parts = _mixture_parts(bh * n_splits, n_components, d, device)
-        kernels.key_backward_kernel[(bh, n_splits)](
-            k, v, d_memory, d_normalizer, w_sq, w_lin, bias, d_k, d_v_, *parts, heads, n_k, n_components, d, d_v,
-            per_split, n_splits, BLOCK_N=block_n, **sizes, **_launch_options(block_k, block_n, max(block_dv, block_d)))
-        return parts
-
-    key_parts = _fitting(("key_backward", block_k, block_d, block_dv, v.dtype, device), BLOCK_N, launch_keys)
-    query_grads = _mixture_grads(query_parts, batch, heads, n_components, d)
-    key_grads = _mixture_grads(key_parts, batch, heads, n_components, d)
-    return (d_q, d_k, d_v_, *(a + b for a, b in zip(query_grads, key_grads)))
-
-
-def _causal_backward(d_out, q, k, v, w_sq, w_lin, bias, eps, chunk_size):
-    batch, heads, n, _, d, d_v, n_components = _sizes(q, k, v, w_sq)
-    block_k, block_d, block_dv = _block(n_components), _block(d), _block(d_v)
-    device, bh = q.device, batch * heads
-    sizes = dict(BLOCK_K=block_k, BLOCK_D=block_d, BLOCK_DV=block_dv, **_precisions(device, v.dtype))
-    d_q = torch.empty(q.shape, device=device, dtype=torch.float32)
-    d_num = torch.empty(batch, heads, n, d_v, device=device, dtype=torch.float32)
-    d_den = torch.empty(batch, heads, n, device=device, dtype=torch.float32)
-    query_parts = _mixture_parts(bh, n_components, d, device)
-    d_k = torch.empty(k.shape, device=device, dtype=torch.float32)
-    d_v_ = torch.empty(v.shape, device=device, dtype=torch.float32)
-    key_parts = _mixture_parts(bh, n_components, d, device)
-
-    def launch_queries(chunk):
-        kernels.causal_query_backward_kernel[(bh,)](
-            q, k, v, d_out, w_sq, w_lin, bias, d_q, d_num, d_den, *query_parts, heads, n, n_components, d, d_v, eps,
-            CHUNK=chunk, **sizes, **_launch_options(block_k, chunk, max(block_dv, block_d)))
-
-    def launch_keys(chunk):
-        kernels.causal_key_backward_kernel[(bh,)](
-            q, k, v, d_num, d_den, w_sq, w_lin, bias, d_k, d_v_, *key_parts, heads, n, n_components, d, d_v,
-            CHUNK=chunk, **sizes, **_launch_options(block_k, chunk, max(block_dv, block_d)))
-
-    _fitting(("causal_query_backward", block_k, block_d, block_dv, v.dtype, device), chunk_size, launch_queries)
-    _fitting(("causal_key_backward", block_k, block_d, block_dv, v.dtype, device), chunk_size, launch_keys)
-    query_grads = _mixture_grads(query_parts, batch, heads, n_components, d)
-    key_grads = _mixture_grads(key_parts, batch, heads, n_components, d)
-    return (d_q, d_k, d_v_, *(a + b for a, b in zip(query_grads, key_grads)))
+def _backward_kernels(d_out, q, k, v, w_sq, w_lin, bias, out, den, lse_q, lse_k, causal, eps, chunk_size):
+    launch = _Launch(q, k, v, w_sq, causal, chunk_size)
+    bh = launch.bh
+    d_out32 = d_out.float().reshape(bh, launch.n_q, launch.d_v)
+    d_num = d_out32 / den[..., None]
+    d_den = -(d_out32 * out.float().reshape(bh, launch.n_q, launch.d_v)).sum(-1) / den
+    memory, normalizer = _states(launch, k, lse_k, v, None, w_sq, w_lin, bias, reverse=False)
+    reverse, reverse_norm = _states(launch, q, lse_q, d_num, d_den, w_sq, w_lin, bias, reverse=True)
+    d_q, d_k = launch.empty(*q.shape), launch.empty(*k.shape)
+    d_v, delta_k = launch.empty(*v.shape), launch.empty(bh, launch.n_k)
+    options = dict(CAUSAL=causal, BLOCK_N=launch.rows, **launch.values_options())
+    for in_chunk in (False, True) if causal else (False,):
+        kernels.query_token_backward_kernel[(bh, triton.cdiv(launch.n_q, launch.rows))](
+            q, k, v, lse_q, lse_k, d_num, d_den, w_sq, w_lin, bias, memory, normalizer, d_q, launch.heads,
+            launch.n_q, launch.n_components, launch.d, launch.d_v, eps, IN_CHUNK=in_chunk, **options)
+    kernels.key_token_backward_kernel[(bh, triton.cdiv(launch.n_k, launch.rows))](
+        q, k, v, lse_q, lse_k, d_num, d_den, w_sq, w_lin, bias, reverse, reverse_norm, d_k, d_v, delta_k,
+        launch.heads, launch.n_k, launch.n_components, launch.d, launch.d_v, **options)
+    query_side = _mixture_gradients(launch, False, q, k, lse_q, lse_k, d_num, d_den, d_den, memory, normalizer, v,
+                                    w_sq, w_lin, bias, eps)
+    key_side = _mixture_gradients(launch, True, k, q, lse_k, lse_q, d_num, d_den, delta_k, reverse, reverse_norm, v,
+                                  w_sq, w_lin, bias, eps)
+    return (d_q, d_k, d_v, *(a + b for a, b in zip(query_side, key_side)))
 
 
 @torch.library.custom_op("gma_teach::gma_backward", mutates_args=())
 def gma_backward(d_out: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w_sq: torch.Tensor,
-                 w_lin: torch.Tensor, bias: torch.Tensor, memory: torch.Tensor, normalizer: torch.Tensor,
-                 causal: bool, eps: float, chunk_size: int) -> list[torch.Tensor]:
+                 w_lin: torch.Tensor, bias: torch.Tensor, out: torch.Tensor, den: torch.Tensor, lse_q: torch.Tensor,
+                 lse_k: torch.Tensor, causal: bool, eps: float, chunk_size: int) -> list[torch.Tensor]:
     """[d_q, d_k, d_v] in the inputs' dtypes and [d_w_sq, d_w_lin, d_bias] in fp32, recomputing Gamma."""
-    d_out = d_out.contiguous()
-
-    def kernel_path():
-        if causal:
-            return _causal_backward(d_out, q, k, v, w_sq, w_lin, bias, eps, chunk_size)
-        return _bidirectional_backward(d_out, q, k, v, w_sq, w_lin, bias, memory, normalizer, eps)
-
-    def gradients():
-        inputs = [t.detach().requires_grad_() for t in (q, k, v, w_sq, w_lin, bias)]
-        out, _, _ = _torch_forward(*inputs, causal, eps)
-        return torch.autograd.grad(out, inputs, d_out.float())
-
-    def torch_path():  # a custom op's body runs below autograd; a fresh thread starts with autograd on
-        with concurrent.futures.ThreadPoolExecutor(max_workers=1) as pool:
-            return pool.submit(gradients).result()
-
-    d_q, d_k, d_v, *mixture = _with_torch_fallback("backward", _shape_text(q, k, v, w_sq), kernel_path, torch_path)
+    d_q, d_k, d_v, *mixture = _backward_kernels(d_out.contiguous(), q, k, v, w_sq, w_lin, bias, out, den, lse_q,
+                                                lse_k, causal, eps, chunk_size)
     return [d_q.to(q.dtype), d_k.to(k.dtype), d_v.to(v.dtype), *mixture]
 
 
 @gma_backward.register_fake
-def _(d_out, q, k, v, w_sq, w_lin, bias, memory, normalizer, causal, eps, chunk_size):
+def _(d_out, q, k, v, w_sq, w_lin, bias, out, den, lse_q, lse_k, causal, eps, chunk_size):
     return [torch.empty_like(q), torch.empty_like(k), torch.empty_like(v), torch.empty_like(w_sq),
             torch.empty_like(w_lin), torch.empty_like(bias)]
 
 
 def _setup_context(ctx, inputs, output):
     q, k, v, w_sq, w_lin, bias, causal, eps, chunk_size, _ = inputs
-    _, memory, normalizer = output
-    ctx.save_for_backward(q, k, v, w_sq, w_lin, bias, memory, normalizer)
+    out, den, lse_q, lse_k = output
+    ctx.save_for_backward(q, k, v, w_sq, w_lin, bias, out, den, lse_q, lse_k)
     ctx.causal, ctx.eps, ctx.chunk_size = causal, eps, chunk_size
 
 
-def _backward(ctx, d_out, _d_memory, _d_normalizer):
-    q, k, v, w_sq, w_lin, bias, memory, normalizer = ctx.saved_tensors
-    grads = gma_backward(d_out, q, k, v, w_sq, w_lin, bias, memory, normalizer, ctx.causal, ctx.eps, ctx.chunk_size)
+def _backward(ctx, d_out, _d_den, _d_lse_q, _d_lse_k):
+    grads = gma_backward(d_out, *ctx.saved_tensors, ctx.causal, ctx.eps, ctx.chunk_size)
     return (*grads, None, None, None, None)
 
 
@@ -348,39 +268,45 @@ gma_forward.register_autograd(_backward, setup_context=_setup_context)
 def mixture_tables(means: torch.Tensor, variances: torch.Tensor, log_priors: torch.Tensor):
     """``(w_sq, w_lin, bias)`` in fp32 such that ``logits = (x*x) @ w_sq^T + x @ w_lin^T + bias``.
 
+    The GEMM form of :func:`gma_teach.gmm.gemm_coefficients`, split for the kernels.
+
     Args:
         means, variances: ``(H, K, d)``; log_priors: ``(H, K)``.
 
     Returns:
-        ``w_sq = -0.5 / variances`` and ``w_lin = means / variances`` of shape ``(H, K, d)``, and
-        ``bias = log_priors - 0.5 * sum_d (log variances + means**2 / variances)`` of shape ``(H, K)``
-        (the ``(2 pi)^(d/2)`` constant cancels in the softmax). Differentiable.
+        ``w_sq = -0.5 / variances`` and ``w_lin = means / variances`` of shape ``(H, K, d)``, and the constant
+        ``bias`` of shape ``(H, K)``. Differentiable.
     """
-    means, variances, log_priors = means.float(), variances.float(), log_priors.float()
-    w_sq = -0.5 / variances
-    w_lin = means / variances
-    bias = log_priors - 0.5 * (variances.log() + means * w_lin).sum(-1)
-    return w_sq.contiguous(), w_lin.contiguous(), bias.contiguous()
+    weight, bias = gmm.gemm_coefficients(means, variances, log_priors)
+    d = means.shape[-1]
+    weight = weight.float()
+    return weight[..., :d].contiguous(), weight[..., d:].contiguous(), bias.float().contiguous()
 
 
-def _check_tensor(name, value):
-    if not isinstance(value, torch.Tensor):
-        raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+def _check_kernel_tensor(name, value):
+    _checks.tensor(name, value)
+    if value.dim() != 4:
+        raise ValueError(f"{name} must have shape (B, H, N, features), got shape {tuple(value.shape)}")
+    if value.dtype not in FLOAT_INPUTS:
+        raise TypeError(f"{name} must be float16, bfloat16 or float32 for the Triton kernels, got {value.dtype} "
+                        "(use gma(..., impl='linear') or 'chunked' for float64)")
+
+
+def _check_tokens(**tensors):
+    """At least one token and one feature, checked before anything reshapes the inputs."""
+    for name, value in tensors.items():
+        if value.shape[2] < 1 or value.shape[3] < 1:
+            raise ValueError(f"the Triton kernels need at least one token and one feature: {name} has shape "
+                             f"{tuple(value.shape)} (B, H, N, features)")
 
 
 def _validate(q, k, v, means, variances, log_priors, causal, eps, chunk_size):
-    for name, value in zip(("q", "k", "v", "means", "variances", "log_priors"),
-                           (q, k, v, means, variances, log_priors)):
-        _check_tensor(name, value)
     for name, value in (("q", q), ("k", k), ("v", v)):
-        if value.dim() != 4:
-            raise ValueError(f"{name} must have shape (B, H, N, features), got shape {tuple(value.shape)}")
-        if value.dtype not in _FLOAT_INPUTS:
-            raise TypeError(f"{name} must be float16, bfloat16 or float32 for the Triton kernels, got {value.dtype} "
-                            "(use gma(..., impl='linear') or 'chunked' for float64)")
-    for name, value in (("means", means), ("variances", variances), ("log_priors", log_priors)):
-        if not value.dtype.is_floating_point:
-            raise TypeError(f"{name} must be a floating-point tensor, got {value.dtype}")
+        _check_kernel_tensor(name, value)
+    _check_tokens(q=q, k=k, v=v)
+    _checks.tensor("means", means, min_rank=3)
+    _checks.tensor("variances", variances, min_rank=3)
+    _checks.tensor("log_priors", log_priors, min_rank=2)
     batch, heads, n_q, d = q.shape
     if k.shape[:2] != (batch, heads) or k.shape[3] != d:
         raise ValueError(f"k must have shape (B, H, Nk, d) = ({batch}, {heads}, Nk, {d}) to match q "
@@ -389,9 +315,6 @@ def _validate(q, k, v, means, variances, log_priors, causal, eps, chunk_size):
     if v.shape[:3] != (batch, heads, n_k):
         raise ValueError(f"v must have shape (B, H, Nk, dv) = ({batch}, {heads}, {n_k}, dv) to match k "
                          f"{tuple(k.shape)}, got {tuple(v.shape)}")
-    if min(n_q, n_k, d, v.shape[3]) < 1:
-        raise ValueError(f"q, k, v need at least one token and one feature, got shapes {tuple(q.shape)}, "
-                         f"{tuple(k.shape)}, {tuple(v.shape)}")
     if means.dim() != 3 or means.shape[0] != heads or means.shape[2] != d:
         raise ValueError(f"means must have shape (H, K, d) = ({heads}, K, {d}), got {tuple(means.shape)}")
     n_components = means.shape[1]
@@ -401,24 +324,22 @@ def _validate(q, k, v, means, variances, log_priors, causal, eps, chunk_size):
     if log_priors.shape != (heads, n_components):
         raise ValueError(f"log_priors must have shape (H, K) = ({heads}, {n_components}), got "
                          f"{tuple(log_priors.shape)}")
-    if not 1 <= n_components <= _MAX_COMPONENTS:
-        raise ValueError(f"means must have 1 <= K <= {_MAX_COMPONENTS} components for the Triton kernels "
-                         f"(one K tile in registers), got K={n_components}")
-    if max(d, v.shape[3]) > _MAX_FEATURES:
-        raise ValueError(f"the Triton kernels support d, dv <= {_MAX_FEATURES}, got d={d}, dv={v.shape[3]}")
-    devices = {t.device for t in (q, k, v, means, variances, log_priors)}
-    if len(devices) > 1:
-        raise ValueError(f"q, k, v, means, variances, log_priors must be on one device, got "
-                         f"{[str(t.device) for t in (q, k, v, means, variances, log_priors)]}")
-    if not isinstance(eps, (int, float)) or isinstance(eps, bool) or not (0 < eps < math.inf):
-        raise ValueError(f"eps must be a positive finite number, got {eps!r}")
+    if not 1 <= n_components <= MAX_COMPONENTS:
+        raise ValueError(f"means must have 1 <= K <= {MAX_COMPONENTS} components for the Triton kernels, got "
+                         f"K={n_components} (means {tuple(means.shape)})")
+    if max(d, v.shape[3]) > MAX_FEATURES:
+        raise ValueError(f"the Triton kernels support d, dv <= {MAX_FEATURES}, got d={d} (q {tuple(q.shape)}), "
+                         f"dv={v.shape[3]} (v {tuple(v.shape)})")
+    _checks.same_device(q=q, k=k, v=v, means=means, variances=variances, log_priors=log_priors)
+    _checks.positive_number("eps", eps)
+    _checks.boolean("causal", causal)
     if causal and n_q != n_k:
-        raise ValueError(f"causal GMA needs as many queries as keys (self-attention), got Nq={n_q}, Nk={n_k}")
-    if chunk_size is not None and (not isinstance(chunk_size, int) or isinstance(chunk_size, bool)
-                                   or chunk_size not in CHUNK_SIZES):
+        raise ValueError(f"causal GMA needs as many queries as keys (self-attention), got Nq={n_q} (q "
+                         f"{tuple(q.shape)}), Nk={n_k} (k {tuple(k.shape)})")
+    if chunk_size is not None and (isinstance(chunk_size, bool) or chunk_size not in CHUNK_SIZES):
         raise ValueError(f"chunk_size must be None or one of {CHUNK_SIZES} (a tl.dot tile), got {chunk_size!r}")
     if not torch.compiler.is_compiling() and not bool((variances > 0).all()):
-        raise ValueError("variances must be strictly positive")
+        raise ValueError(f"variances must be strictly positive, got minimum {variances.min().item():.3g}")
     _check_device(q.device)
 
 
@@ -433,8 +354,8 @@ def _check_device(device: torch.device) -> None:
 
 
 def _without_bf16(device: torch.device) -> bool:
-    """True where Triton cannot load bf16 tiles correctly: the interpreter (it multiplies raw bit patterns) and
-    GPUs older than sm_80 (e.g. Colab's T4)."""
+    """True where Triton cannot load or store bf16 tiles correctly: the interpreter (it multiplies raw bit patterns
+    and stores by truncation) and GPUs older than sm_80 (e.g. Colab's T4)."""
     return interpreting() or (device.type == "cuda" and torch.cuda.get_device_capability(device)[0] < 8)
 
 
@@ -443,44 +364,54 @@ def gma_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, means: torch.T
     """Gaussian Mixture Attention with fused Triton kernels; Gamma is recomputed, never stored.
 
     Args:
-        q: ``(B, H, Nq, d)`` query routing vectors; k: ``(B, H, Nk, d)``; v: ``(B, H, Nk, dv)``
-            (float16, bfloat16 or float32; computed in fp32).
-        means, variances: ``(H, K, d)``; log_priors: ``(H, K)`` (any float dtype; used in fp32).
+        q: ``(B, H, Nq, d_r)`` query routing vectors; k: ``(B, H, Nk, d_r)``; v: ``(B, H, Nk, d_v)``
+            (float16, bfloat16 or float32; computed in fp32); ``d_r, d_v <= 128``.
+        means, variances: ``(H, K, d_r)``; log_priors: ``(H, K)`` (any float dtype; used in fp32); ``K <= 512``.
         causal: prefix (autoregressive) GMA; needs ``Nq == Nk``.
-        eps: the positive constant added to the denominator.
-        chunk_size: causal chunk length (16, 32, 64 or 128); ``None`` means 64.
+        eps: the positive finite constant added to the denominator.
+        chunk_size: causal chunk length (16, 32, 64 or 128); ``None`` means 64. A GPU with little shared memory
+            uses shorter chunks (see :func:`tile_sizes`); the result is the same up to rounding.
 
     Returns:
-        ``(B, H, Nq, dv)`` in v's dtype, differentiable w.r.t. all six tensors.
+        ``(B, H, Nq, d_v)`` in v's dtype, differentiable w.r.t. all six tensors.
+
+    Raises:
+        TypeError, ValueError: inputs the kernels do not take (:func:`supports` says which sizes they take).
     """
     _validate(q, k, v, means, variances, log_priors, causal, eps, chunk_size)
     out_dtype = v.dtype
     if _without_bf16(q.device):  # compute from fp32 copies (the result is the same: the kernels work in fp32)
         q, k, v = (t.float() if t.dtype == torch.bfloat16 else t for t in (q, k, v))
     w_sq, w_lin, bias = mixture_tables(means, variances, log_priors)
-    out, _, _ = gma_forward(q.contiguous(), k.contiguous(), v.contiguous(), w_sq, w_lin, bias, bool(causal),
-                            float(eps), chunk_size or DEFAULT_CHUNK, out_dtype)
+    out, _, _, _ = gma_forward(q.contiguous(), k.contiguous(), v.contiguous(), w_sq, w_lin, bias, causal, float(eps),
+                               chunk_size or DEFAULT_CHUNK, out_dtype)
     return out
 
 
-def responsibilities(x: torch.Tensor, means: torch.Tensor, variances: torch.Tensor,
-                     log_priors: torch.Tensor) -> torch.Tensor:
-    """The fused responsibility kernel on its own: gamma ``(B, H, N, K)`` fp32 from x ``(B, H, N, d)``.
+def fused_responsibilities(x: torch.Tensor, means: torch.Tensor, variances: torch.Tensor,
+                           log_priors: torch.Tensor) -> torch.Tensor:
+    """The responsibilities computed by the fused kernels: gamma ``(B, H, N, K)`` fp32 from x ``(B, H, N, d_r)``.
 
-    Forward only (no autograd): it exists to show the fused kernel in isolation; :func:`gma_triton` recomputes
-    gamma inside its own kernels instead of storing it.
+    The same values as :func:`gma_teach.responsibilities` (GEMM-form logits, then a softmax over K), from the
+    kernels' two steps: the log-normalizer of every token (an online logsumexp over K tiles), then one K tile of
+    ``exp(logits - lse)`` per program. Forward only (no autograd): it shows the kernels' responsibilities in
+    isolation; :func:`gma_triton` recomputes them inside its kernels instead of storing them.
     """
-    _validate(x, x, x, means, variances, log_priors, False, 1.0, None)
+    _check_kernel_tensor("x", x)
+    _check_tokens(x=x)
+    batch, heads, n, d = x.shape
+    n_components = means.shape[-2] if isinstance(means, torch.Tensor) and means.dim() == 3 else 1
+    dummy_v = x.new_empty(batch, heads, n, 1)
+    _validate(x, x, dummy_v, means, variances, log_priors, False, 1.0, None)
     if _without_bf16(x.device) and x.dtype == torch.bfloat16:
         x = x.float()
+    x = x.contiguous()
     with torch.no_grad():
         w_sq, w_lin, bias = mixture_tables(means, variances, log_priors)
-    batch, heads, n, d = x.shape
-    n_components = means.shape[1]
-    block_k = _block(n_components)
+    launch = _Launch(x, x, dummy_v, w_sq, False, None)
+    lse = _log_normalizers(launch, x, w_sq, w_lin, bias)
     gamma = torch.empty(batch, heads, n, n_components, device=x.device, dtype=torch.float32)
-    kernels.responsibility_kernel[(batch * heads, triton.cdiv(n, BLOCK_N))](
-        x.contiguous(), w_sq, w_lin, bias, gamma, heads, n, n_components, d, BLOCK_N=BLOCK_N, BLOCK_K=block_k,
-        BLOCK_D=_block(d), LOGIT_PRECISION=_precisions(x.device, x.dtype)["LOGIT_PRECISION"],
-        **_launch_options(block_k, BLOCK_N, 0))
+    options = {key: value for key, value in launch.options.items() if key != "PRECISION"}
+    kernels.responsibility_kernel[(launch.bh, triton.cdiv(n, launch.rows), launch.k_tiles)](
+        x, lse, w_sq, w_lin, bias, gamma, heads, n, n_components, d, BLOCK_N=launch.rows, **options)
     return gamma

@@ -1,24 +1,43 @@
 """The Triton kernels of Gaussian Mixture Attention (imported only when Triton is installed).
 
 Notation for one (batch, head) pair, with routing vectors ``x`` of size ``d``, ``K`` mixture components and values
-of size ``dv``. The mixture enters every kernel through three small fp32 tensors prepared by torch:
+of size ``dv``. The mixture enters every kernel through three small fp32 tables that torch derives from
+:func:`gma_teach.gmm.gemm_coefficients`:
 
 * ``w_sq``  ``(H, K, d)`` = ``-0.5 / variances``
 * ``w_lin`` ``(H, K, d)`` = ``means / variances``
-* ``bias``  ``(H, K)``    = ``log_priors - 0.5 * sum_d log variances - 0.5 * sum_d means**2 / variances``
+* ``bias``  ``(H, K)``    = the per-component constant of the GEMM form
 
-so that ``logits = (x * x) @ w_sq^T + x @ w_lin^T + bias`` (two GEMMs with fp32 accumulation) and
-``gamma = softmax_K(logits)``. Kernels that loop over blocks reload these tables (and other loop-invariant
-K-sized tiles) in every iteration from the L2 cache: kept live across the loop, their tensor-core copies in
-shared memory add up beyond what a GPU has (measured by compiling ahead of time for sm_90). Gamma is
-recomputed wherever it is needed and never written to global memory (except by :func:`responsibility_kernel`,
-whose job is to return it).
+so that ``logits = (x * x) @ w_sq^T + x @ w_lin^T + bias`` (two GEMMs with fp32 accumulation).
 
-Every tensor is contiguous in the layout ``(B, H, N, feature)``; program axis 0 runs over ``B * H``. All
-arithmetic is fp32: inputs are cast right after ``tl.load``. ``LOGIT_PRECISION`` is the ``input_precision`` of
-the logits GEMMs: ``"ieee"`` or ``"tf32x3"``, never one-pass ``"tf32"`` (the logits cancel: chapter 7).
-``PRECISION`` is that of every other ``tl.dot`` (values, states, gradients), which do not cancel: one-pass
-``"tf32"`` is used there for half-precision inputs, whose results are rounded to 8 or 11 bits anyway.
+**K is tiled.** No kernel holds all K components at once: each walks the components in tiles of ``BLOCK_KT``
+(16 to 64), so that its tiles fit the shared memory of a small GPU (64 KiB on sm_75) for every supported size
+(K <= 512, d, dv <= 128). The softmax over K needs every tile, so a first kernel stores each token's log-normalizer
+``lse = logsumexp_k logits`` (one fp32 per token, like FlashAttention's); every other kernel then gets a tile of
+responsibilities in one pass, ``gamma = exp(logits - lse)``.
+
+**The passes.** Forward, for keys ``K_X`` and values ``V``, queries ``Q_X``:
+
+1. :func:`log_normalizer_kernel` -- ``lse`` of the queries and of the keys;
+2. :func:`state_kernel` -- every part's (chunk's) contribution ``[Gamma_K^T V, Gamma_K^T 1]`` to the memory;
+3. :func:`carry_kernel` -- the exclusive prefix over parts, in a fixed order (causal), and their total;
+4. :func:`output_kernel` -- ``O = (Gamma_Q memory + A V) / (Gamma_Q normalizer + A 1 + eps)`` with the in-chunk
+   affinity ``A = tril(Gamma_Q Gamma_K^T)`` (causal) or without it, reading the total memory (bidirectional).
+
+Every pass is parallel over (batch * head, chunks or row blocks[, K tiles]), so one long sequence fills a GPU.
+Backward: the same state and carry kernels on the queries (a reverse prefix for causal), then
+:func:`query_token_backward_kernel` (d q), :func:`key_token_backward_kernel` (d k, d v) and
+:func:`mixture_backward_kernel` (per-part partial gradients of the tables, summed by torch in a fixed order).
+No kernel uses atomics: every result is deterministic.
+
+The softmax backward needs ``delta_i = sum_k gamma_ik d_gamma_ik`` over all K. For queries it is a per-token
+quantity torch computes from the forward's output: ``delta = eps * (d_out . out) / den``; for keys the key kernel
+computes it in a first pass over the K tiles and stores it for the mixture kernel.
+
+Layout: every tensor is contiguous as ``(B*H, N, feature)``; program axis 0 runs over ``B * H``. All arithmetic is
+fp32: inputs are cast right after ``tl.load``. ``LOGIT_PRECISION`` is the ``input_precision`` of the logits GEMMs:
+``"ieee"`` or ``"tf32x3"``, never one-pass ``"tf32"`` (the logits cancel: chapter 7). ``PRECISION`` is that of
+every other ``tl.dot`` (values, states, gradients), which do not cancel.
 """
 import triton
 import triton.language as tl
@@ -27,20 +46,6 @@ import triton.language as tl
 # ----------------------------------------------------------------------------------------------------------------
 # Building blocks (inlined into the kernels below)
 # ----------------------------------------------------------------------------------------------------------------
-@triton.jit
-def _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, head, K, D, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr):
-    """The head's ``w_sq``, ``w_lin`` as (BLOCK_K, BLOCK_D) tiles (zero padded) and ``bias`` (BLOCK_K,), whose
-    padded components get ``-inf`` so that their responsibility is exactly 0."""
-    offs_k = tl.arange(0, BLOCK_K)
-    offs_d = tl.arange(0, BLOCK_D)
-    mask = (offs_k[:, None] < K) & (offs_d[None, :] < D)
-    where = head * K * D + offs_k[:, None] * D + offs_d[None, :]
-    w_sq = tl.load(w_sq_ptr + where, mask=mask, other=0.0)
-    w_lin = tl.load(w_lin_ptr + where, mask=mask, other=0.0)
-    bias = tl.load(bias_ptr + head * K + offs_k, mask=offs_k < K, other=float("-inf"))
-    return w_sq, w_lin, bias
-
-
 @triton.jit
 def _load_rows(ptr, bh, rows, N, F, BLOCK_F: tl.constexpr):
     """Rows ``rows`` (a vector of positions) of the (N, F) matrix of program ``bh``, as fp32, zero outside."""
@@ -57,307 +62,392 @@ def _store_rows(ptr, value, bh, rows, N, F, BLOCK_F: tl.constexpr):
 
 
 @triton.jit
-def _responsibilities(x, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION: tl.constexpr):
-    """gamma (BLOCK_N, BLOCK_K) of the routing vectors ``x`` (BLOCK_N, BLOCK_D): the logits GEMM on [x*x, x]
-    with fp32 accumulation, then a stable softmax over K. Rows at or beyond N are set to 0."""
+def _load_tile(ptr, slot, k0, K, F, BLOCK_KT: tl.constexpr, BLOCK_F: tl.constexpr):
+    """Components ``k0 .. k0 + BLOCK_KT`` of the (K, F) fp32 matrix number ``slot``, zero padded."""
+    offs_k = k0 + tl.arange(0, BLOCK_KT)
+    offs_f = tl.arange(0, BLOCK_F)
+    mask = (offs_k[:, None] < K) & (offs_f[None, :] < F)
+    return tl.load(ptr + slot * K * F + offs_k[:, None] * F + offs_f[None, :], mask=mask, other=0.0)
+
+
+@triton.jit
+def _store_tile(ptr, value, slot, k0, K, F, BLOCK_KT: tl.constexpr, BLOCK_F: tl.constexpr):
+    offs_k = k0 + tl.arange(0, BLOCK_KT)
+    offs_f = tl.arange(0, BLOCK_F)
+    mask = (offs_k[:, None] < K) & (offs_f[None, :] < F)
+    tl.store(ptr + slot * K * F + offs_k[:, None] * F + offs_f[None, :], value, mask=mask)
+
+
+@triton.jit
+def _load_vector(ptr, slot, k0, K, BLOCK_KT: tl.constexpr):
+    offs_k = k0 + tl.arange(0, BLOCK_KT)
+    return tl.load(ptr + slot * K + offs_k, mask=offs_k < K, other=0.0)
+
+
+@triton.jit
+def _store_vector(ptr, value, slot, k0, K, BLOCK_KT: tl.constexpr):
+    offs_k = k0 + tl.arange(0, BLOCK_KT)
+    tl.store(ptr + slot * K + offs_k, value, mask=offs_k < K)
+
+
+@triton.jit
+def _mixture_tile(w_sq_ptr, w_lin_ptr, bias_ptr, head, k0, K, D, BLOCK_KT: tl.constexpr, BLOCK_D: tl.constexpr):
+    """Components ``k0 .. k0 + BLOCK_KT`` of the head's tables: w_sq, w_lin (BLOCK_KT, BLOCK_D), zero padded, and
+    bias (BLOCK_KT,), whose padded components get ``-inf`` (responsibility exactly 0)."""
+    w_sq = _load_tile(w_sq_ptr, head, k0, K, D, BLOCK_KT, BLOCK_D)
+    w_lin = _load_tile(w_lin_ptr, head, k0, K, D, BLOCK_KT, BLOCK_D)
+    offs_k = k0 + tl.arange(0, BLOCK_KT)
+    bias = tl.load(bias_ptr + head * K + offs_k, mask=offs_k < K, other=float("-inf"))
+    return w_sq, w_lin, bias
+
+
+@triton.jit
+def _logits(x, w_sq, w_lin, bias, LOGIT_PRECISION: tl.constexpr):
+    """Logits (BLOCK_N, BLOCK_KT) of the rows ``x`` (BLOCK_N, BLOCK_D) for one tile of components: the GEMM on
+    [x*x, x] with fp32 accumulation."""
     logits = tl.dot(x * x, tl.trans(w_sq), input_precision=LOGIT_PRECISION)
     logits += tl.dot(x, tl.trans(w_lin), input_precision=LOGIT_PRECISION)
-    logits += bias[None, :]
-    shifted = logits - tl.max(logits, axis=1)[:, None]
-    p = tl.exp(shifted)
-    gamma = p / tl.sum(p, axis=1)[:, None]
-    return tl.where(rows[:, None] < N, gamma, 0.0)
+    return logits + bias[None, :]
 
 
 @triton.jit
-def _logits_backward(x, gamma, d_gamma, w_sq, w_lin, PRECISION: tl.constexpr):
-    """From d loss / d gamma to d loss / d logits (softmax backward) and d loss / d x (the logits GEMM backward)."""
-    d_logits = gamma * (d_gamma - tl.sum(gamma * d_gamma, axis=1)[:, None])
-    d_x = 2.0 * x * tl.dot(d_logits, w_sq, input_precision=PRECISION)
-    d_x += tl.dot(d_logits, w_lin, input_precision=PRECISION)
-    return d_logits, d_x
+def _load_lse(lse_ptr, bh, rows, N):
+    """Log-normalizers of ``rows``; ``+inf`` past N, so that those rows get responsibilities exactly 0."""
+    return tl.load(lse_ptr + bh * N + rows, mask=rows < N, other=float("inf"))
 
 
 @triton.jit
-def _store_mixture_grads(d_w_sq_ptr, d_w_lin_ptr, d_bias_ptr, slot, d_w_sq, d_w_lin, d_bias, K, D,
-                         BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr):
-    """Store one program's partial gradients of w_sq, w_lin (K, D) and bias (K,) into slot ``slot``."""
-    offs_k = tl.arange(0, BLOCK_K)
-    offs_d = tl.arange(0, BLOCK_D)
-    mask = (offs_k[:, None] < K) & (offs_d[None, :] < D)
-    where = slot * K * D + offs_k[:, None] * D + offs_d[None, :]
-    tl.store(d_w_sq_ptr + where, d_w_sq, mask=mask)
-    tl.store(d_w_lin_ptr + where, d_w_lin, mask=mask)
-    tl.store(d_bias_ptr + slot * K + offs_k, d_bias, mask=offs_k < K)
+def _gamma(x, lse, w_sq, w_lin, bias, LOGIT_PRECISION: tl.constexpr):
+    """One K tile of responsibilities, ``exp(logits - lse)`` (BLOCK_N, BLOCK_KT)."""
+    return tl.exp(_logits(x, w_sq, w_lin, bias, LOGIT_PRECISION) - lse[:, None])
+
+
+@triton.jit
+def _input_gradient(d_x, x, d_logits, w_sq, w_lin, PRECISION: tl.constexpr):
+    """``d_x`` plus this K tile's part of d loss / d x through the logits GEMM."""
+    d_x += 2.0 * x * tl.dot(d_logits, w_sq, input_precision=PRECISION)
+    return d_x + tl.dot(d_logits, w_lin, input_precision=PRECISION)
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# 1. The fused responsibility kernel
+# 1. Log-normalizers, and the fused responsibility kernel
 # ----------------------------------------------------------------------------------------------------------------
 @triton.jit
-def responsibility_kernel(x_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, gamma_ptr, H, N, K, D,
-                          BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr,
+def log_normalizer_kernel(x_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, lse_ptr, H, N, K, D,
+                          BLOCK_N: tl.constexpr, BLOCK_KT: tl.constexpr, BLOCK_D: tl.constexpr,
                           LOGIT_PRECISION: tl.constexpr):
-    """gamma (B, H, N, K) fp32 from x (B, H, N, D). Grid: (B * H, cdiv(N, BLOCK_N))."""
+    """``lse`` (B*H, N) fp32 = logsumexp over K of the logits, by an online max over the K tiles.
+    Grid: (B * H, cdiv(N, BLOCK_N))."""
     bh = tl.program_id(0)
     rows = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
     x = _load_rows(x_ptr, bh, rows, N, D, BLOCK_D)
-    gamma = _responsibilities(x, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
-    _store_rows(gamma_ptr, gamma, bh, rows, N, K, BLOCK_K)
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# 2. Bidirectional GMA: write pass (memory S = Gamma_K^T V and normalizer z = Gamma_K^T 1), read pass
-# ----------------------------------------------------------------------------------------------------------------
-@triton.jit
-def write_kernel(k_ptr, v_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, memory_part_ptr, normalizer_part_ptr,
-                 H, N, K, D, DV, BLOCKS_PER_SPLIT, N_SPLITS,
-                 BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
-                 PRECISION: tl.constexpr, LOGIT_PRECISION: tl.constexpr):
-    """Partial memories (B*H, N_SPLITS, K, DV) and normalizers (B*H, N_SPLITS, K), fp32: program (bh, split)
-    sums the blocks [split * BLOCKS_PER_SPLIT, (split + 1) * BLOCKS_PER_SPLIT) of keys. The caller adds the
-    splits in a fixed order (deterministic, no atomics). Grid: (B * H, N_SPLITS)."""
-    bh = tl.program_id(0)
-    split = tl.program_id(1)
-    memory = tl.zeros((BLOCK_K, BLOCK_DV), dtype=tl.float32)
-    normalizer = tl.zeros((BLOCK_K,), dtype=tl.float32)
-    for i in range(0, BLOCKS_PER_SPLIT):
-        w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
-        rows = (split * BLOCKS_PER_SPLIT + i) * BLOCK_N + tl.arange(0, BLOCK_N)
-        x = _load_rows(k_ptr, bh, rows, N, D, BLOCK_D)
-        gamma = _responsibilities(x, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
-        values = _load_rows(v_ptr, bh, rows, N, DV, BLOCK_DV)
-        memory += tl.dot(tl.trans(gamma), values, input_precision=PRECISION)
-        normalizer += tl.sum(gamma, axis=0)
-    slot = bh * N_SPLITS + split
-    _store_rows(memory_part_ptr, memory, slot, tl.arange(0, BLOCK_K), K, DV, BLOCK_DV)
-    offs_k = tl.arange(0, BLOCK_K)
-    tl.store(normalizer_part_ptr + slot * K + offs_k, normalizer, mask=offs_k < K)
+    running_max = tl.full((BLOCK_N,), float("-inf"), dtype=tl.float32)
+    running_sum = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_KT):
+        w_sq, w_lin, bias = _mixture_tile(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, k0, K, D, BLOCK_KT, BLOCK_D)
+        logits = _logits(x, w_sq, w_lin, bias, LOGIT_PRECISION)
+        new_max = tl.maximum(running_max, tl.max(logits, axis=1))
+        running_sum = running_sum * tl.exp(running_max - new_max) + tl.sum(tl.exp(logits - new_max[:, None]), axis=1)
+        running_max = new_max
+    tl.store(lse_ptr + bh * N + rows, running_max + tl.log(running_sum), mask=rows < N)
 
 
 @triton.jit
-def read_kernel(q_ptr, memory_ptr, normalizer_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, out_ptr,
-                H, N, K, D, DV, eps,
-                BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
-                PRECISION: tl.constexpr, LOGIT_PRECISION: tl.constexpr):
-    """out = (Gamma_Q S) / (Gamma_Q z + eps) for one block of queries. Grid: (B * H, cdiv(N, BLOCK_N))."""
+def responsibility_kernel(x_ptr, lse_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, gamma_ptr, H, N, K, D,
+                          BLOCK_N: tl.constexpr, BLOCK_KT: tl.constexpr, BLOCK_D: tl.constexpr,
+                          LOGIT_PRECISION: tl.constexpr):
+    """gamma (B*H, N, K) fp32, one K tile per program. Grid: (B * H, cdiv(N, BLOCK_N), cdiv(K, BLOCK_KT))."""
     bh = tl.program_id(0)
     rows = tl.program_id(1) * BLOCK_N + tl.arange(0, BLOCK_N)
-    w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
-    gamma = _responsibilities(_load_rows(q_ptr, bh, rows, N, D, BLOCK_D), rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
-    offs_k = tl.arange(0, BLOCK_K)
-    memory = _load_rows(memory_ptr, bh, offs_k, K, DV, BLOCK_DV)
-    normalizer = tl.load(normalizer_ptr + bh * K + offs_k, mask=offs_k < K, other=0.0)
-    numerator = tl.dot(gamma, memory, input_precision=PRECISION)
-    denominator = tl.sum(gamma * normalizer[None, :], axis=1) + eps
-    _store_rows(out_ptr, numerator / denominator[:, None], bh, rows, N, DV, BLOCK_DV)
+    k0 = tl.program_id(2) * BLOCK_KT
+    x = _load_rows(x_ptr, bh, rows, N, D, BLOCK_D)
+    w_sq, w_lin, bias = _mixture_tile(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, k0, K, D, BLOCK_KT, BLOCK_D)
+    gamma = _gamma(x, _load_lse(lse_ptr, bh, rows, N), w_sq, w_lin, bias, LOGIT_PRECISION)
+    offs_k = k0 + tl.arange(0, BLOCK_KT)
+    mask = (rows[:, None] < N) & (offs_k[None, :] < K)
+    tl.store(gamma_ptr + bh * N * K + rows[:, None] * K + offs_k[None, :], gamma, mask=mask)
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# 3. Causal GMA: chunked forward with an fp32 state carried from chunk to chunk
-# ----------------------------------------------------------------------------------------------------------------
-@triton.jit
-def causal_forward_kernel(q_ptr, k_ptr, v_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, out_ptr, H, N, K, D, DV, eps,
-                          CHUNK: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr,
-                          BLOCK_DV: tl.constexpr, PRECISION: tl.constexpr, LOGIT_PRECISION: tl.constexpr):
-    """One program per (batch, head) walks the chunks in order. Within a chunk the masked affinity
-    A = tril(Gamma_Q Gamma_K^T) (CHUNK x CHUNK) handles j <= i; the state (S, z) holds every earlier chunk.
-    Grid: (B * H,)."""
-    bh = tl.program_id(0)
-    memory = tl.zeros((BLOCK_K, BLOCK_DV), dtype=tl.float32)
-    normalizer = tl.zeros((BLOCK_K,), dtype=tl.float32)
-    offs = tl.arange(0, CHUNK)
-    causal = offs[:, None] >= offs[None, :]
-    for start in range(0, N, CHUNK):
-        w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
-        rows = start + offs
-        x_q, x_k = _load_rows(q_ptr, bh, rows, N, D, BLOCK_D), _load_rows(k_ptr, bh, rows, N, D, BLOCK_D)
-        gamma_q = _responsibilities(x_q, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
-        gamma_k = _responsibilities(x_k, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
-        values = _load_rows(v_ptr, bh, rows, N, DV, BLOCK_DV)
-        affinity = tl.where(causal, tl.dot(gamma_q, tl.trans(gamma_k), input_precision=PRECISION), 0.0)
-        numerator = tl.dot(affinity, values, input_precision=PRECISION)
-        numerator += tl.dot(gamma_q, memory, input_precision=PRECISION)
-        denominator = tl.sum(affinity, axis=1) + tl.sum(gamma_q * normalizer[None, :], axis=1) + eps
-        _store_rows(out_ptr, numerator / denominator[:, None], bh, rows, N, DV, BLOCK_DV)
-        memory += tl.dot(tl.trans(gamma_k), values, input_precision=PRECISION)
-        normalizer += tl.sum(gamma_k, axis=0)
-
-
-# ----------------------------------------------------------------------------------------------------------------
-# 4a. Bidirectional backward. With num = Gamma_Q S and den = Gamma_Q z + eps, out = num / den:
-#     d_num = d_out / den,  d_den = -(d_out . num) / den^2,
-#     d_Gamma_Q = d_num S^T + d_den z^T,   d_S = Gamma_Q^T d_num,   d_z = Gamma_Q^T d_den,
-#     d_Gamma_K = V d_S^T + 1 d_z^T,       d_V = Gamma_K d_S.
+# 2. States: every part's [Gamma^T values, Gamma^T weights]; 3. the carry over parts
 # ----------------------------------------------------------------------------------------------------------------
 @triton.jit
-def query_backward_kernel(q_ptr, d_out_ptr, memory_ptr, normalizer_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, d_q_ptr,
-                          d_memory_part_ptr, d_normalizer_part_ptr, d_w_sq_part_ptr, d_w_lin_part_ptr,
-                          d_bias_part_ptr, H, N, K, D, DV, eps, BLOCKS_PER_SPLIT, N_SPLITS,
-                          BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr,
-                          BLOCK_DV: tl.constexpr, PRECISION: tl.constexpr, LOGIT_PRECISION: tl.constexpr):
-    """d_q, plus per-program partials of d_S, d_z and of the mixture gradients (query side).
-    Grid: (B * H, N_SPLITS)."""
+def state_kernel(x_ptr, lse_ptr, values_ptr, weights_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, state_ptr, norm_ptr,
+                 H, N, K, D, DV, N_PARTS, BLOCKS_PER_PART, HAS_WEIGHTS: tl.constexpr,
+                 BLOCK_N: tl.constexpr, BLOCK_KT: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
+                 PRECISION: tl.constexpr, LOGIT_PRECISION: tl.constexpr):
+    """Part ``p`` (rows of blocks ``[p * BLOCKS_PER_PART, (p + 1) * BLOCKS_PER_PART)``), K tile ``t``:
+    ``state[bh, p, tile] = Gamma_tile^T values`` (BLOCK_KT, DV) and ``norm[bh, p, tile] = Gamma_tile^T weights``
+    (weights 1 unless HAS_WEIGHTS). Forward: x = keys, values = V. Backward: x = queries, values = d_num,
+    weights = d_den. Grid: (B * H, N_PARTS, cdiv(K, BLOCK_KT))."""
     bh = tl.program_id(0)
-    split = tl.program_id(1)
-    offs_k = tl.arange(0, BLOCK_K)
-    d_memory = tl.zeros((BLOCK_K, BLOCK_DV), dtype=tl.float32)
-    d_normalizer = tl.zeros((BLOCK_K,), dtype=tl.float32)
-    d_w_sq = tl.zeros((BLOCK_K, BLOCK_D), dtype=tl.float32)
-    d_w_lin = tl.zeros((BLOCK_K, BLOCK_D), dtype=tl.float32)
-    d_bias = tl.zeros((BLOCK_K,), dtype=tl.float32)
-    for i in range(0, BLOCKS_PER_SPLIT):
-        w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
-        memory = _load_rows(memory_ptr, bh, offs_k, K, DV, BLOCK_DV)
-        normalizer = tl.load(normalizer_ptr + bh * K + offs_k, mask=offs_k < K, other=0.0)
-        rows = (split * BLOCKS_PER_SPLIT + i) * BLOCK_N + tl.arange(0, BLOCK_N)
-        x = _load_rows(q_ptr, bh, rows, N, D, BLOCK_D)
-        gamma = _responsibilities(x, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
-        d_out = _load_rows(d_out_ptr, bh, rows, N, DV, BLOCK_DV)
-        numerator = tl.dot(gamma, memory, input_precision=PRECISION)
-        denominator = tl.sum(gamma * normalizer[None, :], axis=1) + eps
-        d_num = d_out / denominator[:, None]
-        d_den = -tl.sum(d_out * numerator, axis=1) / (denominator * denominator)
-        d_gamma = tl.dot(d_num, tl.trans(memory), input_precision=PRECISION) + d_den[:, None] * normalizer[None, :]
-        d_memory += tl.dot(tl.trans(gamma), d_num, input_precision=PRECISION)
-        d_normalizer += tl.sum(gamma * d_den[:, None], axis=0)
-        d_logits, d_x = _logits_backward(x, gamma, d_gamma, w_sq, w_lin, PRECISION)
-        _store_rows(d_q_ptr, d_x, bh, rows, N, D, BLOCK_D)
-        d_w_sq += tl.dot(tl.trans(d_logits), x * x, input_precision=PRECISION)
-        d_w_lin += tl.dot(tl.trans(d_logits), x, input_precision=PRECISION)
-        d_bias += tl.sum(d_logits, axis=0)
-    slot = bh * N_SPLITS + split
-    _store_rows(d_memory_part_ptr, d_memory, slot, offs_k, K, DV, BLOCK_DV)
-    tl.store(d_normalizer_part_ptr + slot * K + offs_k, d_normalizer, mask=offs_k < K)
-    _store_mixture_grads(d_w_sq_part_ptr, d_w_lin_part_ptr, d_bias_part_ptr, slot, d_w_sq, d_w_lin, d_bias, K, D,
-                         BLOCK_K, BLOCK_D)
+    part = tl.program_id(1)
+    k0 = tl.program_id(2) * BLOCK_KT
+    state = tl.zeros((BLOCK_KT, BLOCK_DV), dtype=tl.float32)
+    norm = tl.zeros((BLOCK_KT,), dtype=tl.float32)
+    # The K tile's tables are reloaded in every iteration (from L2): kept live across the loop, their copies for
+    # the tensor cores would take shared memory for the whole loop.
+    for i in range(0, BLOCKS_PER_PART):
+        rows = (part * BLOCKS_PER_PART + i) * BLOCK_N + tl.arange(0, BLOCK_N)
+        x = _load_rows(x_ptr, bh, rows, N, D, BLOCK_D)
+        w_sq, w_lin, bias = _mixture_tile(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, k0, K, D, BLOCK_KT, BLOCK_D)
+        gamma = _gamma(x, _load_lse(lse_ptr, bh, rows, N), w_sq, w_lin, bias, LOGIT_PRECISION)
+        values = _load_rows(values_ptr, bh, rows, N, DV, BLOCK_DV)
+        state += tl.dot(tl.trans(gamma), values, input_precision=PRECISION)
+        if HAS_WEIGHTS:
+            gamma = gamma * tl.load(weights_ptr + bh * N + rows, mask=rows < N, other=0.0)[:, None]
+        norm += tl.sum(gamma, axis=0)
+    slot = bh * N_PARTS + part
+    _store_tile(state_ptr, state, slot, k0, K, DV, BLOCK_KT, BLOCK_DV)
+    _store_vector(norm_ptr, norm, slot, k0, K, BLOCK_KT)
 
 
 @triton.jit
-def key_backward_kernel(k_ptr, v_ptr, d_memory_ptr, d_normalizer_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, d_k_ptr, d_v_ptr,
-                        d_w_sq_part_ptr, d_w_lin_part_ptr, d_bias_part_ptr, H, N, K, D, DV, BLOCKS_PER_SPLIT,
-                        N_SPLITS, BLOCK_N: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr,
-                        BLOCK_DV: tl.constexpr, PRECISION: tl.constexpr, LOGIT_PRECISION: tl.constexpr):
-    """d_k, d_v, plus per-program partials of the mixture gradients (key side). Grid: (B * H, N_SPLITS)."""
+def carry_kernel(state_ptr, norm_ptr, total_state_ptr, total_norm_ptr, K, DV, N_PARTS, REVERSE: tl.constexpr,
+                 BLOCK_KT: tl.constexpr, BLOCK_DV: tl.constexpr):
+    """In place, every part's state becomes the sum over the parts before it (after it when REVERSE): the
+    exclusive prefix, added in a fixed order. The sum of all parts goes to the totals (B*H, K, DV), (B*H, K).
+    Grid: (B * H, cdiv(K, BLOCK_KT))."""
     bh = tl.program_id(0)
-    split = tl.program_id(1)
-    offs_k = tl.arange(0, BLOCK_K)
-    d_w_sq = tl.zeros((BLOCK_K, BLOCK_D), dtype=tl.float32)
-    d_w_lin = tl.zeros((BLOCK_K, BLOCK_D), dtype=tl.float32)
-    d_bias = tl.zeros((BLOCK_K,), dtype=tl.float32)
-    for i in range(0, BLOCKS_PER_SPLIT):
-        w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
-        d_memory = _load_rows(d_memory_ptr, bh, offs_k, K, DV, BLOCK_DV)
-        d_normalizer = tl.load(d_normalizer_ptr + bh * K + offs_k, mask=offs_k < K, other=0.0)
-        rows = (split * BLOCKS_PER_SPLIT + i) * BLOCK_N + tl.arange(0, BLOCK_N)
-        x = _load_rows(k_ptr, bh, rows, N, D, BLOCK_D)
-        gamma = _responsibilities(x, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
-        values = _load_rows(v_ptr, bh, rows, N, DV, BLOCK_DV)
-        d_gamma = tl.dot(values, tl.trans(d_memory), input_precision=PRECISION) + d_normalizer[None, :]
-        _store_rows(d_v_ptr, tl.dot(gamma, d_memory, input_precision=PRECISION), bh, rows, N, DV, BLOCK_DV)
-        d_logits, d_x = _logits_backward(x, gamma, d_gamma, w_sq, w_lin, PRECISION)
-        _store_rows(d_k_ptr, d_x, bh, rows, N, D, BLOCK_D)
-        d_w_sq += tl.dot(tl.trans(d_logits), x * x, input_precision=PRECISION)
-        d_w_lin += tl.dot(tl.trans(d_logits), x, input_precision=PRECISION)
-        d_bias += tl.sum(d_logits, axis=0)
-    _store_mixture_grads(d_w_sq_part_ptr, d_w_lin_part_ptr, d_bias_part_ptr, bh * N_SPLITS + split, d_w_sq, d_w_lin,
-                         d_bias, K, D, BLOCK_K, BLOCK_D)
+    k0 = tl.program_id(1) * BLOCK_KT
+    state = tl.zeros((BLOCK_KT, BLOCK_DV), dtype=tl.float32)
+    norm = tl.zeros((BLOCK_KT,), dtype=tl.float32)
+    for step in range(0, N_PARTS):
+        if REVERSE:
+            part = N_PARTS - 1 - step
+        else:
+            part = step
+        slot = bh * N_PARTS + part
+        contribution = _load_tile(state_ptr, slot, k0, K, DV, BLOCK_KT, BLOCK_DV)
+        norm_contribution = _load_vector(norm_ptr, slot, k0, K, BLOCK_KT)
+        _store_tile(state_ptr, state, slot, k0, K, DV, BLOCK_KT, BLOCK_DV)
+        _store_vector(norm_ptr, norm, slot, k0, K, BLOCK_KT)
+        state += contribution
+        norm += norm_contribution
+    _store_tile(total_state_ptr, state, bh, k0, K, DV, BLOCK_KT, BLOCK_DV)
+    _store_vector(total_norm_ptr, norm, bh, k0, K, BLOCK_KT)
 
 
 # ----------------------------------------------------------------------------------------------------------------
-# 4b. Causal backward: the same formulas with prefix sums. Query side is a forward scan over chunks (state S, z
-#     as in the forward); key/value side is a reverse scan with state R = sum_{i later} Gamma_Q,i^T d_num_i and
-#     r = sum_{i later} Gamma_Q,i d_den_i.
+# 4. The output: the state read by the queries, plus the masked in-chunk affinity when causal
 # ----------------------------------------------------------------------------------------------------------------
 @triton.jit
-def causal_query_backward_kernel(q_ptr, k_ptr, v_ptr, d_out_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, d_q_ptr, d_num_ptr,
-                                 d_den_ptr, d_w_sq_part_ptr, d_w_lin_part_ptr, d_bias_part_ptr, H, N, K, D, DV, eps,
-                                 CHUNK: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr,
-                                 BLOCK_DV: tl.constexpr, PRECISION: tl.constexpr, LOGIT_PRECISION: tl.constexpr):
-    """d_q, d_num (B*H, N, DV) and d_den (B*H, N) for the reverse scan, mixture-gradient partials (query side).
-    d_Gamma_Q,i = sum_{j <= i} Gamma_K,j (V_j . d_num_i + d_den_i). Grid: (B * H,)."""
+def output_kernel(q_ptr, k_ptr, v_ptr, lse_q_ptr, lse_k_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, memory_ptr,
+                  normalizer_ptr, out_ptr, den_ptr, H, N, K, D, DV, eps, CAUSAL: tl.constexpr,
+                  BLOCK_N: tl.constexpr, BLOCK_KT: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
+                  PRECISION: tl.constexpr, LOGIT_PRECISION: tl.constexpr):
+    """out (B*H, N, DV) and den (B*H, N) fp32 for one block of queries. Causal: the block is chunk ``c``, the
+    memory is the exclusive prefix of chunk ``c`` (B*H, n_chunks, K, DV), and ``A = tril(Gamma_Q Gamma_K^T)`` adds
+    the chunk's own keys ``j <= i``. Bidirectional: the memory is the total (B*H, 1, K, DV), no A.
+    Grid: (B * H, cdiv(N, BLOCK_N))."""
     bh = tl.program_id(0)
-    memory = tl.zeros((BLOCK_K, BLOCK_DV), dtype=tl.float32)
-    normalizer = tl.zeros((BLOCK_K,), dtype=tl.float32)
-    d_w_sq = tl.zeros((BLOCK_K, BLOCK_D), dtype=tl.float32)
-    d_w_lin = tl.zeros((BLOCK_K, BLOCK_D), dtype=tl.float32)
-    d_bias = tl.zeros((BLOCK_K,), dtype=tl.float32)
-    offs = tl.arange(0, CHUNK)
-    causal = offs[:, None] >= offs[None, :]
-    for start in range(0, N, CHUNK):
-        w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
-        rows = start + offs
-        x = _load_rows(q_ptr, bh, rows, N, D, BLOCK_D)
-        gamma_q = _responsibilities(x, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
+    chunk = tl.program_id(1)
+    rows = chunk * BLOCK_N + tl.arange(0, BLOCK_N)
+    slot = bh
+    if CAUSAL:
+        slot = bh * tl.num_programs(1) + chunk
+    x_q = _load_rows(q_ptr, bh, rows, N, D, BLOCK_D)
+    lse_q = _load_lse(lse_q_ptr, bh, rows, N)
+    numerator = tl.zeros((BLOCK_N, BLOCK_DV), dtype=tl.float32)
+    denominator = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    if CAUSAL:
         x_k = _load_rows(k_ptr, bh, rows, N, D, BLOCK_D)
-        gamma_k = _responsibilities(x_k, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
-        values = _load_rows(v_ptr, bh, rows, N, DV, BLOCK_DV)
-        d_out = _load_rows(d_out_ptr, bh, rows, N, DV, BLOCK_DV)
-        affinity = tl.where(causal, tl.dot(gamma_q, tl.trans(gamma_k), input_precision=PRECISION), 0.0)
-        numerator = tl.dot(affinity, values, input_precision=PRECISION)
+        lse_k = _load_lse(lse_k_ptr, bh, rows, N)
+        affinity = tl.zeros((BLOCK_N, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_KT):
+        w_sq, w_lin, bias = _mixture_tile(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, k0, K, D, BLOCK_KT, BLOCK_D)
+        gamma_q = _gamma(x_q, lse_q, w_sq, w_lin, bias, LOGIT_PRECISION)
+        memory = _load_tile(memory_ptr, slot, k0, K, DV, BLOCK_KT, BLOCK_DV)
+        normalizer = _load_vector(normalizer_ptr, slot, k0, K, BLOCK_KT)
         numerator += tl.dot(gamma_q, memory, input_precision=PRECISION)
-        denominator = tl.sum(affinity, axis=1) + tl.sum(gamma_q * normalizer[None, :], axis=1) + eps
-        d_num = d_out / denominator[:, None]
-        d_den = -tl.sum(d_out * numerator, axis=1) / (denominator * denominator)
-        _store_rows(d_num_ptr, d_num, bh, rows, N, DV, BLOCK_DV)
-        tl.store(d_den_ptr + bh * N + rows, d_den, mask=rows < N)
-        weights = tl.dot(d_num, tl.trans(values), input_precision=PRECISION) + d_den[:, None]
-        weights = tl.where(causal, weights, 0.0)
-        d_gamma = tl.dot(weights, gamma_k, input_precision=PRECISION)
-        d_gamma += tl.dot(d_num, tl.trans(memory), input_precision=PRECISION) + d_den[:, None] * normalizer[None, :]
-        d_logits, d_x = _logits_backward(x, gamma_q, d_gamma, w_sq, w_lin, PRECISION)
-        _store_rows(d_q_ptr, d_x, bh, rows, N, D, BLOCK_D)
-        d_w_sq += tl.dot(tl.trans(d_logits), x * x, input_precision=PRECISION)
-        d_w_lin += tl.dot(tl.trans(d_logits), x, input_precision=PRECISION)
-        d_bias += tl.sum(d_logits, axis=0)
-        memory += tl.dot(tl.trans(gamma_k), values, input_precision=PRECISION)
-        normalizer += tl.sum(gamma_k, axis=0)
-    _store_mixture_grads(d_w_sq_part_ptr, d_w_lin_part_ptr, d_bias_part_ptr, bh, d_w_sq, d_w_lin, d_bias, K, D,
-                         BLOCK_K, BLOCK_D)
+        denominator += tl.sum(gamma_q * normalizer[None, :], axis=1)
+        if CAUSAL:
+            gamma_k = _gamma(x_k, lse_k, w_sq, w_lin, bias, LOGIT_PRECISION)
+            affinity += tl.dot(gamma_q, tl.trans(gamma_k), input_precision=PRECISION)
+    if CAUSAL:
+        offs = tl.arange(0, BLOCK_N)
+        affinity = tl.where(offs[:, None] >= offs[None, :], affinity, 0.0)
+        numerator += tl.dot(affinity, _load_rows(v_ptr, bh, rows, N, DV, BLOCK_DV), input_precision=PRECISION)
+        denominator += tl.sum(affinity, axis=1)
+    denominator += eps
+    _store_rows(out_ptr, numerator / denominator[:, None], bh, rows, N, DV, BLOCK_DV)
+    tl.store(den_ptr + bh * N + rows, denominator, mask=rows < N)
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# 5. Backward. With num = Gamma_Q memory (+ A V), den = Gamma_Q normalizer (+ A 1) + eps, out = num / den:
+#     d_num = d_out / den,  d_den = -(d_out . out) / den  (computed by torch, as is delta_Q = -eps d_den),
+#     d_Gamma_Q,i = d_num_i memory^T + d_den_i normalizer^T (+ sum_{j <= i in chunk} W_ij Gamma_K,j),
+#     W_ij = V_j . d_num_i + d_den_i;  the query states R = Gamma_Q^T d_num, r = Gamma_Q^T d_den (reverse prefix),
+#     d_Gamma_K,j = V_j R^T + r^T (+ sum_{i >= j in chunk} W_ij Gamma_Q,i),
+#     d_V_j = Gamma_K,j R (+ sum_{i >= j in chunk} A_ij d_num_i).
+# ----------------------------------------------------------------------------------------------------------------
+@triton.jit
+def _in_chunk_weights(d_num, d_den, values, BLOCK_N: tl.constexpr, PRECISION: tl.constexpr):
+    """W (BLOCK_N, BLOCK_N): W_ij = V_j . d_num_i + d_den_i for j <= i, else 0."""
+    offs = tl.arange(0, BLOCK_N)
+    weights = tl.dot(d_num, tl.trans(values), input_precision=PRECISION) + d_den[:, None]
+    return tl.where(offs[:, None] >= offs[None, :], weights, 0.0)
 
 
 @triton.jit
-def causal_key_backward_kernel(q_ptr, k_ptr, v_ptr, d_num_ptr, d_den_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, d_k_ptr,
-                               d_v_ptr, d_w_sq_part_ptr, d_w_lin_part_ptr, d_bias_part_ptr, H, N, K, D, DV,
-                               CHUNK: tl.constexpr, BLOCK_K: tl.constexpr, BLOCK_D: tl.constexpr,
-                               BLOCK_DV: tl.constexpr, PRECISION: tl.constexpr, LOGIT_PRECISION: tl.constexpr):
-    """d_k, d_v and mixture-gradient partials (key side), walking the chunks from last to first.
-    d_Gamma_K,j = sum_{i >= j} Gamma_Q,i (V_j . d_num_i + d_den_i);  d_V_j = sum_{i >= j} (Gamma_Q,i . Gamma_K,j)
-    d_num_i. Grid: (B * H,)."""
+def query_token_backward_kernel(q_ptr, k_ptr, v_ptr, lse_q_ptr, lse_k_ptr, d_num_ptr, d_den_ptr, w_sq_ptr, w_lin_ptr,
+                                bias_ptr, memory_ptr, normalizer_ptr, d_q_ptr, H, N, K, D, DV, eps,
+                                IN_CHUNK: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr,
+                                BLOCK_KT: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
+                                PRECISION: tl.constexpr, LOGIT_PRECISION: tl.constexpr):
+    """d_q (B*H, N, D) fp32 for one block (chunk) of queries, in two launches: d loss / d logits is linear in
+    d_Gamma_Q, so the state terms (memory/normalizer as in :func:`output_kernel`, and the softmax's delta) and the
+    causal in-chunk term (``IN_CHUNK``: ``W Gamma_K``, added to d_q) are done apart; together their tiles would not
+    fit a small GPU's shared memory. Grid: (B * H, cdiv(N, BLOCK_N))."""
     bh = tl.program_id(0)
-    reverse_memory = tl.zeros((BLOCK_K, BLOCK_DV), dtype=tl.float32)
-    reverse_normalizer = tl.zeros((BLOCK_K,), dtype=tl.float32)
-    d_w_sq = tl.zeros((BLOCK_K, BLOCK_D), dtype=tl.float32)
-    d_w_lin = tl.zeros((BLOCK_K, BLOCK_D), dtype=tl.float32)
-    d_bias = tl.zeros((BLOCK_K,), dtype=tl.float32)
-    offs = tl.arange(0, CHUNK)
-    causal = offs[:, None] >= offs[None, :]  # [i, j]: query i sees key j
-    n_chunks = tl.cdiv(N, CHUNK)
-    for step in range(0, n_chunks):
-        w_sq, w_lin, bias = _load_mixture(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, K, D, BLOCK_K, BLOCK_D)
-        rows = (n_chunks - 1 - step) * CHUNK + offs
-        x = _load_rows(k_ptr, bh, rows, N, D, BLOCK_D)
-        gamma_k = _responsibilities(x, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
+    chunk = tl.program_id(1)
+    rows = chunk * BLOCK_N + tl.arange(0, BLOCK_N)
+    slot = bh
+    if CAUSAL:
+        slot = bh * tl.num_programs(1) + chunk
+    x = _load_rows(q_ptr, bh, rows, N, D, BLOCK_D)
+    lse = _load_lse(lse_q_ptr, bh, rows, N)
+    d_num = _load_rows(d_num_ptr, bh, rows, N, DV, BLOCK_DV)
+    d_den = tl.load(d_den_ptr + bh * N + rows, mask=rows < N, other=0.0)
+    if IN_CHUNK:
+        d_x = _load_rows(d_q_ptr, bh, rows, N, D, BLOCK_D)
+        x_k = _load_rows(k_ptr, bh, rows, N, D, BLOCK_D)
+        lse_k = _load_lse(lse_k_ptr, bh, rows, N)
+        weights = _in_chunk_weights(d_num, d_den, _load_rows(v_ptr, bh, rows, N, DV, BLOCK_DV), BLOCK_N, PRECISION)
+    else:
+        d_x = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
+        delta = -eps * d_den
+    for k0 in range(0, K, BLOCK_KT):
+        w_sq, w_lin, bias = _mixture_tile(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, k0, K, D, BLOCK_KT, BLOCK_D)
+        gamma = _gamma(x, lse, w_sq, w_lin, bias, LOGIT_PRECISION)
+        if IN_CHUNK:
+            gamma_k = _gamma(x_k, lse_k, w_sq, w_lin, bias, LOGIT_PRECISION)
+            d_logits = gamma * tl.dot(weights, gamma_k, input_precision=PRECISION)
+        else:
+            memory = _load_tile(memory_ptr, slot, k0, K, DV, BLOCK_KT, BLOCK_DV)
+            normalizer = _load_vector(normalizer_ptr, slot, k0, K, BLOCK_KT)
+            d_gamma = tl.dot(d_num, tl.trans(memory), input_precision=PRECISION)
+            d_gamma += d_den[:, None] * normalizer[None, :]
+            d_logits = gamma * (d_gamma - delta[:, None])
+        d_x = _input_gradient(d_x, x, d_logits, w_sq, w_lin, PRECISION)
+    _store_rows(d_q_ptr, d_x, bh, rows, N, D, BLOCK_D)
+
+
+@triton.jit
+def key_token_backward_kernel(q_ptr, k_ptr, v_ptr, lse_q_ptr, lse_k_ptr, d_num_ptr, d_den_ptr, w_sq_ptr, w_lin_ptr,
+                              bias_ptr, reverse_ptr, reverse_norm_ptr, d_k_ptr, d_v_ptr, delta_ptr, H, N, K, D, DV,
+                              CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr, BLOCK_KT: tl.constexpr,
+                              BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr, PRECISION: tl.constexpr,
+                              LOGIT_PRECISION: tl.constexpr):
+    """d_k (B*H, N, D), d_v (B*H, N, DV) and the keys' softmax term delta (B*H, N), fp32, for one block (chunk) of
+    keys; reverse/reverse_norm are the query states R, r (their reverse exclusive prefix when causal, else the
+    total). Two passes over K: the first gives d_v and delta, the second d_k. Grid: (B * H, cdiv(N, BLOCK_N))."""
+    bh = tl.program_id(0)
+    chunk = tl.program_id(1)
+    rows = chunk * BLOCK_N + tl.arange(0, BLOCK_N)
+    slot = bh
+    if CAUSAL:
+        slot = bh * tl.num_programs(1) + chunk
+    x = _load_rows(k_ptr, bh, rows, N, D, BLOCK_D)
+    lse = _load_lse(lse_k_ptr, bh, rows, N)
+    values = _load_rows(v_ptr, bh, rows, N, DV, BLOCK_DV)
+    d_values = tl.zeros((BLOCK_N, BLOCK_DV), dtype=tl.float32)
+    delta = tl.zeros((BLOCK_N,), dtype=tl.float32)
+    if CAUSAL:
         x_q = _load_rows(q_ptr, bh, rows, N, D, BLOCK_D)
-        gamma_q = _responsibilities(x_q, rows, N, w_sq, w_lin, bias, LOGIT_PRECISION)
-        values = _load_rows(v_ptr, bh, rows, N, DV, BLOCK_DV)
+        lse_q = _load_lse(lse_q_ptr, bh, rows, N)
         d_num = _load_rows(d_num_ptr, bh, rows, N, DV, BLOCK_DV)
         d_den = tl.load(d_den_ptr + bh * N + rows, mask=rows < N, other=0.0)
-        affinity = tl.where(causal, tl.dot(gamma_q, tl.trans(gamma_k), input_precision=PRECISION), 0.0)
-        weights = tl.dot(d_num, tl.trans(values), input_precision=PRECISION) + d_den[:, None]
-        weights = tl.where(causal, weights, 0.0)
-        d_gamma = tl.dot(tl.trans(weights), gamma_q, input_precision=PRECISION)
-        d_gamma += tl.dot(values, tl.trans(reverse_memory), input_precision=PRECISION) + reverse_normalizer[None, :]
-        d_values = tl.dot(tl.trans(affinity), d_num, input_precision=PRECISION)
-        d_values += tl.dot(gamma_k, reverse_memory, input_precision=PRECISION)
-        _store_rows(d_v_ptr, d_values, bh, rows, N, DV, BLOCK_DV)
-        d_logits, d_x = _logits_backward(x, gamma_k, d_gamma, w_sq, w_lin, PRECISION)
-        _store_rows(d_k_ptr, d_x, bh, rows, N, D, BLOCK_D)
+        affinity = tl.zeros((BLOCK_N, BLOCK_N), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_KT):
+        w_sq, w_lin, bias = _mixture_tile(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, k0, K, D, BLOCK_KT, BLOCK_D)
+        gamma = _gamma(x, lse, w_sq, w_lin, bias, LOGIT_PRECISION)
+        reverse = _load_tile(reverse_ptr, slot, k0, K, DV, BLOCK_KT, BLOCK_DV)
+        reverse_norm = _load_vector(reverse_norm_ptr, slot, k0, K, BLOCK_KT)
+        d_values += tl.dot(gamma, reverse, input_precision=PRECISION)
+        delta += tl.sum(gamma * reverse_norm[None, :], axis=1)
+        if CAUSAL:
+            gamma_q = _gamma(x_q, lse_q, w_sq, w_lin, bias, LOGIT_PRECISION)
+            affinity += tl.dot(gamma_q, tl.trans(gamma), input_precision=PRECISION)
+    if CAUSAL:
+        offs = tl.arange(0, BLOCK_N)
+        affinity = tl.where(offs[:, None] >= offs[None, :], affinity, 0.0)  # [i, j]: query i sees key j
+        d_values += tl.dot(tl.trans(affinity), d_num, input_precision=PRECISION)
+        delta += tl.sum(affinity * d_den[:, None], axis=0)
+        weights = _in_chunk_weights(d_num, d_den, values, BLOCK_N, PRECISION)
+    delta += tl.sum(values * d_values, axis=1)
+    _store_rows(d_v_ptr, d_values, bh, rows, N, DV, BLOCK_DV)
+    tl.store(delta_ptr + bh * N + rows, delta, mask=rows < N)
+    d_x = tl.zeros((BLOCK_N, BLOCK_D), dtype=tl.float32)
+    for k0 in range(0, K, BLOCK_KT):
+        w_sq, w_lin, bias = _mixture_tile(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, k0, K, D, BLOCK_KT, BLOCK_D)
+        gamma = _gamma(x, lse, w_sq, w_lin, bias, LOGIT_PRECISION)
+        reverse = _load_tile(reverse_ptr, slot, k0, K, DV, BLOCK_KT, BLOCK_DV)
+        reverse_norm = _load_vector(reverse_norm_ptr, slot, k0, K, BLOCK_KT)
+        d_gamma = tl.dot(values, tl.trans(reverse), input_precision=PRECISION) + reverse_norm[None, :]
+        if CAUSAL:
+            gamma_q = _gamma(x_q, lse_q, w_sq, w_lin, bias, LOGIT_PRECISION)
+            d_gamma += tl.dot(tl.trans(weights), gamma_q, input_precision=PRECISION)
+        d_logits = gamma * (d_gamma - delta[:, None])
+        d_x = _input_gradient(d_x, x, d_logits, w_sq, w_lin, PRECISION)
+    _store_rows(d_k_ptr, d_x, bh, rows, N, D, BLOCK_D)
+
+
+@triton.jit
+def mixture_backward_kernel(x_ptr, other_ptr, v_ptr, lse_ptr, other_lse_ptr, d_num_ptr, d_den_ptr, delta_ptr,
+                            w_sq_ptr, w_lin_ptr, bias_ptr, state_ptr, state_norm_ptr, d_w_sq_ptr, d_w_lin_ptr,
+                            d_bias_ptr, H, N, K, D, DV, eps, N_PARTS, BLOCKS_PER_PART, N_BLOCKS,
+                            KEYS: tl.constexpr, CAUSAL: tl.constexpr, BLOCK_N: tl.constexpr,
+                            BLOCK_KT: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
+                            PRECISION: tl.constexpr, LOGIT_PRECISION: tl.constexpr):
+    """Partial gradients of one K tile of w_sq, w_lin (B*H*N_PARTS, K, D) and bias (B*H*N_PARTS, K) from the rows
+    of part ``p``, for the queries (``KEYS`` false: x = q, state = the forward memory) or the keys (x = k,
+    state = the query states R, r; delta stored by :func:`key_token_backward_kernel`). ``other`` is the other
+    side's routing vectors, needed for the in-chunk terms when causal. Grid: (B * H, N_PARTS, cdiv(K, BLOCK_KT))."""
+    bh = tl.program_id(0)
+    part = tl.program_id(1)
+    k0 = tl.program_id(2) * BLOCK_KT
+    d_w_sq = tl.zeros((BLOCK_KT, BLOCK_D), dtype=tl.float32)
+    d_w_lin = tl.zeros((BLOCK_KT, BLOCK_D), dtype=tl.float32)
+    d_bias = tl.zeros((BLOCK_KT,), dtype=tl.float32)
+    for i in range(0, BLOCKS_PER_PART):
+        block = part * BLOCKS_PER_PART + i
+        rows = block * BLOCK_N + tl.arange(0, BLOCK_N)
+        slot = bh
+        if CAUSAL:
+            slot = bh * N_BLOCKS + block
+        x = _load_rows(x_ptr, bh, rows, N, D, BLOCK_D)
+        w_sq, w_lin, bias = _mixture_tile(w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, k0, K, D, BLOCK_KT, BLOCK_D)
+        gamma = _gamma(x, _load_lse(lse_ptr, bh, rows, N), w_sq, w_lin, bias, LOGIT_PRECISION)
+        state = _load_tile(state_ptr, slot, k0, K, DV, BLOCK_KT, BLOCK_DV)
+        state_norm = _load_vector(state_norm_ptr, slot, k0, K, BLOCK_KT)
+        if KEYS:
+            values = _load_rows(v_ptr, bh, rows, N, DV, BLOCK_DV)
+            d_gamma = tl.dot(values, tl.trans(state), input_precision=PRECISION) + state_norm[None, :]
+            delta = tl.load(delta_ptr + bh * N + rows, mask=rows < N, other=0.0)
+        else:
+            d_num = _load_rows(d_num_ptr, bh, rows, N, DV, BLOCK_DV)
+            d_den = tl.load(d_den_ptr + bh * N + rows, mask=rows < N, other=0.0)
+            d_gamma = tl.dot(d_num, tl.trans(state), input_precision=PRECISION) + d_den[:, None] * state_norm[None, :]
+            delta = -eps * d_den
+        if CAUSAL:
+            other = _gamma(_load_rows(other_ptr, bh, rows, N, D, BLOCK_D), _load_lse(other_lse_ptr, bh, rows, N),
+                           w_sq, w_lin, bias, LOGIT_PRECISION)
+            if KEYS:
+                d_num = _load_rows(d_num_ptr, bh, rows, N, DV, BLOCK_DV)
+                d_den = tl.load(d_den_ptr + bh * N + rows, mask=rows < N, other=0.0)
+                weights = _in_chunk_weights(d_num, d_den, values, BLOCK_N, PRECISION)
+                d_gamma += tl.dot(tl.trans(weights), other, input_precision=PRECISION)
+            else:
+                weights = _in_chunk_weights(d_num, d_den, _load_rows(v_ptr, bh, rows, N, DV, BLOCK_DV), BLOCK_N,
+                                            PRECISION)
+                d_gamma += tl.dot(weights, other, input_precision=PRECISION)
+        d_logits = gamma * (d_gamma - delta[:, None])
         d_w_sq += tl.dot(tl.trans(d_logits), x * x, input_precision=PRECISION)
         d_w_lin += tl.dot(tl.trans(d_logits), x, input_precision=PRECISION)
         d_bias += tl.sum(d_logits, axis=0)
-        reverse_memory += tl.dot(tl.trans(gamma_q), d_num, input_precision=PRECISION)
-        reverse_normalizer += tl.sum(gamma_q * d_den[:, None], axis=0)
-    _store_mixture_grads(d_w_sq_part_ptr, d_w_lin_part_ptr, d_bias_part_ptr, bh, d_w_sq, d_w_lin, d_bias, K, D,
-                         BLOCK_K, BLOCK_D)
+    slot = bh * N_PARTS + part
+    _store_tile(d_w_sq_ptr, d_w_sq, slot, k0, K, D, BLOCK_KT, BLOCK_D)
+    _store_tile(d_w_lin_ptr, d_w_lin, slot, k0, K, D, BLOCK_KT, BLOCK_D)
+    _store_vector(d_bias_ptr, d_bias, slot, k0, K, BLOCK_KT)
