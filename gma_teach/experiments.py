@@ -30,7 +30,7 @@ from types import SimpleNamespace
 
 import torch
 
-from . import measure
+from . import _checks, measure
 from .baselines import MIXER_NAMES
 from .data.wikitext import bits_per_byte
 from .models import DecoderLM, EncoderClassifier, parameter_counts
@@ -66,9 +66,7 @@ def mixer_options(p: SimpleNamespace, mixer: str, n_components: int | None = Non
 
 
 def _check_seed(seed) -> int:
-    if isinstance(seed, bool) or not isinstance(seed, int) or seed < 0:
-        raise ValueError(f"seed must be a non-negative int, got {seed!r}")
-    return seed
+    return _checks.integer("seed", seed, minimum=0)
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -359,8 +357,7 @@ def decoding_state_bytes(model: DecoderLM, n_steps: int, *, prompt_id: int = 0) 
     """
     if not model.can_decode_recurrently():
         raise ValueError("model's mixers have no init_state/step")
-    if not isinstance(n_steps, int) or not 1 <= n_steps <= model.max_seq_len:
-        raise ValueError(f"n_steps must be an int in [1, max_seq_len={model.max_seq_len}], got {n_steps!r}")
+    _checks.integer("n_steps", n_steps, minimum=1, maximum=model.max_seq_len)
     states = [block.mixer.init_state(1) for block in model.blocks]
     token = torch.tensor([prompt_id], device=model.embedding.weight.device)
     sizes = []

@@ -42,7 +42,7 @@ from pathlib import Path
 
 import torch
 
-from . import measure
+from . import _checks, measure
 from .experiments import listops_data, lm_data, run_classification, run_lm, text_data
 from .scale import device, preset
 
@@ -123,10 +123,7 @@ _T_975 = (12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912, 2.364624,
 def t_quantile_975(dof: int) -> float:
     """The 0.975 quantile of Student's t with ``dof`` degrees of freedom (exact table to 30, then the
     Cornish-Fisher expansion around the normal quantile, accurate to 1e-4 beyond)."""
-    if isinstance(dof, bool) or not isinstance(dof, int):
-        raise TypeError(f"dof must be an int, got {type(dof).__name__}")
-    if dof < 1:
-        raise ValueError(f"dof must be >= 1, got {dof}")
+    dof = _checks.integer("dof", dof, minimum=1)
     if dof <= len(_T_975):
         return _T_975[dof - 1]
     z = 1.959963984540054
@@ -285,7 +282,7 @@ def run_arm(study: dict, arm: str, *, seeds=None, folder=None, command: str | No
         if data is None:
             data = study_data(study)
         origin = measure.provenance(command or "python -m gma_teach.study " + " ".join(sys.argv[1:]), device())
-        started = time.perf_counter()
+        started, cpu_started = time.perf_counter(), time.process_time()
         if experiment == "lm":
             run = run_lm(spec["mixer"], scale_name=study["scale"], seed=seed, n_components=spec.get("n_components"),
                          data=data, progress=progress, gma_options=spec.get("gma_options"),
@@ -295,6 +292,7 @@ def run_arm(study: dict, arm: str, *, seeds=None, folder=None, command: str | No
                                      n_components=spec.get("n_components"), data=data, progress=progress,
                                      **study["overrides"])
         run["wall_seconds"] = time.perf_counter() - started
+        run["cpu_seconds"] = time.process_time() - cpu_started  # what the run cost, whatever the machine's load
         run["provenance"] = {**origin, "load_after": measure.provenance(origin["command"])["load"]}
         record["runs"] = sorted([*record["runs"], run], key=lambda r: r["seed"])
         record["summary"] = summarize(study, arm, record["runs"])

@@ -248,8 +248,7 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
     _checks.positive_number("lr", lr)
     if weight_decay < 0:
         raise ValueError(f"weight_decay must be >= 0, got {weight_decay}")
-    if not isinstance(warmup, int) or warmup < 0:
-        raise ValueError(f"warmup must be a non-negative int (steps), got {warmup!r}")
+    _checks.integer("warmup", warmup, minimum=0)
     if clip_norm is not None:
         _checks.positive_number("clip_norm", clip_norm)
     if resume and checkpoint_path is None:

@@ -26,6 +26,8 @@ from collections.abc import Sequence
 
 import torch
 
+from .. import _checks
+
 MIN, MAX, MED, SUM_MOD, END = "[MIN", "[MAX", "[MED", "[SM", "]"
 OPERATORS = (MIN, MAX, MED, SUM_MOD)
 VALUES = tuple(range(10))
@@ -96,11 +98,6 @@ def tree_value(tree):
     return (left[0], left[1] + [right])
 
 
-def _check_positive_int(name: str, value, minimum: int = 1) -> None:
-    if not isinstance(value, int) or isinstance(value, bool) or value < minimum:
-        raise ValueError(f"{name} must be an integer >= {minimum}, got {value!r}")
-
-
 def generate(n_samples: int, *, max_depth: int = 10, max_args: int = 10, min_length: int = 500,
              max_length: int = 2000, seed: int = 0, max_tries: int | None = None) -> list[tuple[str, int]]:
     """``n_samples`` distinct ListOps examples ``(source, target)`` drawn like LRA's generator.
@@ -117,11 +114,11 @@ def generate(n_samples: int, *, max_depth: int = 10, max_args: int = 10, min_len
     Returns:
         A list of ``(source, target)`` with ``source`` in LRA's parenthesized text form and ``target`` in 0..9.
     """
-    _check_positive_int("n_samples", n_samples, 0)
-    _check_positive_int("max_depth", max_depth)
-    _check_positive_int("max_args", max_args, 2)
-    _check_positive_int("min_length", min_length, 0)
-    _check_positive_int("max_length", max_length, 1)
+    _checks.integer("n_samples", n_samples, minimum=0)
+    _checks.positive_int("max_depth", max_depth)
+    _checks.integer("max_args", max_args, minimum=2)
+    _checks.integer("min_length", min_length, minimum=0)
+    _checks.integer("max_length", max_length, minimum=1)
     if max_length - min_length < 2:
         raise ValueError(f"need min_length < length < max_length to admit a length, got {min_length}, {max_length}")
     rng = random.Random(seed)
@@ -326,7 +323,7 @@ def splits(n_train: int, n_val: int, n_test: int, *, source: str = "generate", m
     if source not in ("generate", "hub", "files"):
         raise ValueError(f"source must be 'generate', 'hub' or 'files', got {source!r}")
     for name, value in (("n_train", n_train), ("n_val", n_val), ("n_test", n_test)):
-        _check_positive_int(name, value, 0)
+        _checks.integer(name, value, minimum=0)
     if source == "files" and data_files is None:
         raise ValueError("source='files' needs data_files={split: path}")
     from ._hub import cached

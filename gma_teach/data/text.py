@@ -19,6 +19,7 @@ from collections.abc import Sequence
 
 import torch
 
+from .. import _checks
 from ._stdlib import docstrings_under
 
 PAD_ID = 0
@@ -33,8 +34,7 @@ def encode_bytes(text: str, max_length: int) -> list[int]:
     """UTF-8 bytes of ``text`` as ``byte + 1``, truncated to ``max_length`` (no padding)."""
     if not isinstance(text, str):
         raise TypeError(f"text must be a str, got {type(text).__name__}")
-    if not isinstance(max_length, int) or max_length < 1:
-        raise ValueError(f"max_length must be a positive integer, got {max_length!r}")
+    _checks.positive_int("max_length", max_length)
     return [b + 1 for b in text.encode("utf-8")[:max_length]]
 
 

@@ -28,6 +28,7 @@ from dataclasses import dataclass, field
 
 import torch
 
+from .. import _checks
 from ._stdlib import docstrings_under
 
 HUB_REPO = "Salesforce/wikitext"
@@ -145,10 +146,7 @@ def bits_per_byte(total_loss_nats: float, n_bytes: int) -> float:
     The tokenizer-independent measure of a language model: a model that spends ``L`` nats on the tokens of a text
     of ``n_bytes`` bytes codes it in ``L / ln 2`` bits, whatever the tokens were.
     """
-    if isinstance(n_bytes, bool) or not isinstance(n_bytes, int):
-        raise TypeError(f"n_bytes must be an int, got {type(n_bytes).__name__}")
-    if n_bytes < 1:
-        raise ValueError(f"n_bytes must be >= 1, got {n_bytes}")
+    _checks.integer("n_bytes", n_bytes, minimum=1)
     total_loss_nats = float(total_loss_nats)
     if not math.isfinite(total_loss_nats) or total_loss_nats < 0:
         raise ValueError(f"total_loss_nats must be finite and >= 0, got {total_loss_nats}")
@@ -315,8 +313,7 @@ def pack(stream: torch.Tensor, block_size: int) -> torch.Tensor:
     if not isinstance(stream, torch.Tensor) or stream.dim() != 1:
         raise ValueError(f"stream must be a 1-D tensor, got {type(stream).__name__} "
                          f"{tuple(getattr(stream, 'shape', ()))}")
-    if not isinstance(block_size, int) or block_size < 1:
-        raise ValueError(f"block_size must be a positive integer, got {block_size!r}")
+    _checks.positive_int("block_size", block_size)
     n_blocks = (stream.numel() - 1) // block_size
     if n_blocks < 1:
         raise ValueError(f"stream of {stream.numel()} tokens is too short for one block of {block_size} + 1")

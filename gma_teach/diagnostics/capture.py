@@ -7,6 +7,7 @@ from collections.abc import Sequence
 import torch
 from torch import nn
 
+from .. import _checks
 from .categories import token_categories
 
 
@@ -139,10 +140,8 @@ def lm_routing(model: nn.Module, val_ids: torch.Tensor, tokenizer, *, n_tokens: 
     if not isinstance(val_ids, torch.Tensor) or val_ids.dim() != 1:
         raise ValueError(f"val_ids must be a 1-D token stream, got {type(val_ids).__name__} "
                          f"{tuple(getattr(val_ids, 'shape', ()))}")
-    if isinstance(n_tokens, bool) or not isinstance(n_tokens, int) or n_tokens < 1:
-        raise ValueError(f"n_tokens must be a positive int, got {n_tokens!r}")
-    if isinstance(batch_size, bool) or not isinstance(batch_size, int) or batch_size < 1:
-        raise ValueError(f"batch_size must be a positive int, got {batch_size!r}")
+    _checks.positive_int("n_tokens", n_tokens)
+    _checks.positive_int("batch_size", batch_size)
     context = int(model.max_seq_len)
     n_rows = val_ids.numel() // context
     if n_rows < 1:

@@ -7,6 +7,7 @@ from collections.abc import Sequence
 
 import torch
 
+from .. import _checks
 from .categories import CATEGORIES
 
 
@@ -207,10 +208,8 @@ def permutation_baseline(resp, categories, *, n_shuffles: int = 100, seed: int =
         ``{"purity": {"mean", "std"}, "mi": {...}, "nmi_category": {...}, "nmi_arithmetic": {...},
         "n_shuffles": n, "seed": seed}``; ``std`` is the sample standard deviation (``ddof=1``) over shuffles.
     """
-    if isinstance(n_shuffles, bool) or not isinstance(n_shuffles, int) or n_shuffles < 2:
-        raise ValueError(f"n_shuffles must be an int >= 2, got {n_shuffles!r}")
-    if isinstance(seed, bool) or not isinstance(seed, int):
-        raise TypeError(f"seed must be an int, got {type(seed).__name__}")
+    _checks.integer("n_shuffles", n_shuffles, minimum=2)
+    _checks.integer("seed", seed)
     resp, labels = _validate(resp, categories)
     n_tokens, n_components = resp.shape
     codes, names = _encode(labels)
@@ -285,8 +284,7 @@ def component_summary(resp, categories, *, tokens: Sequence[str] | None = None, 
     counts, names = contingency_table(resp, categories)
     if tokens is not None and len(tokens) != int(counts.sum()):
         raise ValueError(f"tokens has {len(tokens)} entries but resp has {int(counts.sum())} rows")
-    if isinstance(top, bool) or not isinstance(top, int) or top < 1:
-        raise ValueError(f"top must be an int >= 1, got {top!r}")
+    _checks.positive_int("top", top)
     per_component = counts.sum(dim=-1)
     order = torch.argsort(per_component, descending=True, stable=True)[:top]
     assignments = hard_assignments(resp) if tokens is not None else None
