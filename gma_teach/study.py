@@ -44,7 +44,7 @@ import torch
 
 from . import _checks, measure
 from .experiments import listops_data, lm_data, run_classification, run_lm, text_data
-from .scale import device, preset
+from .environment import device, preset
 
 # ---------------------------------------------------------------------------------------------------- settings
 REMEDY = {"init_variance": "d_route"}
@@ -347,7 +347,7 @@ def scan_initial_routing(scan: dict = INIT_SCAN, *, command: str | None = None) 
     layers, heads and seeds, and the spread (std) of the routing vectors' coordinates.
     """
     from .experiments import build_lm
-    from .scale import seed_everything
+    from .environment import seed_everything
 
     p = preset("lm", scan["scale"])
     origin = measure.provenance(command or "python -m gma_teach.study init-scan", device())
@@ -406,6 +406,8 @@ def study_table(study: dict, folder=None, *, reference: str | None = None, metri
     reference = reference or next(iter(study["arms"]))
     table = {"metric": metric, "reference": reference, "arms": {a: r["summary"] for a, r in arms.items()},
              "paired": {}}
+    if part == "val" and arms:
+        table["ordering"] = ordering_at_last_evaluations(arms)
     if reference in arms:
         by_seed = {r["seed"]: r[part][key] for r in arms[reference]["runs"]}
         for arm, record in arms.items():
@@ -417,6 +419,24 @@ def study_table(study: dict, folder=None, *, reference: str | None = None, metri
                 table["paired"][arm] = {"seeds": common, **paired_difference([other[s] for s in common],
                                                                              [by_seed[s] for s in common])}
     return table
+
+
+def ordering_at_last_evaluations(arms: dict) -> dict:
+    """Whether training ran long enough to order the arms: the arms sorted by their mean (over seeds) validation
+    bits per byte at the last evaluation and at the one before, and whether the two orders agree.
+
+    Args:
+        arms: ``{arm: record}`` of language-model arms.
+    """
+    def order(position):
+        means = {arm: statistics.fmean(r["history"]["val_bits_per_byte"][position] for r in record["runs"])
+                 for arm, record in arms.items()}
+        return sorted(means, key=means.get), means
+
+    last, last_means = order(-1)
+    previous, previous_means = order(-2)
+    return {"last": last, "previous": previous, "stable": last == previous, "last_means": last_means,
+            "previous_means": previous_means}
 
 
 def _cell(summary: dict, name: str, digits: int) -> str:
@@ -436,6 +456,10 @@ def format_study_table(table: dict) -> str:
         lines += [f"{arm:<20} {len(s['seeds']):>5} {_cell(s, 'val_loss', 4):>16} "
                   f"{_cell(s, 'val_bits_per_byte', 4):>16} {_cell(s, 'active_share', 3):>14}"
                   for arm, s in table["arms"].items()]
+    if "ordering" in table:
+        ordering = table["ordering"]
+        lines.append(f"order at the last evaluation: {' < '.join(ordering['last'])} "
+                     f"({'same as' if ordering['stable'] else 'differs from'} the evaluation before)")
     for arm, d in table["paired"].items():
         lines.append(f"{arm} - {table['reference']} ({table['metric']}, seeds {d['seeds']}): {d['mean']:+.4f}, "
                      f"95% CI [{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}]")

@@ -86,7 +86,12 @@ def test_study_table_pairs_common_seeds(tmp_path):
     assert table["paired"]["none"]["differences"] == pytest.approx([other[s] - reference[s] for s in (0, 1)])
     assert "active_share" not in table["arms"]["none"] and "active_share" in table["arms"]["gma_remedy"]
     text = study.format_study_table(table)
-    assert "gma_remedy" in text and "95% CI" in text
+    assert "gma_remedy" in text and "95% CI" in text and "order at the last evaluation" in text
+    ordering = table["ordering"]
+    assert sorted(ordering["last"]) == sorted(TINY_STUDY["arms"])
+    assert ordering["stable"] == (ordering["last"] == ordering["previous"])
+    means = ordering["last_means"]
+    assert [means[arm] for arm in ordering["last"]] == sorted(means.values())
     record = study.load_arm(TINY_STUDY, "gma", tmp_path)
     curve = study.health_curve(record, layer=0)
     assert curve["steps"] == [0, 2, 4] and curve["n"] == 2
