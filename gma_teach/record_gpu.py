@@ -1,4 +1,5 @@
-"""The GPU record in one command: ``python -m gma_teach.record_gpu --out book/results/``.
+"""The GPU record in one command: ``python -m gma_teach.record_gpu`` (``--out FOLDER``; default: the recorded
+results shipped with the package, :func:`gma_teach.measure.results_folder`, where the chapters read them).
 
 On a CUDA GPU it runs four stages, each in its own process with a time budget (about 10 minutes in all on an
 H200-class GPU), and writes one JSON file per stage with its provenance (:func:`gma_teach.measure.provenance`:
@@ -364,7 +365,8 @@ def _write(file: Path, record: dict) -> None:
 
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m gma_teach.record_gpu", description=__doc__.split("\n\n")[0])
-    parser.add_argument("--out", type=Path, required=True, help="folder of the result files (e.g. book/results/)")
+    parser.add_argument("--out", type=Path, default=None,
+                        help="folder of the result files (default: gma_teach/results, where the chapters read them)")
     parser.add_argument("--quick", action="store_true", help="smoke-test sizes: every stage in about a minute")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and exit (works without a GPU)")
     parser.add_argument("--only", nargs="+", choices=STAGES, default=None, help="run these stages only")
@@ -375,7 +377,7 @@ def _parser() -> argparse.ArgumentParser:
 def main(argv=None) -> int:
     """Run the record (or print its plan); returns 0 when every stage that ran succeeded."""
     args = _parser().parse_args(argv)
-    out = args.out.resolve()
+    out = (args.out or measure.results_folder()).resolve()
     stages = [s for s in plan(out, quick=args.quick, slug=None if torch.cuda.is_available() else "<gpu>")
               if args.only is None or s["stage"] in args.only]
     if args.dry_run:

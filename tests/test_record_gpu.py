@@ -20,6 +20,14 @@ def test_dry_run_prints_every_stage_within_ten_minutes(tmp_path, capsys):
     assert len({s["file"] for s in stages}) == len(stages)
 
 
+def test_the_default_folder_is_the_packaged_results(capsys):
+    from gma_teach import measure
+
+    assert record_gpu.main(["--dry-run", "--only", "kernels"]) == 0
+    printed = capsys.readouterr().out
+    assert str(measure.results_folder().resolve()) in printed and "profiling" not in printed
+
+
 def test_quick_plan_uses_small_sizes_and_its_own_files(tmp_path):
     quick = record_gpu.plan(tmp_path, quick=True, slug="GPU")
     full = record_gpu.plan(tmp_path, slug="GPU")
