@@ -439,7 +439,7 @@ MIXERS = {
     "uniform": UniformAverage,
     "none": NoMixing,
 }
-"""Every sequence mixer by name: ``name -> class``, each built as ``cls(d_model, n_heads, causal=..., **options)``."""
+"""Every sequence mixer by name, ``name -> class``, each built as ``cls(d_model, n_heads, causal=..., **options)``."""
 
 MIXER_NAMES = tuple(MIXERS)
 """The names of :data:`MIXERS`, in the book's order."""

@@ -45,7 +45,7 @@ class DeviceProfile:
     """What a device can do, in the model's four numbers (sustained, not peak) plus its memory budget.
 
     Attributes:
-        name: the profile's key in :data:`PROFILES`.
+        name: the profile's key in ``PROFILES``.
         description: the hardware in words, with the spec-sheet numbers the rates come from.
         memory_budget_bytes: the peak memory a chapter may use (GPU memory on a GPU, RAM on a CPU).
         flops_per_second: sustained float32 rate of large matrix products, all cores together.
@@ -101,7 +101,7 @@ PROFILES: dict[str, DeviceProfile] = {
                  128, 67, 990, 4800, (9, 0)),
 }
 HOST = "cpu-2core"
-"""The profile of the CPU beside a GPU (a Colab VM has two vCPUs): it runs data generation, float64 demos, figures."""
+"""The profile of the CPU beside a GPU (a Colab VM has two vCPUs); it runs data generation, float64 demos, figures."""
 
 BUDGET_SECONDS = {"tiny": 120.0, "small": 600.0, "medium": 600.0}
 """Time a chapter may take at each scale on its target profile (:data:`TARGET_PROFILE`); ``full`` has none."""
@@ -110,7 +110,7 @@ TARGET_PROFILE = {"tiny": "cpu-2core", "small": "cpu-2core", "medium": "t4", "fu
 
 
 def profile(name_or_profile) -> DeviceProfile:
-    """The :class:`DeviceProfile` named ``name_or_profile`` (a key of :data:`PROFILES`), or the profile itself."""
+    """The :class:`DeviceProfile` named ``name_or_profile`` (a key of ``PROFILES``), or the profile itself."""
     if isinstance(name_or_profile, DeviceProfile):
         return name_or_profile
     if not isinstance(name_or_profile, str):
@@ -368,7 +368,7 @@ def training_work(*, n_steps: int, batch_size: int, seq_len: int, d_model: int, 
 # ----------------------------------------------------------------------------------------------------------------
 LISTOPS_SECONDS_PER_TOKEN = 22e-6  # the generator on one core: 2.8 ms a tree of 126 tokens, 17.5 ms of 1089
 CHAPTER_FIXED_SECONDS = 25.0  # a kernel start, the imports and the figures of a chapter, on the host
-"""Fixed cost of any chapter (see CALIBRATION: the tiny times minus their predicted work)."""
+"""Fixed cost of any chapter (see ``CALIBRATION``; the tiny times minus their predicted work)."""
 
 
 def _sweep_point(label, work, calls, *, single_thread=True):
@@ -575,7 +575,7 @@ def _experiment(name):
 CHAPTERS = {"ch01": _ch01, "ch02": _ch02, "ch03": _ch03, "ch04": _ch04, "ch05": _ch05, "ch06": _ch06, "ch07": _ch07,
             "ch08": _ch08, "ch09": _ch09, "ch10": _ch10, "ch11": _ch11, "listops": _experiment("listops"),
             "text": _experiment("text"), "lm": _experiment("lm")}
-"""Every preset the model covers: the chapters, and one GMA run (one seed) of each experiment."""
+"""Every preset the model covers -- the chapters, and one GMA run (one seed) of each experiment."""
 
 
 def points(chapter: str, scale: str, on_cuda: bool) -> list[Point]:
@@ -595,8 +595,8 @@ def predict(chapter: str, scale: str, device_profile="cpu-2core") -> Prediction:
 
     Args:
         chapter: ``"ch01"`` ... ``"ch11"``, or an experiment (``"listops"``, ``"text"``, ``"lm"``: one GMA run).
-        scale: one of :data:`gma_teach.environment.SCALES`.
-        device_profile: a name of :data:`PROFILES` or a :class:`DeviceProfile`.
+        scale: one of ``gma_teach.environment.SCALES``.
+        device_profile: a name of ``PROFILES`` or a :class:`DeviceProfile`.
 
     Returns:
         a :class:`Prediction`; ``points`` holds every sweep point and run with its own time, peak and ``fits``.
@@ -632,7 +632,7 @@ def point_fits(form: str, *, batch_size: int, n_heads: int, seq_len: int, d_rout
     Args:
         form: an attention form of :func:`attention_work` (``"softmax"``, ``"sdpa"``, ``"gma_naive"``,
             ``"gma_naive_causal"``, ``"gma_linear"``, ``"gma_cumsum"``, ``"gma_chunked"``) or a mixer name of
-            :data:`BLOCK_OPS` prefixed with ``"block:"`` (chapter 8's forward + backward block; ``d_route`` is then
+            ``BLOCK_OPS`` prefixed with ``"block:"`` (chapter 8's forward + backward block; ``d_route`` is then
             the block's width ``d_model``).
         batch_size, n_heads, seq_len, d_route, d_value, n_components, chunk_size, backward: the point's sizes.
         device_profile: a profile name or :class:`DeviceProfile`; default :func:`current_profile`.

@@ -39,7 +39,7 @@ def default_scale() -> str:
 
 
 def scale() -> str:
-    """The scale in force: ``GMA_TEACH_SCALE`` if set (one of :data:`SCALES`), else :func:`default_scale`."""
+    """The scale in force: ``GMA_TEACH_SCALE`` if set (one of ``SCALES``), else :func:`gma_teach.environment.default_scale`."""
     value = os.environ.get(SCALE_VARIABLE, "").strip().lower()
     if not value:
         return default_scale()
@@ -53,7 +53,7 @@ def preset(name: str, scale_name: str | None = None) -> SimpleNamespace:
 
     Args:
         name: a key of :data:`gma_teach.presets.PRESETS`.
-        scale_name: one of :data:`SCALES`; ``None`` means :func:`scale`.
+        scale_name: one of ``SCALES``; ``None`` means :func:`gma_teach.environment.scale`.
 
     Returns:
         A namespace of sizes (``p.seq_lens``, ``p.n_steps``, ...), with ``p.scale`` naming the scale used.

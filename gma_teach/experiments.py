@@ -34,7 +34,7 @@ from . import _checks, measure
 from .baselines import MIXER_NAMES
 from .data.wikitext import bits_per_byte
 from .models import DecoderLM, EncoderClassifier, parameter_counts
-from .scale import cache_dir, device, preset, scale, seed_everything
+from .environment import cache_dir, device, preset, scale, seed_everything
 from .train import History, evaluate, fit, save_atomically
 
 EXPERIMENTS = ("listops", "text", "lm")

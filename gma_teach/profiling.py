@@ -52,7 +52,7 @@ PAPER_TABLE_1 = {
     "gma (K=512)": {1000: (1.59, 270e3, 3.2), 2000: (3.17, 277e3, 3.2), 4000: (6.32, 280e3, 3.2)},
 }
 
-#: The mixers the sweep measures by default: those of the paper's Table 1, in the package's order of mixers
+#: The mixers the sweep measures by default -- those of the paper's Table 1, in the package's order of mixers
 #: (:data:`gma_teach.baselines.MIXER_NAMES`; its controls ``uniform`` and ``none`` are not in the table).
 DEFAULT_MIXERS = tuple(name for name in MIXER_NAMES if name in {label.split()[0] for label in PAPER_TABLE_1})
 

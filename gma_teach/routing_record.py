@@ -17,7 +17,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from . import diagnostics, experiments, measure
-from .scale import device, preset, seed_everything
+from .environment import device, preset, seed_everything
 
 
 def record_routing(scale_name: str | None = None, *, command: str | None = None) -> dict:

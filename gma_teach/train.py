@@ -28,7 +28,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import _checks
-from .scale import seed_everything
+from .environment import seed_everything
 
 TASKS = ("classify", "lm")
 

@@ -124,7 +124,7 @@ def load_hub_dataset(repo: str, config: str | None = None, *, data_files: dict |
 
 
 def _hf_cache() -> Path:
-    from ..scale import cache_dir
+    from ..environment import cache_dir
 
     return cache_dir() / "hf_local"
 
@@ -140,7 +140,7 @@ def cached(name: str, fields: dict, build: Callable[[], dict]) -> dict:
 
     Disable with ``GMA_TEACH_NO_DATA_CACHE=1``.
     """
-    from ..scale import cache_dir
+    from ..environment import cache_dir
 
     if _truthy("GMA_TEACH_NO_DATA_CACHE"):
         return build()

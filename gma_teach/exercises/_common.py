@@ -25,7 +25,7 @@ class ExerciseError(AssertionError):
 
 
 class NotAttempted(Exception):
-    """Raised by :func:`call_reader` when the reader's function is still the stub (it raises NotImplementedError)."""
+    """Raised by ``call_reader`` when the reader's function is still the stub (it raises NotImplementedError)."""
 
 
 def call_reader(fn, *args):
@@ -57,10 +57,10 @@ def not_attempted_message(exercise: str) -> str:
 def checker(exercise: str):
     """Decorate a check function as the checker of ``Exercise <exercise>`` (e.g. ``@checker("4.1")``).
 
-    The decorated function calls the reader's code through :func:`call_reader`, raises :class:`ExerciseError` for a
+    The decorated function calls the reader's code through ``call_reader``, raises :class:`ExerciseError` for a
     wrong answer and returns ``None`` or a short remark for a right one. The checker it becomes prints
     ``"Exercise 4.1: correct"`` (``" -- remark"`` appended when there is one) or, for a stub, the
-    :func:`not_attempted_message`; it returns ``None``. It takes one more keyword argument, ``strict``: when true, a
+    ``not_attempted_message``; it returns ``None``. It takes one more keyword argument, ``strict``: when true, a
     stub raises :class:`NotAttempted` instead of printing (an instructor's grading loop counts that as a fail).
     """
     if not isinstance(exercise, str) or not re.fullmatch(r"\d+\.\d+", exercise):

@@ -274,7 +274,7 @@ def plot_paper_comparison(records, paper: dict, *, metric: str = "test_accuracy"
         paper: ``{name: (mean, std)}`` typed from the paper, in display units (percent for accuracy), keyed by
             mixer name (a mixer with one record) or by :func:`record_label` (a mixer with several, e.g.
             ``"gma K=64"``).
-        metric: see :data:`METRICS`.
+        metric: see ``METRICS``.
         paper_label: the legend entry of the paper's bars (say which table).
         ax: an axis to draw on (default: a new figure).
 

@@ -22,7 +22,7 @@ class QueryExplorer(Explorer):
     """One query against fixed keys in a 2-D routing plane, through a K-component mixture and through softmax.
 
     Attributes:
-        means: ``(K, 2)`` component means on a circle; ``variances``: ``(K, 2)``, all equal to :attr:`variance`.
+        means: ``(K, 2)`` component means on a circle; ``variances``: ``(K, 2)``, all equal to ``variance``.
         keys: ``(n_keys, 2)`` keys drawn near the components, sorted by their most likely component.
         query: ``(2,)`` the query shown now.
         controls: the ipywidgets box (query x, query y, variance) once shown.
