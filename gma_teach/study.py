@@ -12,7 +12,7 @@ Seeds already recorded are skipped, so an interrupted study continues where it s
 
 Studies:
 
-* ``collapse`` (:data:`COLLAPSE_STUDY`): the small LM of chapter 10 (600 steps, GMA K=64), today's default routing
+* ``collapse`` (:data:`COLLAPSE_STUDY`): the small LM (:data:`LM_SETTING`, 600 steps, GMA K=64), today's default routing
   against four remedies -- variances initialised at ``d_route`` (logits of order one at the start), means from
   k-means of the routing vectors, a usage-balancing auxiliary loss, and means drawn at half the scale (closer to
   the routing vectors' own spread, as the ``init-scan`` record suggests) -- on the same seeds. Read: active share of
@@ -43,18 +43,25 @@ from pathlib import Path
 import torch
 
 from . import _checks, measure
-from .experiments import listops_data, lm_data, run_classification, run_lm, text_data
 from .environment import device, preset
+from .experiments import listops_data, lm_data, run_classification, run_lm, text_data
 
 # ---------------------------------------------------------------------------------------------------- settings
 REMEDY = {"init_variance": "d_route"}
 """The routing remedy the LM study compares against the default. Provisional until the ``collapse`` study has its
 three seeds per arm: set it to the winning arm's options before running the ``*_remedy`` arms."""
 
+LM_SETTING = dict(source="stdlib", tokenizer="auto", seq_len=128, max_train_tokens=None, max_val_tokens=None,
+                  compact_vocab=True, data_seed=0, d_model=128, n_layers=2, n_heads=4, d_ff=512, dropout=0.0,
+                  n_components=64, n_features=64, batch_size=16, n_steps=600, eval_every=200, lr=2e-3,
+                  weight_decay=0.01, warmup_fraction=0.05)
+"""The small LM every LM study trains, pinned here (not read from the chapters' presets, which may change size):
+the standard-library corpus in GPT-2 BPE (compacted), context 128, width 128, 2 layers, 4 heads, batch 16."""
+
 COLLAPSE_STUDY = {
     "name": "routing_collapse",
     "scale": "small",
-    "overrides": {},
+    "overrides": dict(LM_SETTING),
     "seeds": (0, 1, 2),
     "arms": {
         "default": {"mixer": "gma", "n_components": 64},
@@ -64,12 +71,13 @@ COLLAPSE_STUDY = {
         "mean_std_half": {"mixer": "gma", "n_components": 64, "gma_options": {"init_mean_std": 0.5}},
     },
 }
-"""The collapse study: chapter 10's small LM (preset ``lm`` at ``small``: 600 steps), GMA K=64, four routings."""
+"""The collapse study: the small LM of :data:`LM_SETTING` (600 steps, evaluated every 200), GMA K=64, five
+routings (today's default and four remedies)."""
 
 LM_STUDY = {
     "name": "lm_study",
     "scale": "small",
-    "overrides": {"n_steps": 2400, "eval_every": 300},
+    "overrides": {**LM_SETTING, "n_steps": 2400, "eval_every": 300},
     "seeds": (0, 1, 2),
     "arms": {
         "sdpa": {"mixer": "sdpa"},
@@ -82,7 +90,7 @@ LM_STUDY = {
         "uniform": {"mixer": "uniform"},
     },
 }
-"""The LM comparison: preset ``lm`` at ``small`` trained 2,400 steps (evaluated every 300), 3 seeds per arm."""
+"""The LM comparison: :data:`LM_SETTING` trained 2,400 steps (evaluated every 300), 3 seeds per arm."""
 
 LISTOPS_LRA_STUDY = {
     "name": "listops_lra",
@@ -272,7 +280,7 @@ def run_arm(study: dict, arm: str, *, seeds=None, folder=None, command: str | No
     if record is None:
         record = {"study": study["name"], "arm": arm, "spec": spec, "scale": study["scale"], "config": config,
                   "runs": [], "complete": False}
-    elif record["spec"] != spec or record["config"] != config:
+    elif record["spec"] != spec or any(record["config"].get(key) != config[key] for key in study["overrides"]):
         raise ValueError(f"{path} was recorded with another setting ({record['spec']}, {record['config']}); move it "
                          "away or use --out-dir")
     done = {r["seed"] for r in record["runs"]}
@@ -346,8 +354,8 @@ def scan_initial_routing(scan: dict = INIT_SCAN, *, command: str | None = None) 
     Returns a JSON-ready record: per setting, the health of every seed (per layer and head), the means over
     layers, heads and seeds, and the spread (std) of the routing vectors' coordinates.
     """
-    from .experiments import build_lm
     from .environment import seed_everything
+    from .experiments import build_lm
 
     p = preset("lm", scan["scale"])
     origin = measure.provenance(command or "python -m gma_teach.study init-scan", device())
