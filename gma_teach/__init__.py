@@ -6,7 +6,8 @@ The public API (a contract with the book and with courses; names are extended, n
 * :func:`affinity`, :func:`gma`, :func:`gma_from_responsibilities` -- GMA itself in every form (ch. 3, 4, 6);
 * :class:`GaussianMixtureAttention` -- the multi-head layer with recurrent decoding (ch. 5, 6);
 * :func:`make_mixer` -- GMA, the paper's comparators and two controls by name (ch. 8-10);
-* :func:`gma_teach.environment.scale`, :func:`preset`, :func:`env_report` -- the book's scale switch and environment report.
+* :func:`~gma_teach.environment.scale`, :func:`preset`, :func:`env_report` -- the book's scale switch and environment
+  report.
 """
 __version__ = "0.1.0"
 

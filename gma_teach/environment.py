@@ -39,7 +39,7 @@ def default_scale() -> str:
 
 
 def scale() -> str:
-    """The scale in force: ``GMA_TEACH_SCALE`` if set (one of ``SCALES``), else :func:`gma_teach.environment.default_scale`."""
+    """The scale in force: ``GMA_TEACH_SCALE`` if set (one of ``SCALES``), else :func:`default_scale`."""
     value = os.environ.get(SCALE_VARIABLE, "").strip().lower()
     if not value:
         return default_scale()

@@ -17,7 +17,7 @@ components, so it mixes with an affinity of that small rank. Three documented op
 * :meth:`GaussianMixtureAttention.init_means_from`: place the means at the k-means centres of the routing vectors
   of a batch, once before training (for a whole model: :func:`gma_teach.models.init_routing_means`);
 * ``balance_weight > 0``: an auxiliary loss that pushes the components' usage towards uniform, as
-  mixture-of-experts routers do (:func:`gma_teach.layer.routing_balance_loss`); the training loop adds
+  mixture-of-experts routers do (:func:`~gma_teach.layer.routing_balance_loss`); the training loop adds
   :meth:`GaussianMixtureAttention.auxiliary_loss` (or a model's ``auxiliary_loss()``) to its loss.
 """
 from __future__ import annotations
@@ -94,7 +94,7 @@ class GaussianMixtureAttention(nn.Module):
             them by k-means centres of real routing vectors.
         balance_weight: weight (>= 0) of the usage-balancing auxiliary loss returned by :meth:`auxiliary_loss`
             (default 0: off, nothing computed).
-        balance_form: ``"switch"`` or ``"entropy"``, see :func:`gma_teach.layer.routing_balance_loss`.
+        balance_form: ``"switch"`` or ``"entropy"``, see :func:`~gma_teach.layer.routing_balance_loss`.
 
     Diagnostics: set ``layer.store_responsibilities = True``; after each forward ``layer.last_responsibilities``
     holds ``{"query": (B, H, N, K), "key": (B, H, M, K)}`` (detached). :meth:`routing` computes them directly.
@@ -102,8 +102,8 @@ class GaussianMixtureAttention(nn.Module):
     Decoding (causal layers): ``state = layer.init_state(B)``, then ``y_t, state = layer.step(x_t, state)`` for
     ``x_t`` ``(B, d_model)``; the outputs equal the causal forward and the state stays ``(B, H, K, d_value)``.
 
-    Routing balance: with ``balance_weight > 0`` each forward computes :func:`gma_teach.layer.routing_balance_loss` of the query and
-    key responsibilities (their mean); :meth:`balance_loss` returns it (differentiable) and :meth:`auxiliary_loss`
+    Routing balance: with ``balance_weight > 0`` each forward computes
+    :func:`~gma_teach.layer.routing_balance_loss` of the query and key responsibilities (their mean); :meth:`balance_loss` returns it (differentiable) and :meth:`auxiliary_loss`
     returns ``balance_weight`` times it, to add to the training loss.
     """
 
@@ -213,7 +213,8 @@ class GaussianMixtureAttention(nn.Module):
 
     # -------------------------------------------------------------------------------------- routing remedies
     def balance_loss(self) -> torch.Tensor:
-        """The (unweighted) :func:`gma_teach.layer.routing_balance_loss` of the last forward, differentiable: a 0-dim tensor."""
+        """The (unweighted) :func:`~gma_teach.layer.routing_balance_loss` of the last forward, differentiable: a
+        0-dim tensor."""
         if self.balance_weight <= 0:
             raise RuntimeError("balance_loss is computed only with balance_weight > 0 (this layer has 0); "
                                "build the layer with balance_weight=... or call routing_balance_loss(gamma)")
