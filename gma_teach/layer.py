@@ -103,8 +103,9 @@ class GaussianMixtureAttention(nn.Module):
     ``x_t`` ``(B, d_model)``; the outputs equal the causal forward and the state stays ``(B, H, K, d_value)``.
 
     Routing balance: with ``balance_weight > 0`` each forward computes
-    :func:`~gma_teach.layer.routing_balance_loss` of the query and key responsibilities (their mean); :meth:`balance_loss` returns it (differentiable) and :meth:`auxiliary_loss`
-    returns ``balance_weight`` times it, to add to the training loss.
+    :func:`~gma_teach.layer.routing_balance_loss` of the query and key responsibilities (their mean);
+    :meth:`balance_loss` returns it (differentiable) and :meth:`auxiliary_loss` returns ``balance_weight`` times it,
+    to add to the training loss.
     """
 
     def __init__(self, d_model: int, n_heads: int, n_components: int, *, causal: bool = False,
