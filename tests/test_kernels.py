@@ -381,6 +381,17 @@ def test_smaller_tiles_fit_too(arch, dtype):
         assert max(needs.values()) <= limit, (n_components, width, chunk, needs)
 
 
+@pytest.mark.slow
+@pytest.mark.parametrize("arch, dtype", [(75, torch.float16), (90, torch.bfloat16)])
+def test_the_kernels_compile_for_sm75_and_sm90_and_the_count_is_the_compilers(arch, dtype):
+    """Two of the largest kernels compiled all the way to a cubin (no GPU needed): they compile, and the compiled
+    kernel's shared memory is what the quick count (the allocation pass alone) says."""
+    for label in ("key_token_backward (causal)", "output (causal)"):
+        compiled = kernels.shared_memory(arch, dtype, 512, 64, 64, only=label, full_compile=True)
+        assert compiled == kernels.shared_memory(arch, dtype, 512, 64, 64, only=label)
+        assert 0 < compiled[label] <= kernels.SHARED_MEMORY_LIMITS[arch]
+
+
 def test_shared_memory_refuses_an_unknown_dtype():
     with pytest.raises(TypeError, match="dtype must be one of"):
         kernels.shared_memory(90, torch.float64, 8, 16, 16)

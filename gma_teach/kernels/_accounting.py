@@ -71,7 +71,7 @@ def _allocated_bytes(requests: list) -> list[int]:
         environment.setdefault("TRITON_DEFAULT_FP_FUSION", "1")
         result = subprocess.run([sys.executable, str(Path(__file__).with_name("_allocate.py"))],
                                 input="[" + ",".join(missing) + "]", capture_output=True, text=True,
-                                env=environment, timeout=60 + 30 * len(missing))
+                                env=environment, timeout=60 + 120 * len(missing))
         if result.returncode != 0:
             raise RuntimeError(f"counting shared memory failed (triton's compiler API may have changed):\n"
                                f"{result.stderr[-3000:]}")
@@ -80,13 +80,17 @@ def _allocated_bytes(requests: list) -> list[int]:
 
 
 def shared_memory(arch: int, dtype: torch.dtype, n_components: int, d_route: int, d_value: int,
-                  chunk_size: int | None = None) -> dict[str, int]:
+                  chunk_size: int | None = None, *, only: str | None = None,
+                  full_compile: bool = False) -> dict[str, int]:
     """Shared memory in bytes of every kernel launch for these sizes on ``sm_<arch>``, computed without a GPU.
 
     Args:
         arch: the GPU architecture as ``10 * major + minor`` (75 for a T4, 90 for an H100/H200).
         dtype: the dtype of q, k, v (bfloat16 is loaded as float32 on GPUs before sm_80, as the kernels do).
         n_components, d_route, d_value, chunk_size: the sizes of a :func:`~gma_teach.kernels.gma_triton` call.
+        only: count only the launches whose label contains this text.
+        full_compile: compile each launch all the way to a cubin for ``sm_<arch>`` (about half a minute each) and
+            report the compiled kernel's own figure: the check that the kernels compile for that GPU.
 
     Returns:
         ``{label: bytes}`` for each launch of :func:`launches`; compare with ``SHARED_MEMORY_LIMITS[arch]``.
@@ -96,7 +100,8 @@ def shared_memory(arch: int, dtype: torch.dtype, n_components: int, d_route: int
     if dtype == torch.bfloat16 and arch < 80:
         dtype = torch.float32
     tiles = tile_sizes(n_components, d_route, d_value, arch=arch, chunk_size=chunk_size)
-    planned = launches(arch, dtype, n_components, d_route, d_value, chunk_size)
-    counted = _allocated_bytes([[name, constexprs, _TRITON_DTYPES[dtype], arch, tiles["num_warps"], tiles["num_stages"]]
-                                for _, name, constexprs in planned])
+    planned = [launch for launch in launches(arch, dtype, n_components, d_route, d_value, chunk_size)
+               if only is None or only in launch[0]]
+    counted = _allocated_bytes([[name, constexprs, _TRITON_DTYPES[dtype], arch, tiles["num_warps"],
+                                 tiles["num_stages"], bool(full_compile)] for _, name, constexprs in planned])
     return {label: count for (label, _, _), count in zip(planned, counted)}

@@ -1,10 +1,13 @@
 """Run as a script by :func:`gma_teach.kernels.shared_memory`, in a fresh process where Triton compiles (never the
-interpreter): reads ``[[kernel_name, constexprs, pointer_dtype, arch, num_warps, num_stages], ...]`` as JSON on
-stdin and writes the shared memory in bytes of each launch, as JSON on stdout.
+interpreter): reads ``[[kernel_name, constexprs, pointer_dtype, arch, num_warps, num_stages, full], ...]`` as JSON
+on stdin and writes the shared memory in bytes of each launch, as JSON on stdout.
 
 Each kernel of ``_triton_kernels.py`` is lowered to Triton's GPU dialect for ``sm_<arch>`` and the compiler's
 shared-memory allocation pass is run (the first passes of the nvidia backend's ``make_llir``); it stops before
-code generation, so no GPU and no CUDA toolchain is needed. Imports nothing from gma_teach.
+code generation, so no GPU and no CUDA toolchain is needed. With ``full``, the kernel is compiled all the way to a
+cubin instead (Triton's bundled ptxas; about half a minute) and the compiled kernel's own count is returned: the
+check that the kernels compile for that GPU, and that the quick count is the compiler's. Imports nothing from
+gma_teach.
 """
 import importlib.util
 import json
@@ -22,7 +25,8 @@ def load_kernels():
     return module
 
 
-def allocated_bytes(kernel, constants: dict, pointer_dtype: str, arch: int, num_warps: int, num_stages: int) -> int:
+def allocated_bytes(kernel, constants: dict, pointer_dtype: str, arch: int, num_warps: int, num_stages: int,
+                    full: bool = False) -> int:
     import triton
     from triton._C.libtriton import ir, nvidia, passes
     from triton.backends.compiler import GPUTarget
@@ -33,6 +37,9 @@ def allocated_bytes(kernel, constants: dict, pointer_dtype: str, arch: int, num_
                  "*fp32" if arg.endswith("_ptr") else "fp32" if arg == "eps" else "i32" for arg in kernel.arg_names}
     source = triton.compiler.ASTSource(fn=kernel, signature=signature, constexprs=constants)
     target = GPUTarget("cuda", arch, 32)
+    if full:
+        compiled = triton.compile(source, target=target, options={"num_warps": num_warps, "num_stages": num_stages})
+        return int(compiled.metadata.shared)
     backend = make_backend(target)
     options = backend.parse_options({"num_warps": num_warps, "num_stages": num_stages, **source.parse_options()})
     context = ir.context()
@@ -57,8 +64,8 @@ def allocated_bytes(kernel, constants: dict, pointer_dtype: str, arch: int, num_
 def main():
     requests = json.load(sys.stdin)
     module = load_kernels()
-    answers = [allocated_bytes(getattr(module, name), constants, pointer_dtype, arch, num_warps, num_stages)
-               for name, constants, pointer_dtype, arch, num_warps, num_stages in requests]
+    answers = [allocated_bytes(getattr(module, name), constants, pointer_dtype, arch, num_warps, num_stages, full)
+               for name, constants, pointer_dtype, arch, num_warps, num_stages, full in requests]
     json.dump(answers, sys.stdout)
 
 
