@@ -5,7 +5,7 @@
   supported size (:func:`supports`: K <= 512, d_r, d_v <= 128) fits a small GPU's shared memory.
 * :func:`fused_responsibilities` -- the kernels' responsibilities on their own (forward only).
 * :func:`mixture_tables` -- the fp32 tables ``(w_sq, w_lin, bias)`` the kernels read (from ``gmm.gemm_coefficients``).
-* :func:`tile_sizes`, :func:`shared_memory`, :data:`SHARED_MEMORY_LIMITS` -- the tiles used on a GPU architecture,
+* :func:`tile_sizes`, :func:`shared_memory`, ``SHARED_MEMORY_LIMITS`` -- the tiles used on a GPU architecture,
   and their shared memory, counted by Triton's own allocator for that architecture (no GPU needed).
 * :func:`is_available`, :func:`triton_status`, :func:`interpreting` -- can the kernels run here, and how.
 

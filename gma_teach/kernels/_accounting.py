@@ -93,7 +93,7 @@ def shared_memory(arch: int, dtype: torch.dtype, n_components: int, d_route: int
             report the compiled kernel's own figure: the check that the kernels compile for that GPU.
 
     Returns:
-        ``{label: bytes}`` for each launch of :func:`launches`; compare with ``SHARED_MEMORY_LIMITS[arch]``.
+        ``{label: bytes}`` for each launch of ``launches``; compare with ``SHARED_MEMORY_LIMITS[arch]``.
     """
     if dtype not in _TRITON_DTYPES:
         raise TypeError(f"dtype must be one of {list(_TRITON_DTYPES)}, got {dtype}")

@@ -59,7 +59,7 @@ def tile_sizes(n_components: int, d_route: int, d_value: int, *, arch: int | Non
     Returns:
         ``{"profile", "rows", "chunk", "k_tile", "block_d", "block_dv", "num_warps", "num_stages"}``: ``rows``
         tokens per block (bidirectional), ``chunk`` tokens per causal chunk (``chunk_size``, or 64, capped at
-        ``rows``), ``k_tile`` components per K tile (see :data:`TILES`), ``block_d`` and ``block_dv`` the padded
+        ``rows``), ``k_tile`` components per K tile (see ``TILES``), ``block_d`` and ``block_dv`` the padded
         ``d_route`` and ``d_value``.
     """
     profile = "interpreted" if arch is None else "sm_90+" if arch >= 90 else "before sm_90"
