@@ -33,8 +33,8 @@ import torch
 from . import _checks, measure
 from .baselines import MIXER_NAMES
 from .data.wikitext import bits_per_byte
-from .models import DecoderLM, EncoderClassifier, parameter_counts
 from .environment import cache_dir, device, preset, scale, seed_everything
+from .models import DecoderLM, EncoderClassifier, parameter_counts
 from .train import History, evaluate, fit, save_atomically
 
 EXPERIMENTS = ("listops", "text", "lm")
