@@ -4,7 +4,8 @@
 * ``text`` -- LRA Text, byte-level IMDb (2 classes); offline, the labelled stand-in "standard-library docstring ->
   package" (4 classes) from :mod:`gma_teach.data.text`;
 * ``lm`` -- a causal language model on WikiText-103 (``full``) or, offline, on the Python standard library's
-  English (pydoc topics + docstrings), GPT-2 BPE where available.
+  English (pydoc topics + docstrings), GPT-2 BPE (its vocabulary ships with the package); every LM record
+  reports validation bits per byte and names its tokenizer.
 
 Sizes come from ``gma_teach.preset("listops" | "text" | "lm", scale)``. The chapters call the same functions as the
 command line::
@@ -12,7 +13,9 @@ command line::
     python -m gma_teach.experiments listops --mixer gma --scale small --seeds 3 --out gma_teach/results/listops_gma.json
 
 writes a JSON record: the configuration, per-epoch metrics and final test metric of every seed, their mean and
-standard deviation, training tokens per second, parameter counts, hardware, date, commit and the command.
+standard deviation, training tokens per second, parameter counts and the provenance of
+:func:`gma_teach.measure.provenance` (hardware, threads, load, date, commit, command). The recorded studies (several
+arms, seeds resumed across sessions, paired intervals) are :mod:`gma_teach.study`.
 :func:`load_or_train_lm` keeps chapter 10's language model under ``gma_teach.cache_dir()`` for chapter 11.
 """
 from __future__ import annotations
