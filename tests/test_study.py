@@ -122,3 +122,25 @@ def test_a_classification_study_records_test_accuracy(tmp_path):
     assert table["metric"] == "test_accuracy" and "linear" in table["paired"]
     assert "test accuracy" in study.format_study_table(table)
     assert study.LISTOPS_LRA_STUDY["overrides"]["min_length"] == 500  # LRA's lengths
+
+
+def test_recorded_study_files_are_consistent():
+    """Every recorded arm: its summary is what its runs give, each seed names its tokenizer, reports bits per byte
+    and carries its provenance, and it sits at the path its study gives it."""
+    from gma_teach import measure
+
+    checked = 0
+    for settings in study.STUDIES.values():
+        for arm in settings["arms"]:
+            record = study.load_arm(settings, arm)
+            if record is None:
+                continue
+            checked += 1
+            assert record["arm"] == arm and record["study"] == settings["name"]
+            assert record["spec"] == json.loads(json.dumps(settings["arms"][arm]))
+            assert json.loads(json.dumps(study.summarize(settings, arm, record["runs"]))) == record["summary"]
+            for run in record["runs"]:
+                assert set(measure.PROVENANCE_KEYS) <= set(run["provenance"])
+                if settings.get("experiment", "lm") == "lm":
+                    assert run["tokenizer"].startswith("GPT-2 BPE") and run["val"]["bits_per_byte"] > 0
+    assert checked >= 1 or not any(measure.results_folder().glob("routing_collapse_*.json"))
