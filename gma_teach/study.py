@@ -433,21 +433,27 @@ def study_table(study: dict, folder=None, *, reference: str | None = None, metri
 
 
 def ordering_at_last_evaluations(arms: dict) -> dict:
-    """Whether training ran long enough to order the arms: the arms sorted by their mean (over seeds) validation
-    bits per byte at the last evaluation and at the one before, and whether the two orders agree.
+    """Whether training ran long enough to order the arms: the arms sorted by their mean validation bits per byte
+    over the seeds every arm has (``seeds``; seeds differ a lot, so only common ones are compared) at the last
+    evaluation and at the one before, and whether the two orders agree (``None`` without a common seed).
 
     Args:
         arms: ``{arm: record}`` of language-model arms.
     """
+    seeds = sorted(set.intersection(*({r["seed"] for r in record["runs"]} for record in arms.values())))
+
     def order(position):
-        means = {arm: statistics.fmean(r["history"]["val_bits_per_byte"][position] for r in record["runs"])
+        means = {arm: statistics.fmean(r["history"]["val_bits_per_byte"][position] for r in record["runs"]
+                                       if r["seed"] in seeds)
                  for arm, record in arms.items()}
         return sorted(means, key=means.get), means
 
+    if not seeds:
+        return {"seeds": [], "last": [], "previous": [], "stable": None, "last_means": {}, "previous_means": {}}
     last, last_means = order(-1)
     previous, previous_means = order(-2)
-    return {"last": last, "previous": previous, "stable": last == previous, "last_means": last_means,
-            "previous_means": previous_means}
+    return {"seeds": seeds, "last": last, "previous": previous, "stable": last == previous,
+            "last_means": last_means, "previous_means": previous_means}
 
 
 def _cell(summary: dict, name: str, digits: int) -> str:
@@ -467,9 +473,9 @@ def format_study_table(table: dict) -> str:
         lines += [f"{arm:<20} {len(s['seeds']):>5} {_cell(s, 'val_loss', 4):>16} "
                   f"{_cell(s, 'val_bits_per_byte', 4):>16} {_cell(s, 'active_share', 3):>14}"
                   for arm, s in table["arms"].items()]
-    if "ordering" in table:
+    if table.get("ordering", {}).get("seeds"):
         ordering = table["ordering"]
-        lines.append(f"order at the last evaluation: {' < '.join(ordering['last'])} "
+        lines.append(f"order at the last evaluation, seeds {ordering['seeds']}: {' < '.join(ordering['last'])} "
                      f"({'same as' if ordering['stable'] else 'differs from'} the evaluation before)")
     for arm, d in table["paired"].items():
         lines.append(f"{arm} - {table['reference']} ({table['metric']}, seeds {d['seeds']}): {d['mean']:+.4f}, "
