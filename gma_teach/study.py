@@ -74,7 +74,7 @@ COLLAPSE_STUDY = {
                                  "gma_options": {"init_variance": "d_route", "balance_weight": 0.01}},
     },
 }
-"""The collapse study: the small LM of :data:`LM_SETTING` (600 steps, evaluated every 200), GMA K=64, today's
+"""The collapse study -- the small LM of :data:`LM_SETTING` (600 steps, evaluated every 200), GMA K=64, today's
 default routing and five remedies."""
 
 LM_STUDY = {
@@ -93,7 +93,7 @@ LM_STUDY = {
         "uniform": {"mixer": "uniform"},
     },
 }
-"""The LM comparison: :data:`LM_SETTING` trained 2,400 steps (evaluated every 300), 3 seeds per arm."""
+"""The LM comparison -- :data:`LM_SETTING` trained 2,400 steps (evaluated every 300), 3 seeds per arm."""
 
 LISTOPS_LRA_STUDY = {
     "name": "listops_lra",
@@ -106,7 +106,7 @@ LISTOPS_LRA_STUDY = {
     "arms": {"gma": {"mixer": "gma"}, "softmax": {"mixer": "softmax"}, "linear": {"mixer": "linear"},
              "performer": {"mixer": "performer"}},
 }
-"""ListOps at LRA's lengths on a CPU: LRA's generator (depth 10, 500 < length < 2000) with fewer trees and a
+"""ListOps at LRA's lengths on a CPU -- LRA's generator (depth 10, 500 < length < 2000) with fewer trees and a
 2-layer width-64 encoder; the chapter's live ListOps setting (preset ``listops``, lengths 50-256) stays short."""
 
 TEXT_STUDY = {
@@ -346,7 +346,7 @@ INIT_SCAN = {
         "d_route=32, init_mean_std=0.5": {"d_route": 32, "init_mean_std": 0.5},
     },
 }
-"""The logit-scale scan: the untrained small LM (K=64) under several routing widths and initialisations."""
+"""The logit-scale scan -- the untrained small LM (K=64) under several routing widths and initialisations."""
 
 
 def scan_initial_routing(scan: dict = INIT_SCAN, *, command: str | None = None) -> dict:

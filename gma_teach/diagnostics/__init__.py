@@ -13,9 +13,9 @@ these rows two ways:
 without changing the model; :func:`routing_metrics` computes Table 4 from them; :func:`permutation_baseline` says
 what the hard-assignment numbers would be if components and categories were unrelated.
 
-The package, one module per job: :mod:`~gma_teach.diagnostics.categories` (surface categories of tokens),
-:mod:`~gma_teach.diagnostics.capture` (responsibilities out of a model), :mod:`~gma_teach.diagnostics.metrics`
-(Table 4, its permutation baseline, summaries, PCA) and :mod:`~gma_teach.diagnostics.health` (active share, usage
+The package, one module per job: ``diagnostics.categories`` (surface categories of tokens),
+``diagnostics.capture`` (responsibilities out of a model), ``diagnostics.metrics``
+(Table 4, its permutation baseline, summaries, PCA) and ``diagnostics.health`` (active share, usage
 entropy and logit spread while a model trains). Every public name is importable from ``gma_teach.diagnostics``.
 """
 from .capture import (

@@ -86,21 +86,21 @@ def token_category(token: str) -> str:
 
 
 def token_categories(tokens: Sequence[str]) -> list[str]:
-    """The surface-form category of each GPT-2 BPE token string, one of :data:`CATEGORIES`.
+    """The surface-form category of each GPT-2 BPE token string, one of ``CATEGORIES``.
 
     A token is given as its BPE surface string, either byte-level (``"Ġthe"``, ``"Ċ"``) or decoded (``" the"``,
     ``"\\n"``). A leading ``"Ġ"`` or space marks the start of a word; the *word* is the token with its whitespace
     stripped. The first rule that matches wins:
 
-    1. ``eos``: the token is an end-of-sequence marker (:data:`EOS_STRINGS`, e.g. ``"<|endoftext|>"``);
+    1. ``eos``: the token is an end-of-sequence marker (``EOS_STRINGS``, e.g. ``"<|endoftext|>"``);
     2. ``newline_or_space``: the token is only whitespace (spaces, newlines, tabs);
     3. ``numeric``: the word has a digit and only digits, ``.`` and ``,`` (``" 1997"``, ``"000"``, ``"3.5"``);
     4. ``other``: the token holds U+FFFD, i.e. it is a fragment of a multi-byte UTF-8 character that decodes to
        the replacement character;
     5. ``punctuation``: every character of the word is Unicode punctuation or a symbol (``","``, ``" @-@"``,
        ``" ="``, ``"("``);
-    6. ``function_word``: a clitic (:data:`CLITICS`, ``"'s"``) or a word-start alphabetic token whose lower-cased
-       word is in :data:`FUNCTION_WORDS` (``" the"``, ``" The"``, ``" I"``);
+    6. ``function_word``: a clitic (``CLITICS``, ``"'s"``) or a word-start alphabetic token whose lower-cased
+       word is in ``FUNCTION_WORDS`` (``" the"``, ``" The"``, ``" I"``);
     7. ``other``: the word mixes letters with digits or punctuation (``"1st"``, ``" U.S"``);
     8. ``subword_alpha``: an alphabetic token without a leading space, i.e. the continuation of a word
        (``"ing"``, ``"Sh"`` in the middle of a word);

@@ -67,7 +67,7 @@ def _validate(resp, categories) -> tuple[torch.Tensor, list]:
 
 
 def _encode(labels: list) -> tuple[torch.Tensor, list]:
-    """Integer codes for ``labels`` and the list of distinct labels (in :data:`CATEGORIES` order when possible)."""
+    """Integer codes for ``labels`` and the list of distinct labels (in ``CATEGORIES`` order when possible)."""
     distinct = set(labels)
     order = {name: rank for rank, name in enumerate(CATEGORIES)}
     names = sorted(distinct, key=lambda name: (order.get(name, len(order)), str(name)))
@@ -133,7 +133,7 @@ def contingency_table(resp, categories) -> tuple[torch.Tensor, list]:
     Returns:
         ``(counts, names)``: ``counts`` is a ``(K, C)`` long tensor whose entry ``[k, c]`` counts the tokens with
         :math:`z_t = k` and category ``names[c]``; ``names`` lists the ``C`` distinct labels, in
-        :data:`CATEGORIES` order where they are standard categories.
+        ``CATEGORIES`` order where they are standard categories.
     """
     resp, labels = _validate(resp, categories)
     codes, names = _encode(labels)
