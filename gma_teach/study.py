@@ -293,15 +293,17 @@ def run_arm(study: dict, arm: str, *, seeds=None, folder=None, command: str | No
         if data is None:
             data = study_data(study)
         origin = measure.provenance(command or "python -m gma_teach.study " + " ".join(sys.argv[1:]), device())
+        overrides = dict(study["overrides"])
+        n_components = spec.get("n_components", overrides.pop("n_components", None))  # an arm's K wins
+        overrides.pop("n_components", None)
         started, cpu_started = time.perf_counter(), time.process_time()
         if experiment == "lm":
-            run = run_lm(spec["mixer"], scale_name=study["scale"], seed=seed, n_components=spec.get("n_components"),
+            run = run_lm(spec["mixer"], scale_name=study["scale"], seed=seed, n_components=n_components,
                          data=data, progress=progress, gma_options=spec.get("gma_options"),
-                         prepare=_prepare(spec.get("prepare")), **study["overrides"])
+                         prepare=_prepare(spec.get("prepare")), **overrides)
         else:
             run = run_classification(experiment, spec["mixer"], scale_name=study["scale"], seed=seed,
-                                     n_components=spec.get("n_components"), data=data, progress=progress,
-                                     **study["overrides"])
+                                     n_components=n_components, data=data, progress=progress, **overrides)
         run["wall_seconds"] = time.perf_counter() - started
         run["cpu_seconds"] = time.process_time() - cpu_started  # what the run cost, whatever the machine's load
         run["provenance"] = {**origin, "load_after": measure.provenance(origin["command"])["load"]}

@@ -10,7 +10,7 @@ from gma_teach import study
 TINY_STUDY = {
     "name": "tiny_study", "scale": "tiny",
     "overrides": {"tokenizer": "bytes", "max_train_tokens": 6000, "max_val_tokens": 2000, "n_steps": 4,
-                  "eval_every": 2},
+                  "eval_every": 2, "n_components": 6},  # an arm's own K wins over the setting's
     "seeds": (0, 1),
     "arms": {"gma": {"mixer": "gma", "n_components": 8},
              "gma_remedy": {"mixer": "gma", "n_components": 8, "gma_options": {"init_variance": "d_route"}},
@@ -61,6 +61,7 @@ def test_run_arm_records_each_seed_and_skips_recorded_ones(tmp_path, capsys):
     for key in ("hardware", "threads", "load", "date", "commit", "command"):
         assert key in saved and key in saved["runs"][0]["provenance"]
     run = saved["runs"][0]
+    assert run["n_components"] == 8  # the arm's K, not the setting's 6
     assert run["tokenizer"].startswith("bytes") and run["val"]["bits_per_byte"] > 0
     assert "active_share" in saved["summary"] and len(saved["summary"]["per_layer"]) == 1
     capsys.readouterr()
@@ -113,11 +114,14 @@ def test_study_settings_are_consistent():
 
 def test_a_classification_study_records_test_accuracy(tmp_path):
     tiny = {"name": "tiny_listops", "experiment": "listops", "scale": "tiny",
-            "overrides": {"n_train": 64, "n_val": 16, "n_test": 32, "epochs": 1}, "seeds": (0, 1),
-            "arms": {"gma": {"mixer": "gma", "n_components": 4}, "linear": {"mixer": "linear"}}}
+            "overrides": {"n_train": 64, "n_val": 16, "n_test": 32, "epochs": 1, "n_components": 4}, "seeds": (0, 1),
+            "arms": {"gma": {"mixer": "gma"}, "gma_k3": {"mixer": "gma", "n_components": 3},
+                     "linear": {"mixer": "linear"}}}
     for arm in tiny["arms"]:
         record = study.run_arm(tiny, arm, folder=tmp_path, command="test")
         assert record["complete"] and 0 <= record["summary"]["test_accuracy"]["mean"] <= 1
+        if arm.startswith("gma"):  # the arm's K if it names one, else the setting's
+            assert {r["n_components"] for r in record["runs"]} == {3 if arm == "gma_k3" else 4}
     table = study.study_table(tiny, tmp_path)
     assert table["metric"] == "test_accuracy" and "linear" in table["paired"]
     assert "test accuracy" in study.format_study_table(table)
