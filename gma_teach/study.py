@@ -19,9 +19,10 @@ Studies:
   same seeds. Read: active share of
   components, usage entropy, logit spread (at initialization and every evaluation) and validation loss / bits per
   byte.
-* ``lm`` (:data:`LM_STUDY`): the same LM trained 2,400 steps with causal SDPA, GMA at K = 32, 64, 128 with and
-  without the remedy, linear attention, Performer and the two controls ``none`` (no mixing) and ``uniform`` (a
-  causal average of the past).
+* ``lm`` (:data:`LM_STUDY`): the same LM and steps with causal SDPA, GMA at K = 32, 64, 128 with and without the
+  remedy, linear attention, Performer and the two controls ``none`` (no mixing) and ``uniform`` (a causal average
+  of the past). Its GMA K=64 arms are the collapse study's runs (same setting, same seeds): an arm whose setting and
+  options equal an arm of the study it names in ``shared_with`` is trained and recorded once, under that study.
 * ``listops-lra`` (:data:`LISTOPS_LRA_STUDY`): ListOps at LRA's lengths (500-2000 tokens, depth 10) with a model
   small enough for a CPU; ``text`` (:data:`TEXT_STUDY`): the offline stand-in for LRA Text.
 * ``init-scan`` (:data:`INIT_SCAN`, not a study of arms): the untrained LM's routing under several routing widths
@@ -80,7 +81,8 @@ default routing and five remedies."""
 LM_STUDY = {
     "name": "lm_study",
     "scale": "small",
-    "overrides": {**LM_SETTING, "n_steps": 2400, "eval_every": 300},
+    "overrides": dict(LM_SETTING),
+    "shared_with": COLLAPSE_STUDY,
     "seeds": (0, 1, 2),
     "arms": {
         "sdpa": {"mixer": "sdpa"},
@@ -93,7 +95,12 @@ LM_STUDY = {
         "uniform": {"mixer": "uniform"},
     },
 }
-"""The LM comparison -- :data:`LM_SETTING` trained 2,400 steps (evaluated every 300), 3 seeds per arm."""
+"""The LM comparison -- :data:`LM_SETTING` (600 steps, evaluated every 200), 3 seeds per arm.
+
+Why 600 steps: a step reads 16 x 128 GPT-2 tokens, about 7,300 bytes of text (3.6 bytes a token), so 600 steps
+read about 4.4 MB, as much text as 2,400 steps of a byte-level model of the same size. On one CPU core a step takes
+about one second (the 13,002-way output layer is most of it), so a run takes 10-12 minutes. Whether the arms'
+order has settled is measured, not assumed: :func:`ordering_at_last_evaluations` compares steps 400 and 600."""
 
 LISTOPS_LRA_STUDY = {
     "name": "listops_lra",
@@ -175,9 +182,23 @@ def mean_std(values) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------- one arm
+def recorded_under(study: dict, arm: str) -> tuple[dict, str]:
+    """The study and arm under which ``arm`` of ``study`` is trained and recorded: itself, unless ``study`` names
+    another in ``shared_with``, has the same setting (``overrides``) and that study has an arm with the same spec;
+    then the run is that arm's (recorded once, read by both)."""
+    other = study.get("shared_with")
+    if other is not None and arm in study["arms"] and other["overrides"] == study["overrides"]:
+        for name, spec in other["arms"].items():
+            if spec == study["arms"][arm]:
+                return other, name
+    return study, arm
+
+
 def record_path(study: dict, arm: str, folder: str | os.PathLike | None = None) -> Path:
-    """Where arm ``arm`` of ``study`` is recorded: ``<folder or results_folder()>/<study name>_<arm>.json``."""
+    """Where arm ``arm`` of ``study`` is recorded: ``<folder or results_folder()>/<study name>_<arm>.json``, with
+    the study and arm of :func:`recorded_under`."""
     folder = Path(folder) if folder is not None else measure.results_folder()
+    study, arm = recorded_under(study, arm)
     return folder / f"{study['name']}_{arm}.json"
 
 
@@ -274,6 +295,10 @@ def run_arm(study: dict, arm: str, *, seeds=None, folder=None, command: str | No
     """Train every seed of ``arm`` not yet in its record, saving the record after each seed; returns it."""
     if arm not in study["arms"]:
         raise ValueError(f"arm must be one of {sorted(study['arms'])}, got {arm!r}")
+    owner, owner_arm = recorded_under(study, arm)
+    if owner is not study:
+        return run_arm(owner, owner_arm, seeds=seeds if seeds is not None else study["seeds"], folder=folder,
+                       command=command, progress=progress, data=data)
     spec = dict(study["arms"][arm])
     seeds = tuple(study["seeds"] if seeds is None else seeds)
     path = record_path(study, arm, folder)

@@ -140,11 +140,45 @@ def test_recorded_study_files_are_consistent():
             if record is None:
                 continue
             checked += 1
-            assert record["arm"] == arm and record["study"] == settings["name"]
+            owner, owner_arm = study.recorded_under(settings, arm)
+            assert record["arm"] == owner_arm and record["study"] == owner["name"]
             assert record["spec"] == json.loads(json.dumps(settings["arms"][arm]))
-            assert json.loads(json.dumps(study.summarize(settings, arm, record["runs"]))) == record["summary"]
+            assert json.loads(json.dumps(study.summarize(owner, owner_arm, record["runs"]))) == record["summary"]
             for run in record["runs"]:
                 assert set(measure.PROVENANCE_KEYS) <= set(run["provenance"])
                 if settings.get("experiment", "lm") == "lm":
                     assert run["tokenizer"].startswith("GPT-2 BPE") and run["val"]["bits_per_byte"] > 0
     assert checked >= 1 or not any(measure.results_folder().glob("routing_collapse_*.json"))
+
+
+def test_an_arm_shared_with_another_study_is_trained_and_recorded_once(tmp_path, capsys):
+    sharing = {**TINY_STUDY, "name": "tiny_comparison", "shared_with": TINY_STUDY,
+               "arms": {"k8": {"mixer": "gma", "n_components": 8}, "linear": {"mixer": "linear"}}}
+    assert study.recorded_under(sharing, "k8") == (TINY_STUDY, "gma")
+    assert study.recorded_under(sharing, "linear") == (sharing, "linear")
+    other_setting = {**sharing, "overrides": {**TINY_STUDY["overrides"], "n_steps": 6}}
+    assert study.recorded_under(other_setting, "k8") == (other_setting, "k8")  # another setting: not shared
+    study.run_arm(TINY_STUDY, "gma", seeds=(0,), folder=tmp_path, command="test")
+    capsys.readouterr()
+    record = study.run_arm(sharing, "k8", seeds=(0, 1), folder=tmp_path, command="test")
+    assert "seed 0" not in capsys.readouterr().out  # seed 0 came from the other study's record
+    assert record["arm"] == "gma" and [r["seed"] for r in record["runs"]] == [0, 1]
+    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["tiny_study_gma.json"]
+    study.run_arm(sharing, "linear", folder=tmp_path, command="test")
+    table = study.study_table(sharing, tmp_path)
+    assert set(table["arms"]) == {"k8", "linear"} and table["arms"]["k8"]["seeds"] == [0, 1]
+
+
+def test_the_lm_study_reads_the_collapse_study_runs_of_the_same_setting():
+    assert study.LM_STUDY["overrides"] == study.COLLAPSE_STUDY["overrides"] == study.LM_SETTING
+    assert study.recorded_under(study.LM_STUDY, "gma_k64") == (study.COLLAPSE_STUDY, "default")
+    owner, arm = study.recorded_under(study.LM_STUDY, "gma_k64_remedy")
+    assert owner is study.COLLAPSE_STUDY and owner["arms"][arm]["gma_options"] == study.REMEDY
+
+
+def test_a_recorded_seed_is_reproduced_exactly_on_the_same_machine(tmp_path):
+    """What ``python -m gma_teach.study <study> --arms A --seeds S --out-dir D`` promises: the same numbers."""
+    first = study.run_arm(TINY_STUDY, "gma_remedy", seeds=(1,), folder=tmp_path / "a", command="test")["runs"][0]
+    again = study.run_arm(TINY_STUDY, "gma_remedy", seeds=(1,), folder=tmp_path / "b", command="test")["runs"][0]
+    assert again["val"] == first["val"] and again["history"]["val_loss"] == first["history"]["val_loss"]
+    assert again["routing"] == first["routing"]
