@@ -19,6 +19,8 @@ Studies:
   same seeds. Read: active share of
   components, usage entropy, logit spread (at initialization and every evaluation) and validation loss / bits per
   byte.
+* ``cause`` (:data:`CAUSE_STUDY`): the default and balance arms again, evaluated every 50 steps with the spread of
+  each term of the routing logits (prior, volume, distance), to see when the collapse happens and what drives it.
 * ``lm`` (:data:`LM_STUDY`): the same LM and steps with causal SDPA, GMA at K = 32, 64, 128 with and without the
   remedy, linear attention, Performer and the two controls ``none`` (no mixing) and ``uniform`` (a causal average
   of the past). Its GMA K=64 arms are the collapse study's runs (same setting, same seeds): an arm whose setting and
@@ -78,6 +80,18 @@ COLLAPSE_STUDY = {
 """The collapse study -- the small LM of :data:`LM_SETTING` (600 steps, evaluated every 200), GMA K=64, today's
 default routing and five remedies."""
 
+CAUSE_STUDY = {
+    "name": "routing_collapse_cause",
+    "scale": "small",
+    "overrides": {**LM_SETTING, "eval_every": 50},
+    "seeds": (0, 1, 2),
+    "arms": {"default": dict(COLLAPSE_STUDY["arms"]["default"]), "balance": dict(COLLAPSE_STUDY["arms"]["balance"])},
+}
+"""Where the collapse happens and which term of the routing logits drives it: the collapse study's default and
+balance arms, evaluated every 50 steps (the routing health and
+:func:`gma_teach.diagnostics.routing_logit_terms` at every evaluation). Evaluating more often does not change the
+training (the batches come from their own generator), so step 600 repeats the collapse study's run of the same seed."""
+
 LM_STUDY = {
     "name": "lm_study",
     "scale": "small",
@@ -127,7 +141,8 @@ TEXT_STUDY = {
 """The offline stand-in for LRA Text (standard-library docstring -> package, byte-level; preset ``text`` at
 ``small``), labelled as a stand-in in every record; IMDb stays the ``full`` path for readers with the hub."""
 
-STUDIES = {"collapse": COLLAPSE_STUDY, "lm": LM_STUDY, "listops-lra": LISTOPS_LRA_STUDY, "text": TEXT_STUDY}
+STUDIES = {"collapse": COLLAPSE_STUDY, "cause": CAUSE_STUDY, "lm": LM_STUDY, "listops-lra": LISTOPS_LRA_STUDY,
+           "text": TEXT_STUDY}
 PREPARATIONS = ("kmeans",)
 
 

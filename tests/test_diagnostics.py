@@ -1,5 +1,6 @@
 """Routing diagnostics (chapter 11): metrics against independent computations, category rules, capture."""
 import math
+import statistics
 
 import numpy as np
 import pytest
@@ -560,3 +561,73 @@ def test_routing_health_reads_each_layers_routing_and_restores_the_model():
     assert summary["min_active_share"] <= summary["active_share"] <= 1
     with pytest.raises(ValueError, match="no GaussianMixtureAttention"):
         diagnostics.routing_health(DecoderLM(30, 16, 1, 2, mixer="sdpa", max_seq_len=12), tokens)
+
+
+def _slow_term_spreads(x, means, variances, log_priors):
+    """Loops over heads, tokens and components, float64, with the log joint written out term by term."""
+    heads, tokens, dim = x.shape
+    n_components = means.shape[1]
+    out = {name: [] for name in ("prior", "volume", "distance", "prior_entropy", "floor_share", "spread_ratio")}
+    for h in range(heads):
+        prior = [float(log_priors[h, k]) for k in range(n_components)]
+        volume = [-0.5 * sum(math.log(float(variances[h, k, d])) for d in range(dim)) for k in range(n_components)]
+        distance_std = []
+        for t in range(tokens):
+            row = [-0.5 * sum((float(x[h, t, d]) - float(means[h, k, d])) ** 2 / float(variances[h, k, d])
+                              for d in range(dim)) for k in range(n_components)]
+            distance_std.append(statistics.stdev(row))
+        out["prior"].append(statistics.stdev(prior))
+        out["volume"].append(statistics.stdev(volume))
+        out["distance"].append(statistics.fmean(distance_std))
+        out["prior_entropy"].append(-sum(math.exp(p) * p for p in prior) / math.log(n_components))
+        values = [float(v) for v in variances[h].flatten()]
+        out["floor_share"].append(sum(v <= 1.01 * min(values) for v in values) / len(values))
+
+        def rms_from_centre(points):
+            centre = [statistics.fmean(float(p[d]) for p in points) for d in range(dim)]
+            return math.sqrt(statistics.fmean(sum((float(p[d]) - centre[d]) ** 2 for d in range(dim))
+                                              for p in points))
+
+        out["spread_ratio"].append(rms_from_centre(list(x[h])) / rms_from_centre(list(means[h])))
+    return out
+
+
+def test_logit_term_spreads_match_loops_and_add_up_to_the_log_joint():
+    from gma_teach import gmm
+
+    generator = torch.Generator().manual_seed(11)
+    heads, tokens, n_components, dim = 2, 9, 5, 3
+    x = torch.randn(heads, tokens, dim, generator=generator, dtype=torch.float64)
+    means = 2 * torch.randn(heads, n_components, dim, generator=generator, dtype=torch.float64)
+    variances = 0.2 + torch.rand(heads, n_components, dim, generator=generator, dtype=torch.float64)
+    variances[1, :2] = 1e-3  # two components of head 1 at a floor
+    log_priors = torch.log_softmax(torch.randn(heads, n_components, generator=generator, dtype=torch.float64), -1)
+    terms = diagnostics.logit_term_spreads(x, means, variances, log_priors)
+    slow = _slow_term_spreads(x, means, variances, log_priors)
+    for name, values in slow.items():
+        assert terms[name] == pytest.approx(values, rel=1e-9), name
+    assert terms["floor_share"][1] == pytest.approx(2 * dim / (n_components * dim))
+    # the three terms are the log joint, less the constant -d/2 log(2 pi)
+    prior = log_priors[:, None, :]
+    volume = -0.5 * variances.log().sum(-1)[:, None, :]
+    distance = -0.5 * (((x[:, :, None] - means[:, None]) ** 2) / variances[:, None]).sum(-1)
+    joint = gmm.log_joint(x, means, variances, log_priors)
+    assert torch.allclose(prior + volume + distance - 0.5 * dim * math.log(2 * math.pi), joint, atol=1e-9)
+    with pytest.raises(ValueError, match="means"):
+        diagnostics.logit_term_spreads(x, means[:, :, :2], variances, log_priors)
+    with pytest.raises(TypeError, match="log_priors"):
+        diagnostics.logit_term_spreads(x, means, variances, log_priors.tolist())
+
+
+def test_routing_logit_terms_read_each_layer_and_restore_the_model():
+    from gma_teach.models import DecoderLM
+
+    torch.manual_seed(1)
+    model = DecoderLM(30, 16, 2, 2, mixer="gma", max_seq_len=12, mixer_options={"n_components": 6}).train()
+    tokens = torch.randint(0, 30, (3, 12))
+    terms = diagnostics.routing_logit_terms(model, tokens)
+    assert [layer["layer"] for layer in terms] == [0, 1]
+    for layer in terms:
+        assert len(layer["distance"]) == 2 and layer["prior"] == pytest.approx([0.0, 0.0])  # uniform priors
+        assert layer["prior_entropy"] == pytest.approx([1.0, 1.0])
+    assert model.training and all(not m._forward_pre_hooks for m in diagnostics.gma_layers(model))

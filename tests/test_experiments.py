@@ -92,6 +92,7 @@ def test_lm_record_reports_bits_per_byte_and_routing_health():
         layer = health[0]
         assert len(layer["active_share"]) == 2 and all(0 < a <= 1 for a in layer["active_share"])
         assert all(0 <= e <= 1 + 1e-9 for e in layer["usage_entropy"]) and all(s > 0 for s in layer["logit_spread"])
+        assert len(layer["distance"]) == 2 and all(0 <= e <= 1 + 1e-9 for e in layer["prior_entropy"])
     sdpa = experiments.run_lm("sdpa", scale_name="tiny", data=data, **TINY_LM)
     assert "routing" not in sdpa and "monitor" not in sdpa["history"] and sdpa["val"]["bits_per_byte"] > 0
 

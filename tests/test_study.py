@@ -182,3 +182,16 @@ def test_a_recorded_seed_is_reproduced_exactly_on_the_same_machine(tmp_path):
     again = study.run_arm(TINY_STUDY, "gma_remedy", seeds=(1,), folder=tmp_path / "b", command="test")["runs"][0]
     assert again["val"] == first["val"] and again["history"]["val_loss"] == first["history"]["val_loss"]
     assert again["routing"] == first["routing"]
+
+
+def test_evaluating_more_often_does_not_change_the_training(tmp_path):
+    """The cause study evaluates every 50 steps where the collapse study evaluates every 200: the runs must be the
+    same training, so that step 600 of one is step 600 of the other."""
+    from gma_teach.experiments import run_lm
+
+    setting = {key: value for key, value in TINY_STUDY["overrides"].items() if key != "n_components"}
+    often = run_lm("gma", scale_name="tiny", seed=3, n_components=8, **{**setting, "eval_every": 1})
+    rarely = run_lm("gma", scale_name="tiny", seed=3, n_components=8, **{**setting, "eval_every": 4})
+    assert often["history"]["steps"][-1] == rarely["history"]["steps"][-1] == 4
+    assert often["history"]["val_loss"][-1] == rarely["history"]["val_loss"][-1]
+    assert often["routing"]["evaluations"][-1] == rarely["routing"]["evaluations"][-1]

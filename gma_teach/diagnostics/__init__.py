@@ -25,7 +25,14 @@ from .capture import (
     lm_routing,
 )
 from .categories import CATEGORIES, EOS_STRINGS, token_categories, token_category
-from .health import HEALTH_METRICS, head_health, routing_health, summarize_health
+from .health import (
+    HEALTH_METRICS,
+    head_health,
+    logit_term_spreads,
+    routing_health,
+    routing_logit_terms,
+    summarize_health,
+)
 from .metrics import (
     PAPER_TABLE4,
     as_labels,
@@ -43,7 +50,7 @@ from .metrics import (
 __all__ = [
     "CATEGORIES", "EOS_STRINGS", "HEALTH_METRICS", "PAPER_TABLE4", "as_labels", "as_responsibilities",
     "capture_responsibilities", "component_summary", "contingency_table", "gma_layers", "hard_assignments",
-    "head_averaged_tokens", "head_health", "lm_routing", "permutation_baseline", "responsibility_pca",
-    "routing_health", "routing_metrics", "routing_report", "separation", "summarize_health", "token_categories",
-    "token_category",
+    "head_averaged_tokens", "head_health", "lm_routing", "logit_term_spreads", "permutation_baseline",
+    "responsibility_pca", "routing_health", "routing_logit_terms", "routing_metrics", "routing_report", "separation",
+    "summarize_health", "token_categories", "token_category",
 ]

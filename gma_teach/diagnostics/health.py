@@ -51,18 +51,59 @@ def head_health(log_resp: torch.Tensor) -> dict[str, list[float]]:
             "logit_spread": spread.tolist()}
 
 
-@torch.no_grad()
-def routing_health(model: nn.Module, tokens: torch.Tensor) -> list[dict]:
-    """Per GMA layer of ``model`` (in :func:`~gma_teach.diagnostics.gma_layers` order), the health of each head's
-    query routing on one forward pass of ``model(tokens)``.
+def logit_term_spreads(x: torch.Tensor, means: torch.Tensor, variances: torch.Tensor,
+                       log_priors: torch.Tensor) -> dict[str, list[float]]:
+    """Where the routing logits' spread comes from, per head. A component's log joint is the sum of three terms,
 
-    Each layer's input is caught with a forward pre-hook and routed again through the layer's own query projection
-    and mixture (``layer.q_proj``, ``layer.mixture.log_responsibilities``); the model runs in evaluation mode and its
-    modes and hooks are restored afterwards.
+    .. math:: \\log\\pi_k \\;-\\; \\tfrac12\\sum_d \\log\\sigma^2_{k,d}
+              \\;-\\; \\tfrac12\\sum_d (x_d-\\mu_{k,d})^2/\\sigma^2_{k,d}
+
+    (prior, volume and distance; the constant :math:`-\\tfrac d2\\log 2\\pi` is left out). For each term: its
+    standard deviation over the ``K`` components, averaged over tokens, as ``logit_spread`` is; the term with the
+    largest spread decides which component wins. Also ``prior_entropy`` (:math:`H(\\pi)/\\ln K`), ``floor_share``
+    (the share of variances within 1% of the smallest one: variances pressed to a floor) and ``spread_ratio``, the
+    routing vectors' root-mean-square distance from their centre over the means' distance from theirs (well below
+    1, the tokens sit in a small cloud among the components and the few means nearest to it win every token).
+
+    Args:
+        x: routing vectors ``(H, T, d)``; means, variances ``(H, K, d)``; log_priors ``(H, K)``.
 
     Returns:
-        ``[{"layer": i, "active_share": [H], "usage_entropy": [H], "logit_spread": [H]}, ...]``.
+        ``{"prior": [H], "volume": [H], "distance": [H], "prior_entropy": [H], "floor_share": [H],
+        "spread_ratio": [H]}``.
     """
+    for name, value, dims in (("x", x, 3), ("means", means, 3), ("variances", variances, 3),
+                              ("log_priors", log_priors, 2)):
+        if not isinstance(value, torch.Tensor):
+            raise TypeError(f"{name} must be a torch.Tensor, got {type(value).__name__}")
+        if value.dim() != dims:
+            raise ValueError(f"{name} must have {dims} dimensions, got shape {tuple(value.shape)}")
+    if (means.shape != variances.shape or means.shape[0] != x.shape[0] or means.shape[2] != x.shape[2]
+            or log_priors.shape != means.shape[:2]):
+        raise ValueError(f"shapes must be x (H, T, d), means and variances (H, K, d), log_priors (H, K); got "
+                         f"{tuple(x.shape)}, {tuple(means.shape)}, {tuple(variances.shape)}, "
+                         f"{tuple(log_priors.shape)}")
+    x, means, variances, log_priors = (t.detach().to(torch.float64) for t in (x, means, variances, log_priors))
+    n_components = means.shape[1]
+    distance = -0.5 * (((x[:, :, None, :] - means[:, None]) ** 2) / variances[:, None]).sum(-1)  # (H, T, K)
+    volume = -0.5 * variances.log().sum(-1)  # (H, K)
+    priors = log_priors.exp()
+    floor = variances.amin(dim=(1, 2), keepdim=True)
+    token_spread = (x - x.mean(dim=1, keepdim=True)).square().sum(-1).mean(-1).sqrt()
+    mean_spread = (means - means.mean(dim=1, keepdim=True)).square().sum(-1).mean(-1).sqrt()
+    return {"prior": log_priors.std(dim=-1).tolist(), "volume": volume.std(dim=-1).tolist(),
+            "distance": distance.std(dim=-1).mean(dim=-1).tolist(),
+            "prior_entropy": (-torch.special.xlogy(priors, priors).sum(-1) / math.log(n_components)).tolist(),
+            "floor_share": (variances <= 1.01 * floor).to(torch.float64).mean(dim=(1, 2)).tolist(),
+            "spread_ratio": (token_spread / mean_spread).tolist()}
+
+
+def _routing_vectors(model: nn.Module, tokens: torch.Tensor) -> list[tuple[nn.Module, torch.Tensor]]:
+    """``[(layer, q), ...]``: each GMA layer of ``model`` (in :func:`~gma_teach.diagnostics.gma_layers` order) with
+    its query routing vectors ``(B, H, N, d_route)`` on one forward pass of ``model(tokens)``.
+
+    Each layer's input is caught with a forward pre-hook and projected again by the layer's own ``q_proj``; the
+    model runs in evaluation mode and its modes and hooks are restored afterwards."""
     layers = gma_layers(model)
     if not layers:
         raise ValueError(f"model contains no GaussianMixtureAttention layer ({type(model).__name__})")
@@ -85,13 +126,45 @@ def routing_health(model: nn.Module, tokens: torch.Tensor) -> list[dict]:
                 raise RuntimeError(f"GMA layer {index} ran {len(inputs[index])} times in one forward pass")
             x = inputs[index][0]
             q = layer.q_proj(x).unflatten(-1, (layer.n_heads, layer.d_route)).transpose(1, 2)  # (B, H, N, d_route)
-            result.append({"layer": index, **head_health(layer.mixture.log_responsibilities(q))})
+            result.append((layer, q))
     finally:
         for handle in handles:
             handle.remove()
         for module, mode in saved_modes.items():
             module.training = mode
     return result
+
+
+@torch.no_grad()
+def routing_logit_terms(model: nn.Module, tokens: torch.Tensor) -> list[dict]:
+    """Per GMA layer of ``model``, :func:`logit_term_spreads` of each head's query routing on ``model(tokens)``.
+
+    Returns:
+        ``[{"layer": i, "prior": [H], "volume": [H], "distance": [H], "prior_entropy": [H], "floor_share": [H],
+        "spread_ratio": [H]}, ...]``.
+    """
+    result = []
+    for index, (layer, q) in enumerate(_routing_vectors(model, tokens)):
+        mixture = layer.mixture
+        x = q.transpose(0, 1).flatten(1, 2)  # (H, B * N, d_route)
+        result.append({"layer": index, **logit_term_spreads(x, mixture.means, mixture.variances,
+                                                            mixture.log_priors)})
+    return result
+
+
+@torch.no_grad()
+def routing_health(model: nn.Module, tokens: torch.Tensor) -> list[dict]:
+    """Per GMA layer of ``model`` (in :func:`~gma_teach.diagnostics.gma_layers` order), the health of each head's
+    query routing on one forward pass of ``model(tokens)``.
+
+    The routing vectors come from :func:`_routing_vectors` (the model is left as it was) and are routed through
+    each layer's own mixture (``layer.mixture.log_responsibilities``).
+
+    Returns:
+        ``[{"layer": i, "active_share": [H], "usage_entropy": [H], "logit_spread": [H]}, ...]``.
+    """
+    return [{"layer": index, **head_health(layer.mixture.log_responsibilities(q))}
+            for index, (layer, q) in enumerate(_routing_vectors(model, tokens))]
 
 
 def summarize_health(health: list[dict]) -> dict[str, float]:
