@@ -376,6 +376,56 @@ def study_data(study: dict):
     return listops_data(q) if experiment == "listops" else text_data(q)
 
 
+# ----------------------------------------------------------------------------------------------- training speed
+def measure_training_speed(study: dict, *, steps: int = 3, repeat: int = 3, warmup: int = 1, data=None) -> dict:
+    """Training throughput of every arm of a language-model study, measured in one process so that the arms can
+    be compared: each arm's model (built as its runs build it) trains ``steps`` steps of :func:`~gma_teach.train.fit`
+    per call, the arms interleaved, on one thread, and the fastest of ``repeat`` calls is kept
+    (:func:`gma_teach.measure.compare_timings`). The seeds' own ``tokens_per_second`` were measured on whatever
+    load the machine had while each ran; these are the numbers to compare.
+
+    Returns:
+        ``{"steps_per_call", "tokens_per_step", "seconds_per_step": {arm: s}, "tokens_per_second": {arm: ...}}``.
+    """
+    from .experiments import build_lm
+    from .train import fit
+
+    if study.get("experiment", "lm") != "lm":
+        raise ValueError(f"study must be a language-model study, got experiment {study.get('experiment')!r}")
+    steps = _checks.positive_int("steps", steps)
+    data = data if data is not None else study_data(study)
+    q = _namespace({**vars(preset("lm", study["scale"])), **study["overrides"]})
+    blocks = data.train[: q.batch_size * steps]
+
+    def one_call(model):
+        return lambda: fit(model, blocks, steps=steps, lr=q.lr, weight_decay=q.weight_decay, batch_size=q.batch_size,
+                           task="lm", progress=False, seed=0)
+
+    calls = {}
+    for arm, spec in study["arms"].items():
+        torch.manual_seed(0)
+        model = build_lm(q, spec["mixer"], data.tokenizer.n_vocab, n_components=spec.get("n_components"),
+                         gma_options=spec.get("gma_options"))
+        calls[arm] = one_call(model)
+    seconds = measure.compare_timings(calls, repeat=repeat, warmup=warmup, threads=1)
+    tokens_per_step = q.batch_size * q.seq_len
+    return {"steps_per_call": steps, "tokens_per_step": tokens_per_step,
+            "seconds_per_step": {arm: t / steps for arm, t in seconds.items()},
+            "tokens_per_second": {arm: tokens_per_step * steps / t for arm, t in seconds.items()}}
+
+
+def speed_path(study: dict, folder=None) -> Path:
+    """Where :func:`measure_training_speed` of ``study`` is recorded: ``<folder>/<study name>_speed.json``."""
+    folder = Path(folder) if folder is not None else measure.results_folder()
+    return folder / f"{study['name']}_speed.json"
+
+
+def load_speed(study: dict, folder=None) -> dict | None:
+    """The recorded training speed of ``study``'s arms, or ``None``."""
+    path = speed_path(study, folder)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
 # ------------------------------------------------------------------------------------------ initial routing
 INIT_SCAN = {
     "name": "routing_collapse_init",
@@ -536,6 +586,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--out-dir", default=None, help="folder of the records (default: gma_teach/results)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--summary", action="store_true", help="print the recorded table and run nothing")
+    parser.add_argument("--speed", action="store_true",
+                        help="measure every arm's training speed in one process (interleaved) and record it")
     parser.add_argument("--progress", action="store_true")
     args = parser.parse_args(argv)
     shown = argv if argv is not None else sys.argv[1:]
@@ -555,6 +607,15 @@ def main(argv=None) -> dict:
         table = study_table(study, args.out_dir)
         print(format_study_table(table))
         return table
+    if args.speed:
+        origin = measure.provenance(command, device())
+        record = {"study": study["name"], **measure_training_speed(study), **origin}
+        path = speed_path(study, args.out_dir)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        path.write_text(json.dumps(record, indent=1, default=str) + "\n")
+        for arm, speed in record["tokens_per_second"].items():
+            print(f"{arm:<20} {speed:9,.0f} training tokens/s")
+        return record
     torch.set_num_threads(args.threads)
     arms = args.arms or list(study["arms"])
     unknown = [arm for arm in arms if arm not in study["arms"]]

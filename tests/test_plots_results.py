@@ -74,6 +74,8 @@ def test_summary_matches_the_records():
     assert rows[0]["mean"] == pytest.approx(1.55) and rows[0]["n_seeds"] == 3
     assert rows[0]["half_width"] == pytest.approx(4.303 * 0.05 / math.sqrt(3), rel=1e-3)
     assert rows[1]["half_width"] is None and rows[0]["tokens_per_second"] == pytest.approx(1001.0)
+    measured = results.summarize(records, "bits_per_byte", speeds={"sdpa": 2500.0})  # measured together
+    assert measured[1]["tokens_per_second"] == 2500.0 and measured[0]["tokens_per_second"] == pytest.approx(1001.0)
     table = results.format_summary(rows, "bits_per_byte")
     assert "1.550 +- 0.124" in table and "(1 seed)" in table
     assert "no recorded run" in results.format_summary([], "val_loss")

@@ -195,3 +195,14 @@ def test_evaluating_more_often_does_not_change_the_training(tmp_path):
     assert often["history"]["steps"][-1] == rarely["history"]["steps"][-1] == 4
     assert often["history"]["val_loss"][-1] == rarely["history"]["val_loss"][-1]
     assert often["routing"]["evaluations"][-1] == rarely["routing"]["evaluations"][-1]
+
+
+def test_training_speed_is_measured_for_every_arm_in_one_process(tmp_path):
+    speed = study.measure_training_speed(TINY_STUDY, steps=1, repeat=1, warmup=0)
+    assert set(speed["seconds_per_step"]) == set(TINY_STUDY["arms"]) == set(speed["tokens_per_second"])
+    for arm, seconds in speed["seconds_per_step"].items():
+        assert seconds > 0
+        assert speed["tokens_per_second"][arm] == pytest.approx(speed["tokens_per_step"] / seconds)
+    assert study.load_speed(TINY_STUDY, tmp_path) is None
+    with pytest.raises(ValueError, match="language-model"):
+        study.measure_training_speed(study.TEXT_STUDY)

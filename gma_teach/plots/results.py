@@ -164,10 +164,14 @@ def _steps(record: dict):
     return config.get("n_steps", config.get("steps", config.get("epochs")))
 
 
-def summarize(records, metric: str) -> list[dict]:
+def summarize(records, metric: str, *, speeds: dict | None = None) -> list[dict]:
     """One row per record that has ``metric``: ``label``, ``mixer``, ``n_components``, ``n_seeds``, ``mean``,
     ``half_width`` (95% interval, ``None`` for one seed), ``tokens_per_second``, ``tokenizer``, ``steps`` (or
-    epochs) and ``hardware``. Records without the metric are left out (see :func:`describe_missing`)."""
+    epochs) and ``hardware``. Records without the metric are left out (see :func:`describe_missing`).
+
+    ``speeds``: ``{record label: tokens per second}`` measured together (e.g. by
+    :func:`gma_teach.study.measure_training_speed`), used instead of the mean of the seeds' own throughputs, which
+    were timed under whatever load each run met."""
     _check_metric(metric)
     rows = []
     for record in _check_records(records):
@@ -175,10 +179,12 @@ def summarize(records, metric: str) -> list[dict]:
         if not values:
             continue
         mean, half_width = mean_interval(values)
-        speeds = _tokens_per_second(record)
+        speeds_of_runs = _tokens_per_second(record)
+        measured = (speeds or {}).get(record_label(record))
+        speed = measured if measured is not None else statistics.fmean(speeds_of_runs) if speeds_of_runs else None
         rows.append({"label": record_label(record), "mixer": _mixer(record),
                      "n_components": _n_components(record), "n_seeds": len(values), "mean": mean,
-                     "half_width": half_width, "tokens_per_second": statistics.fmean(speeds) if speeds else None,
+                     "half_width": half_width, "tokens_per_second": speed,
                      "tokenizer": tokenizer_of(record), "steps": _steps(record), "hardware": hardware_line(record),
                      "options": _options(record)})
     return rows
@@ -311,18 +317,19 @@ def plot_paper_comparison(records, paper: dict, *, metric: str = "test_accuracy"
     return fig
 
 
-def plot_loss_vs_throughput(records, *, metric: str = "bits_per_byte", ax=None):
+def plot_loss_vs_throughput(records, *, metric: str = "bits_per_byte", speeds: dict | None = None, ax=None):
     """Validation quality against training throughput, one point per record (mean over seeds, 95% interval).
 
     A per-token ``metric`` needs every record on one tokenizer (:func:`check_one_tokenizer`); bits per byte does
-    not. Records without the metric or without a measured throughput are left out.
+    not. Records without the metric or without a measured throughput are left out. ``speeds``: see
+    :func:`summarize`.
 
     Returns:
         the matplotlib ``Figure``.
     """
     check_one_tokenizer(records, metric)
     fig, ax = _axis(ax)
-    rows = [row for row in summarize(records, metric) if row["tokens_per_second"]]
+    rows = [row for row in summarize(records, metric, speeds=speeds) if row["tokens_per_second"]]
     for index, row in enumerate(rows):
         color = _color(row["mixer"], index)
         ax.errorbar(row["tokens_per_second"], row["mean"], yerr=row["half_width"], color=color, marker="o", ms=5,
@@ -335,11 +342,12 @@ def plot_loss_vs_throughput(records, *, metric: str = "bits_per_byte", ax=None):
     return fig
 
 
-def plot_k_sweep(records, *, metric: str = "bits_per_byte", ax=None):
+def plot_k_sweep(records, *, metric: str = "bits_per_byte", speeds: dict | None = None, ax=None):
     """GMA's ``metric`` (left) and training throughput (right) against the number of components ``K``.
 
     GMA records are grouped by their options (the default mixture, a remedy, ...), one line each, with 95%
-    intervals over seeds; every other mixer is a horizontal line (its mean) for reference.
+    intervals over seeds; every other mixer is a horizontal line (its mean) for reference. ``speeds``: see
+    :func:`summarize`.
 
     Returns:
         the matplotlib ``Figure``.
@@ -351,7 +359,7 @@ def plot_k_sweep(records, *, metric: str = "bits_per_byte", ax=None):
     else:
         quality_ax, speed_ax = ax
         fig = quality_ax.figure
-    rows = summarize(records, metric)
+    rows = summarize(records, metric, speeds=speeds)
     groups: dict[str, list] = {}
     for row in rows:
         if row["mixer"] == "gma" and row["n_components"]:
