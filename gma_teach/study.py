@@ -253,16 +253,25 @@ def _health_means(health: list[dict]) -> dict:
     return {**overall, "per_layer": per_layer}
 
 
+CURVES = ("active_share", "usage_entropy", "logit_spread", "prior", "volume", "distance", "prior_entropy",
+          "floor_share", "spread_ratio")
+"""What :func:`health_curve` can follow: the routing health and (records made since they were added) the spreads
+of the logits' terms of :func:`gma_teach.diagnostics.routing_logit_terms`."""
+
+
 def health_curve(record: dict, name: str = "active_share", *, layer: int | None = None) -> dict:
     """One routing-health number over training for an arm's record, for a figure: ``{"steps": [0, ...],
     "mean": [...], "std": [...], "n": seeds}``; step 0 is the initialization. Averaged over heads (and layers, or
-    only ``layer``) within a seed, then mean and std over the seeds that have it.
+    only ``layer``) within a seed, then mean and std over the seeds that have it. ``name``: one of
+    :data:`CURVES`.
     """
-    if name not in ("active_share", "usage_entropy", "logit_spread"):
-        raise ValueError(f"name must be active_share, usage_entropy or logit_spread, got {name!r}")
+    if name not in CURVES:
+        raise ValueError(f"name must be one of {CURVES}, got {name!r}")
     runs = [r for r in record["runs"] if r.get("routing")]
     if not runs:
         raise ValueError(f"record {record.get('arm', '?')!r} has no routing health (not a GMA arm)")
+    if any(name not in entry for r in runs for entry in r["routing"]["initial"]):
+        raise ValueError(f"record {record.get('arm', '?')!r} did not track {name!r} (recorded before it was added)")
 
     def value(health):
         layers = health if layer is None else [health[layer]]

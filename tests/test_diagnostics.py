@@ -563,7 +563,7 @@ def test_routing_health_reads_each_layers_routing_and_restores_the_model():
         diagnostics.routing_health(DecoderLM(30, 16, 1, 2, mixer="sdpa", max_seq_len=12), tokens)
 
 
-def _slow_term_spreads(x, means, variances, log_priors):
+def _slow_term_spreads(x, means, variances, log_priors, min_variance):
     """Loops over heads, tokens and components, float64, with the log joint written out term by term."""
     heads, tokens, dim = x.shape
     n_components = means.shape[1]
@@ -581,7 +581,7 @@ def _slow_term_spreads(x, means, variances, log_priors):
         out["distance"].append(statistics.fmean(distance_std))
         out["prior_entropy"].append(-sum(math.exp(p) * p for p in prior) / math.log(n_components))
         values = [float(v) for v in variances[h].flatten()]
-        out["floor_share"].append(sum(v <= 1.01 * min(values) for v in values) / len(values))
+        out["floor_share"].append(sum(v <= 2 * min_variance for v in values) / len(values))
 
         def rms_from_centre(points):
             centre = [statistics.fmean(float(p[d]) for p in points) for d in range(dim)]
@@ -602,11 +602,11 @@ def test_logit_term_spreads_match_loops_and_add_up_to_the_log_joint():
     variances = 0.2 + torch.rand(heads, n_components, dim, generator=generator, dtype=torch.float64)
     variances[1, :2] = 1e-3  # two components of head 1 at a floor
     log_priors = torch.log_softmax(torch.randn(heads, n_components, generator=generator, dtype=torch.float64), -1)
-    terms = diagnostics.logit_term_spreads(x, means, variances, log_priors)
-    slow = _slow_term_spreads(x, means, variances, log_priors)
+    terms = diagnostics.logit_term_spreads(x, means, variances, log_priors, 1e-3)
+    slow = _slow_term_spreads(x, means, variances, log_priors, 1e-3)
     for name, values in slow.items():
         assert terms[name] == pytest.approx(values, rel=1e-9), name
-    assert terms["floor_share"][1] == pytest.approx(2 * dim / (n_components * dim))
+    assert terms["floor_share"] == pytest.approx([0.0, 2 * dim / (n_components * dim)])
     # the three terms are the log joint, less the constant -d/2 log(2 pi)
     prior = log_priors[:, None, :]
     volume = -0.5 * variances.log().sum(-1)[:, None, :]
@@ -614,9 +614,11 @@ def test_logit_term_spreads_match_loops_and_add_up_to_the_log_joint():
     joint = gmm.log_joint(x, means, variances, log_priors)
     assert torch.allclose(prior + volume + distance - 0.5 * dim * math.log(2 * math.pi), joint, atol=1e-9)
     with pytest.raises(ValueError, match="means"):
-        diagnostics.logit_term_spreads(x, means[:, :, :2], variances, log_priors)
+        diagnostics.logit_term_spreads(x, means[:, :, :2], variances, log_priors, 1e-3)
     with pytest.raises(TypeError, match="log_priors"):
-        diagnostics.logit_term_spreads(x, means, variances, log_priors.tolist())
+        diagnostics.logit_term_spreads(x, means, variances, log_priors.tolist(), 1e-3)
+    with pytest.raises(ValueError, match="min_variance"):
+        diagnostics.logit_term_spreads(x, means, variances, log_priors, 0.0)
 
 
 def test_routing_logit_terms_read_each_layer_and_restore_the_model():
@@ -629,5 +631,5 @@ def test_routing_logit_terms_read_each_layer_and_restore_the_model():
     assert [layer["layer"] for layer in terms] == [0, 1]
     for layer in terms:
         assert len(layer["distance"]) == 2 and layer["prior"] == pytest.approx([0.0, 0.0])  # uniform priors
-        assert layer["prior_entropy"] == pytest.approx([1.0, 1.0])
+        assert layer["prior_entropy"] == pytest.approx([1.0, 1.0]) and layer["floor_share"] == [0.0, 0.0]
     assert model.training and all(not m._forward_pre_hooks for m in diagnostics.gma_layers(model))

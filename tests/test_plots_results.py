@@ -160,3 +160,24 @@ def test_recorded_files_load():
     for row, record in zip(rows, listops):
         assert row["mean"] == pytest.approx(100 * record["summary"]["mean"])
     results.plot_paper_comparison(listops, {"gma": (41.17, 0.23)})
+
+
+def test_logit_terms_figure_reads_the_recorded_curves():
+    def layer(share, distance):
+        return {"active_share": [share, share], "usage_entropy": [0.5, 0.5], "logit_spread": [3.0, 3.0],
+                "prior": [0.0, 0.1], "volume": [0.2, 0.2], "distance": [distance, distance],
+                "prior_entropy": [1.0, 1.0], "floor_share": [0.0, 0.0], "spread_ratio": [0.5, 0.7]}
+
+    routing = [{"initial": [layer(0.4, 5.0), layer(0.4, 5.0)], "steps": [50, 100],
+                "evaluations": [[layer(0.3, 6.0), layer(0.1, 9.0)], [layer(0.25, 6.5), layer(0.05, 10.0)]]}]
+    record = lm_record("gma", [5.0], k=8, bpb=[1.5], routing=routing)
+    fig = results.plot_logit_terms({"default": record})
+    distance = [line for ax in fig.axes for line in ax.get_lines() if line.get_label() == "distance, default"]
+    assert [list(line.get_ydata()) for line in distance] == [[5.0, 6.0, 6.5], [5.0, 9.0, 10.0]]
+    assert list(distance[0].get_xdata()) == [0, 50, 100]
+    old = lm_record("gma", [5.0], k=8, bpb=[1.5], routing=[{"initial": [{"active_share": [0.5]}], "steps": [],
+                                                             "evaluations": []}])
+    with pytest.raises(ValueError, match="did not track 'distance'"):
+        results.plot_logit_terms({"old": old})
+    with pytest.raises(TypeError, match="records must be a dict"):
+        results.plot_logit_terms([record])

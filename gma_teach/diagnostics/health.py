@@ -21,6 +21,7 @@ import math
 import torch
 from torch import nn
 
+from .. import _checks
 from .capture import gma_layers
 
 HEALTH_METRICS = ("active_share", "usage_entropy", "logit_spread")
@@ -51,8 +52,8 @@ def head_health(log_resp: torch.Tensor) -> dict[str, list[float]]:
             "logit_spread": spread.tolist()}
 
 
-def logit_term_spreads(x: torch.Tensor, means: torch.Tensor, variances: torch.Tensor,
-                       log_priors: torch.Tensor) -> dict[str, list[float]]:
+def logit_term_spreads(x: torch.Tensor, means: torch.Tensor, variances: torch.Tensor, log_priors: torch.Tensor,
+                       min_variance: float) -> dict[str, list[float]]:
     """Where the routing logits' spread comes from, per head. A component's log joint is the sum of three terms,
 
     .. math:: \\log\\pi_k \\;-\\; \\tfrac12\\sum_d \\log\\sigma^2_{k,d}
@@ -61,12 +62,13 @@ def logit_term_spreads(x: torch.Tensor, means: torch.Tensor, variances: torch.Te
     (prior, volume and distance; the constant :math:`-\\tfrac d2\\log 2\\pi` is left out). For each term: its
     standard deviation over the ``K`` components, averaged over tokens, as ``logit_spread`` is; the term with the
     largest spread decides which component wins. Also ``prior_entropy`` (:math:`H(\\pi)/\\ln K`), ``floor_share``
-    (the share of variances within 1% of the smallest one: variances pressed to a floor) and ``spread_ratio``, the
+    (the share of variances below twice the floor ``min_variance``: pressed onto it) and ``spread_ratio``, the
     routing vectors' root-mean-square distance from their centre over the means' distance from theirs (well below
     1, the tokens sit in a small cloud among the components and the few means nearest to it win every token).
 
     Args:
         x: routing vectors ``(H, T, d)``; means, variances ``(H, K, d)``; log_priors ``(H, K)``.
+        min_variance: the mixture's variance floor (> 0).
 
     Returns:
         ``{"prior": [H], "volume": [H], "distance": [H], "prior_entropy": [H], "floor_share": [H],
@@ -83,18 +85,18 @@ def logit_term_spreads(x: torch.Tensor, means: torch.Tensor, variances: torch.Te
         raise ValueError(f"shapes must be x (H, T, d), means and variances (H, K, d), log_priors (H, K); got "
                          f"{tuple(x.shape)}, {tuple(means.shape)}, {tuple(variances.shape)}, "
                          f"{tuple(log_priors.shape)}")
+    min_variance = _checks.positive_number("min_variance", min_variance)
     x, means, variances, log_priors = (t.detach().to(torch.float64) for t in (x, means, variances, log_priors))
     n_components = means.shape[1]
     distance = -0.5 * (((x[:, :, None, :] - means[:, None]) ** 2) / variances[:, None]).sum(-1)  # (H, T, K)
     volume = -0.5 * variances.log().sum(-1)  # (H, K)
     priors = log_priors.exp()
-    floor = variances.amin(dim=(1, 2), keepdim=True)
     token_spread = (x - x.mean(dim=1, keepdim=True)).square().sum(-1).mean(-1).sqrt()
     mean_spread = (means - means.mean(dim=1, keepdim=True)).square().sum(-1).mean(-1).sqrt()
     return {"prior": log_priors.std(dim=-1).tolist(), "volume": volume.std(dim=-1).tolist(),
             "distance": distance.std(dim=-1).mean(dim=-1).tolist(),
             "prior_entropy": (-torch.special.xlogy(priors, priors).sum(-1) / math.log(n_components)).tolist(),
-            "floor_share": (variances <= 1.01 * floor).to(torch.float64).mean(dim=(1, 2)).tolist(),
+            "floor_share": (variances <= 2 * min_variance).to(torch.float64).mean(dim=(1, 2)).tolist(),
             "spread_ratio": (token_spread / mean_spread).tolist()}
 
 
@@ -148,7 +150,7 @@ def routing_logit_terms(model: nn.Module, tokens: torch.Tensor) -> list[dict]:
         mixture = layer.mixture
         x = q.transpose(0, 1).flatten(1, 2)  # (H, B * N, d_route)
         result.append({"layer": index, **logit_term_spreads(x, mixture.means, mixture.variances,
-                                                            mixture.log_priors)})
+                                                            mixture.log_priors, mixture.min_variance)})
     return result
 
 

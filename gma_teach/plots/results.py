@@ -23,7 +23,7 @@ from __future__ import annotations
 import math
 import statistics
 
-from ..study import t_quantile_975
+from ..study import health_curve, t_quantile_975
 from ._style import COLORS, new_figure
 
 __all__ = [
@@ -426,4 +426,49 @@ def plot_active_share(records, *, ax=None):
     ax.set(xlabel="training step", ylabel="active share of components", ylim=(0, 1.02))
     if drawn:
         ax.legend(fontsize=7)
+    return fig
+
+
+TERM_STYLES = {"distance": ("C0", "distance"), "volume": ("C1", "volume"), "prior": ("C2", "prior")}
+
+
+def plot_logit_terms(records: dict, *, n_layers: int | None = None):
+    """What drives the routing, layer by layer (columns), one line style per record: the spread over components of
+    each term of the routing logits during training (top: distance, volume, prior; see
+    :func:`gma_teach.diagnostics.logit_term_spreads`) and the active share with the tokens' spread over the means'
+    (bottom). Means over heads and seeds.
+
+    Args:
+        records: ``{name: record}`` of study arms whose runs tracked the logit terms.
+        n_layers: GMA layers to draw (default: every layer the first record tracked).
+
+    Returns:
+        the matplotlib ``Figure``.
+    """
+    if not isinstance(records, dict):
+        raise TypeError(f"records must be a dict {{name: record}}, got {type(records).__name__}")
+    if n_layers is None:
+        first = next(iter(records.values()), None)
+        n_layers = len(first["runs"][0]["routing"]["initial"]) if first else 1
+    fig, axes = new_figure(n_layers, 2)
+    styles = ("-", "--", ":", "-.")
+    for column in range(n_layers):
+        terms_ax, share_ax = axes[0][column], axes[1][column]
+        for index, (name, record) in enumerate(records.items()):
+            style = styles[index % len(styles)]
+            for term, (color, label) in TERM_STYLES.items():
+                curve = health_curve(record, term, layer=column)
+                terms_ax.plot(curve["steps"], curve["mean"], ls=style, color=color, label=f"{label}, {name}")
+            for curve_name, color in (("active_share", "k"), ("spread_ratio", "C3")):
+                curve = health_curve(record, curve_name, layer=column)
+                share_ax.plot(curve["steps"], curve["mean"], ls=style, color=color,
+                              label=f"{curve_name.replace('_', ' ')}, {name}")
+        terms_ax.set(title=f"layer {column}: spread of each logit term", xlabel="training step",
+                     ylabel="std over components")
+        share_ax.set(title=f"layer {column}: active share, token/mean spread", xlabel="training step")
+        if not records:
+            terms_ax.text(0.5, 0.5, "nothing recorded", ha="center", va="center", transform=terms_ax.transAxes)
+    if records:
+        axes[0][0].legend(fontsize=6)
+        axes[1][0].legend(fontsize=6)
     return fig
