@@ -502,7 +502,17 @@ def _health_means_with_layers(model, tokens) -> dict:
 
 # --------------------------------------------------------------------------------------------------- tables
 METRICS = {"val_bits_per_byte": ("val", "bits_per_byte"), "val_loss": ("val", "loss"),
-           "val_perplexity": ("val", "perplexity"), "test_accuracy": ("test", "accuracy")}
+           "val_perplexity": ("val", "perplexity"), "test_accuracy": ("test", "accuracy"),
+           "active_share": ("health", "active_share"), "usage_entropy": ("health", "usage_entropy")}
+"""What :func:`study_table` can pair: a run's validation or test numbers, or (GMA arms) its routing health at the
+last evaluation (:func:`final_health`)."""
+
+
+def _run_value(run: dict, part: str, key: str):
+    if part == "health":
+        health = final_health(run)
+        return None if health is None else health[key]
+    return run[part][key]
 
 
 def study_table(study: dict, folder=None, *, reference: str | None = None, metric: str | None = None) -> dict:
@@ -521,11 +531,13 @@ def study_table(study: dict, folder=None, *, reference: str | None = None, metri
     if part == "val" and arms:
         table["ordering"] = ordering_at_last_evaluations(arms)
     if reference in arms:
-        by_seed = {r["seed"]: r[part][key] for r in arms[reference]["runs"]}
+        by_seed = {r["seed"]: _run_value(r, part, key) for r in arms[reference]["runs"]}
+        by_seed = {seed: value for seed, value in by_seed.items() if value is not None}
         for arm, record in arms.items():
             if arm == reference:
                 continue
-            other = {r["seed"]: r[part][key] for r in record["runs"]}
+            other = {r["seed"]: _run_value(r, part, key) for r in record["runs"]}
+            other = {seed: value for seed, value in other.items() if value is not None}
             common = sorted(set(by_seed) & set(other))
             if len(common) >= 2:
                 table["paired"][arm] = {"seeds": common, **paired_difference([other[s] for s in common],

@@ -93,6 +93,13 @@ def test_study_table_pairs_common_seeds(tmp_path):
     assert ordering["stable"] == (ordering["last"] == ordering["previous"])
     means = ordering["last_means"]
     assert [means[arm] for arm in ordering["last"]] == sorted(means.values())
+    shares = study.study_table(TINY_STUDY, tmp_path, metric="active_share")
+    assert set(shares["paired"]) == {"gma_remedy"}  # "none" has no routing to pair
+    final = {arm: {r["seed"]: study.final_health(r)["active_share"] for r in study.load_arm(TINY_STUDY, arm,
+                                                                                           tmp_path)["runs"]}
+             for arm in ("gma", "gma_remedy")}
+    assert shares["paired"]["gma_remedy"]["differences"] == pytest.approx(
+        [final["gma_remedy"][s] - final["gma"][s] for s in (0, 1)])
     record = study.load_arm(TINY_STUDY, "gma", tmp_path)
     curve = study.health_curve(record, layer=0)
     assert curve["steps"] == [0, 2, 4] and curve["n"] == 2
