@@ -128,17 +128,19 @@ def majority_accuracy(labels: torch.Tensor) -> float:
     return float(torch.bincount(labels).max()) / len(labels)
 
 
-def build_classifier(p: SimpleNamespace, mixer: str, data: dict, *, n_components: int | None = None):
-    """An :class:`~gma_teach.models.EncoderClassifier` sized by preset ``p`` for ``data``."""
+def build_classifier(p: SimpleNamespace, mixer: str, data: dict, *, n_components: int | None = None,
+                     gma_options: dict | None = None):
+    """An :class:`~gma_teach.models.EncoderClassifier` sized by preset ``p`` for ``data`` (``gma_options``: extra
+    :class:`~gma_teach.GaussianMixtureAttention` options)."""
     return EncoderClassifier(data["vocab_size"], data["n_classes"], p.d_model, p.n_layers, p.n_heads, mixer=mixer,
                              max_seq_len=data["train"][0].shape[1], pooling=p.pooling, d_ff=p.d_ff,
                              dropout=p.dropout, pad_id=data["pad_id"],
-                             mixer_options=mixer_options(p, mixer, n_components))
+                             mixer_options=mixer_options(p, mixer, n_components, gma_options))
 
 
 def run_classification(experiment: str, mixer: str, *, scale_name: str | None = None, seed: int = 0,
                        n_components: int | None = None, source: str | None = None, data: dict | None = None,
-                       progress: bool = False, **overrides) -> dict:
+                       progress: bool = False, gma_options: dict | None = None, **overrides) -> dict:
     """Train and test one classifier; returns a JSON-ready record of this seed.
 
     Args:
@@ -149,11 +151,12 @@ def run_classification(experiment: str, mixer: str, *, scale_name: str | None = 
         n_components: GMA's K (default ``p.n_components``).
         source: data source (see :func:`listops_data`, :func:`text_data`).
         data: already-loaded data (to share it between runs).
+        gma_options: extra :class:`~gma_teach.GaussianMixtureAttention` options (a routing remedy).
         **overrides: replace preset entries (``epochs=1``, ...).
 
     Returns:
-        ``{"seed", "history", "test", "majority_baseline", "parameters", "tokens_per_second", "train_seconds",
-        "data_source"}``; ``test`` holds ``loss`` and ``accuracy`` of the best-validation weights.
+        ``{"seed", "gma_options", "history", "test", "majority_baseline", "parameters", "tokens_per_second",
+        "train_seconds", "data_source"}``; ``test`` holds ``loss`` and ``accuracy`` of the best-validation weights.
     """
     if experiment not in ("listops", "text"):
         raise ValueError(f"experiment must be 'listops' or 'text', got {experiment!r}")
@@ -165,14 +168,14 @@ def run_classification(experiment: str, mixer: str, *, scale_name: str | None = 
     if data is None:
         data = listops_data(p, source=source) if experiment == "listops" else text_data(p, source=source)
     seed_everything(_check_seed(seed))
-    model = build_classifier(p, mixer, data, n_components=n_components).to(device())
+    model = build_classifier(p, mixer, data, n_components=n_components, gma_options=gma_options).to(device())
     history = fit(model, data["train"], val_data=data["validation"], epochs=p.epochs, lr=p.lr,
                   weight_decay=p.weight_decay, warmup=_warmup_steps(p, len(data["train"][1])),
                   batch_size=p.batch_size, seed=seed, task="classify", progress=progress,
                   label=f"{experiment} {mixer} seed {seed}")
     test = evaluate(model, data["test"], task="classify", batch_size=p.batch_size)
     return {"seed": seed, "mixer": mixer, "n_components": (n_components or p.n_components) if mixer == "gma" else None,
-            "history": _history_summary(history), "test": test,
+            "gma_options": dict(gma_options or {}), "history": _history_summary(history), "test": test,
             "majority_baseline": majority_accuracy(data["test"][1]), "parameters": parameter_counts(model),
             "tokens_per_second": history.tokens_per_second, "train_seconds": history.train_seconds,
             "data_source": data["source"]}

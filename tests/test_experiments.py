@@ -5,7 +5,7 @@ import math
 import pytest
 import torch
 
-from gma_teach import experiments
+from gma_teach import GaussianMixtureAttention, experiments
 
 TINY_LM = dict(tokenizer="bytes", max_train_tokens=6000, max_val_tokens=2000, n_steps=6, eval_every=3)
 
@@ -107,6 +107,13 @@ def test_gma_options_reach_the_layer_and_are_refused_elsewhere():
         experiments.build_lm(p, "sdpa", 30, gma_options={"init_variance": 5.0})
     with pytest.raises(TypeError, match="gma_options"):
         experiments.mixer_options(p, "gma", 8, gma_options=[("init_variance", 5.0)])
+    text = experiments.preset("text", "tiny")
+    data = {"vocab_size": 40, "n_classes": 2, "pad_id": 0, "train": (torch.zeros(4, 16, dtype=torch.long), None)}
+    classifier = experiments.build_classifier(text, "gma", data, n_components=5, gma_options={"init_variance": 3.0})
+    mixers = [m for m in classifier.modules() if isinstance(m, GaussianMixtureAttention)]
+    assert mixers and all(torch.allclose(m.mixture.variances, torch.full_like(m.mixture.variances,
+                                                                              3.0 + m.mixture.min_variance))
+                          for m in mixers)
 
 
 def test_decoding_state_bytes_constant_for_gma_linear_for_kv_cache():

@@ -123,12 +123,15 @@ def test_a_classification_study_records_test_accuracy(tmp_path):
     tiny = {"name": "tiny_listops", "experiment": "listops", "scale": "tiny",
             "overrides": {"n_train": 64, "n_val": 16, "n_test": 32, "epochs": 1, "n_components": 4}, "seeds": (0, 1),
             "arms": {"gma": {"mixer": "gma"}, "gma_k3": {"mixer": "gma", "n_components": 3},
+                     "gma_wide": {"mixer": "gma", "gma_options": {"init_variance": "d_route"}},
                      "linear": {"mixer": "linear"}}}
     for arm in tiny["arms"]:
         record = study.run_arm(tiny, arm, folder=tmp_path, command="test")
         assert record["complete"] and 0 <= record["summary"]["test_accuracy"]["mean"] <= 1
         if arm.startswith("gma"):  # the arm's K if it names one, else the setting's
             assert {r["n_components"] for r in record["runs"]} == {3 if arm == "gma_k3" else 4}
+            assert all(r["gma_options"] == study.load_arm(tiny, arm, tmp_path)["spec"].get("gma_options", {})
+                       for r in record["runs"])
     table = study.study_table(tiny, tmp_path)
     assert table["metric"] == "test_accuracy" and "linear" in table["paired"]
     assert "test accuracy" in study.format_study_table(table)
