@@ -550,6 +550,21 @@ def study_table(study: dict, folder=None, *, reference: str | None = None, metri
     return table
 
 
+def study_tables(study: dict, folder=None) -> dict:
+    """Every table of :func:`study_table` worth reading for ``study``: bits per byte and (GMA arms) active share
+    for a language-model study, test accuracy for a classifier; ``{metric: table}``."""
+    metrics = (("val_bits_per_byte", "active_share") if study.get("experiment", "lm") == "lm"
+               else ("test_accuracy",))
+    return {metric: study_table(study, folder, metric=metric) for metric in metrics}
+
+
+def tables_path(study: dict, folder=None) -> Path:
+    """Where ``python -m gma_teach.study <study> --summary --save`` records :func:`study_tables`:
+    ``<folder>/<study name>_tables.json``."""
+    folder = Path(folder) if folder is not None else measure.results_folder()
+    return folder / f"{study['name']}_tables.json"
+
+
 def ordering_at_last_evaluations(arms: dict) -> dict:
     """Whether training ran long enough to order the arms: the arms sorted by their mean validation bits per byte
     over the seeds every arm has (``seeds``; seeds differ a lot, so only common ones are compared) at the last
@@ -612,6 +627,8 @@ def main(argv=None) -> dict:
     parser.add_argument("--out-dir", default=None, help="folder of the records (default: gma_teach/results)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--summary", action="store_true", help="print the recorded table and run nothing")
+    parser.add_argument("--save", action="store_true",
+                        help="with --summary: also record the tables (paired intervals) as <study>_tables.json")
     parser.add_argument("--speed", action="store_true",
                         help="measure every arm's training speed in one process (interleaved) and record it")
     parser.add_argument("--progress", action="store_true")
@@ -630,9 +647,15 @@ def main(argv=None) -> dict:
         return record
     study = STUDIES[args.study]
     if args.summary:
-        table = study_table(study, args.out_dir)
-        print(format_study_table(table))
-        return table
+        tables = study_tables(study, args.out_dir)
+        for table in tables.values():
+            print(format_study_table(table))
+        if args.save:
+            record = {"study": study["name"], "tables": tables, **measure.provenance(command, device())}
+            path = tables_path(study, args.out_dir)
+            path.write_text(json.dumps(record, indent=1, default=str) + "\n")
+            print(f"-> {path}")
+        return tables
     if args.speed:
         origin = measure.provenance(command, device())
         record = {"study": study["name"], **measure_training_speed(study), **origin}

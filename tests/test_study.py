@@ -161,6 +161,28 @@ def test_recorded_study_files_are_consistent():
     assert checked >= 1 or not any(measure.results_folder().glob("routing_collapse_*.json"))
 
 
+def test_recorded_tables_are_what_the_records_give():
+    """A saved ``<study>_tables.json`` (README quotes its intervals) is recomputed from the arms' records."""
+    for settings in study.STUDIES.values():
+        path = study.tables_path(settings)
+        if path.exists():
+            saved = json.loads(path.read_text())
+            assert saved["study"] == settings["name"]
+            assert saved["tables"] == json.loads(json.dumps(study.study_tables(settings))), path.name
+
+
+def test_summary_save_records_the_tables(tmp_path, monkeypatch, capsys):
+    for arm in TINY_STUDY["arms"]:
+        study.run_arm(TINY_STUDY, arm, folder=tmp_path, command="test")
+    monkeypatch.setitem(study.STUDIES, "tiny", TINY_STUDY)
+    tables = study.main(["tiny", "--summary", "--save", "--out-dir", str(tmp_path)])
+    saved = json.loads(study.tables_path(TINY_STUDY, tmp_path).read_text())
+    assert set(saved["tables"]) == {"val_bits_per_byte", "active_share"} == set(tables)
+    assert saved["tables"] == json.loads(json.dumps(tables)) and saved["command"].endswith("--summary --save --out-dir "
+                                                                                        + str(tmp_path))
+    assert "95% CI" in capsys.readouterr().out
+
+
 def test_an_arm_shared_with_another_study_is_trained_and_recorded_once(tmp_path, capsys):
     sharing = {**TINY_STUDY, "name": "tiny_comparison", "shared_with": TINY_STUDY,
                "arms": {"k8": {"mixer": "gma", "n_components": 8}, "linear": {"mixer": "linear"}}}
