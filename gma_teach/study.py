@@ -14,8 +14,7 @@ Studies:
 
 * ``collapse`` (:data:`COLLAPSE_STUDY`): the small LM (:data:`LM_SETTING`, 600 steps, GMA K=64), today's default routing
   against the remedies -- variances initialised at ``d_route`` (logits of order one at the start), means from
-  k-means of the routing vectors, a usage-balancing auxiliary loss, means drawn at half the scale (closer to the
-  routing vectors' own spread, as the ``init-scan`` record suggests), and the first and third together -- on the
+  k-means of the routing vectors, a usage-balancing auxiliary loss, and the first and third together -- on the
   same seeds. Read: active share of
   components, usage entropy, logit spread (at initialization and every evaluation) and validation loss / bits per
   byte.
@@ -72,13 +71,12 @@ COLLAPSE_STUDY = {
         "variance_d_route": {"mixer": "gma", "n_components": 64, "gma_options": {"init_variance": "d_route"}},
         "kmeans_means": {"mixer": "gma", "n_components": 64, "prepare": "kmeans"},
         "balance": {"mixer": "gma", "n_components": 64, "gma_options": {"balance_weight": 0.01}},
-        "mean_std_half": {"mixer": "gma", "n_components": 64, "gma_options": {"init_mean_std": 0.5}},
         "variance_and_balance": {"mixer": "gma", "n_components": 64,
                                  "gma_options": {"init_variance": "d_route", "balance_weight": 0.01}},
     },
 }
 """The collapse study -- the small LM of :data:`LM_SETTING` (600 steps, evaluated every 200), GMA K=64, today's
-default routing and five remedies."""
+default routing and four remedies."""
 
 CAUSE_STUDY = {
     "name": "routing_collapse_cause",
