@@ -295,23 +295,26 @@ def plot_paper_comparison(records, paper: dict, *, metric: str = "test_accuracy"
         raise TypeError(f"paper must be a dict {{mixer: (mean, std)}}, got {type(paper).__name__}")
     mixers = list(dict.fromkeys([*paper, *rows]))
     fig, ax = _axis(ax, width=max(5.0, 1.0 * len(mixers) + 1.5))
+    labelled = set()
     for index, mixer in enumerate(mixers):
         color = _color(mixer, index)
         if mixer in rows:
             row = rows[mixer]
             ax.bar(index - 0.2, row["mean"], width=0.4, color=color,
                    yerr=row["half_width"] if row["half_width"] is not None else None, capsize=3,
-                   label="recorded (mean, 95% interval)" if index == 0 else None)
+                   label=None if "recorded" in labelled else "recorded (mean, 95% interval)")
+            labelled.add("recorded")
             ax.annotate(f"{row['n_seeds']} seed" + ("s" if row["n_seeds"] > 1 else ""), (index - 0.2, row["mean"]),
                         xytext=(0, 4), textcoords="offset points", ha="center", va="bottom", fontsize=7, rotation=90)
         else:
-            ax.annotate("not recorded", (index - 0.2, 0), xytext=(0, 4), textcoords="offset points", ha="center",
-                        va="bottom", fontsize=7, rotation=90)
+            ax.text(index - 0.2, 0.03, "not recorded", transform=ax.get_xaxis_transform(), ha="center", va="bottom",
+                    fontsize=7, rotation=90)
         if mixer in paper:
             mean, std = paper[mixer]
             ax.bar(index + 0.2, mean, width=0.4, color=color, alpha=0.35, hatch="//", edgecolor=color, yerr=std,
-                   capsize=3, label=f"{paper_label} (mean +- std)" if index == 0 else None)
-    ax.set_xticks(range(len(mixers)), mixers)
+                   capsize=3, label=None if "paper" in labelled else f"{paper_label} (mean +- std)")
+            labelled.add("paper")
+    ax.set_xticks(range(len(mixers)), mixers, rotation=20, ha="right")
     ax.set(ylabel=METRICS[metric][0])
     ax.legend(loc="lower right", fontsize=8)
     return fig
