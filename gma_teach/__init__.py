@@ -4,7 +4,8 @@ The public API (a contract with the book and with courses; names are extended, n
 
 * :func:`responsibilities`, :func:`log_responsibilities`, :class:`GaussianMixture` -- the GMM posterior (ch. 2);
 * :func:`affinity`, :func:`gma`, :func:`gma_from_responsibilities` -- GMA itself in every form (ch. 3, 4, 6);
-* :class:`GaussianMixtureAttention` -- the multi-head layer with recurrent decoding (ch. 5, 6);
+* :class:`GaussianMixtureAttention` -- the multi-head layer with recurrent decoding (ch. 5, 6), and
+  :data:`LM_ROUTING_REMEDY`, its options against routing collapse in a language model (ch. 11);
 * :func:`make_mixer` -- GMA, the paper's comparators and two controls by name (ch. 8-10);
 * :func:`~gma_teach.environment.scale`, :func:`preset`, :func:`env_report` -- the book's scale switch and environment
   report.
@@ -13,6 +14,6 @@ __version__ = "0.1.0"
 
 from .gmm import GaussianMixture, log_responsibilities, responsibilities
 from .mixing import IMPLS, GMAState, affinity, gma, gma_from_responsibilities
-from .layer import GaussianMixtureAttention
+from .layer import LM_ROUTING_REMEDY, GaussianMixtureAttention
 from .environment import cache_dir, device, env_report, preset, scale, seed_everything
 from .baselines import make_mixer
