@@ -37,7 +37,7 @@ from .mixing import IMPLS, GMAState, gma, recurrent_step
 BALANCE_FORMS = ("switch", "entropy")
 
 LM_ROUTING_REMEDY = {"init_variance": "d_route", "balance_weight": 0.01}
-"""Options of :class:`GaussianMixtureAttention` that keep a causal language model's routing from collapsing:
+"""Options of :class:`GaussianMixtureAttention` that keep a causal language model's routing from collapsing,
 variances started at ``d_route`` and a usage-balancing loss of weight 0.01. Use them as
 ``GaussianMixtureAttention(..., causal=True, **LM_ROUTING_REMEDY)`` and add the model's ``auxiliary_loss()`` to the
 training loss (:func:`gma_teach.train.fit` does). In the recorded collapse study (the small LM of

@@ -52,9 +52,9 @@ from .layer import LM_ROUTING_REMEDY
 
 # ---------------------------------------------------------------------------------------------------- settings
 REMEDY = dict(LM_ROUTING_REMEDY)
-"""The routing remedy the LM study compares against the default: the collapse study's winner,
-:data:`gma_teach.layer.LM_ROUTING_REMEDY` (the ``variance_and_balance`` arm: the only one better than the default on
-both active share and bits per byte, beyond seed noise, over its three seeds)."""
+"""The routing remedy the LM study compares against the default, the collapse study's winner
+:data:`gma_teach.layer.LM_ROUTING_REMEDY`. It is the ``variance_and_balance`` arm, the only one better than the
+default on both active share and bits per byte, beyond seed noise, over its three seeds."""
 
 LM_SETTING = dict(source="stdlib", tokenizer="auto", seq_len=128, max_train_tokens=None, max_val_tokens=None,
                   compact_vocab=True, data_seed=0, d_model=128, n_layers=2, n_heads=4, d_ff=512, dropout=0.0,
@@ -87,7 +87,7 @@ CAUSE_STUDY = {
     "seeds": (0, 1, 2),
     "arms": {"default": dict(COLLAPSE_STUDY["arms"]["default"]), "balance": dict(COLLAPSE_STUDY["arms"]["balance"])},
 }
-"""Where the collapse happens and which term of the routing logits drives it: the collapse study's default and
+"""Where the collapse happens and which term of the routing logits drives it. The collapse study's default and
 balance arms, evaluated every 50 steps (the routing health and
 :func:`gma_teach.diagnostics.routing_logit_terms` at every evaluation). Evaluating more often does not change the
 training (the batches come from their own generator), so step 600 repeats the collapse study's run of the same seed."""

@@ -159,7 +159,7 @@ def routing_health(model: nn.Module, tokens: torch.Tensor) -> list[dict]:
     """Per GMA layer of ``model`` (in :func:`~gma_teach.diagnostics.gma_layers` order), the health of each head's
     query routing on one forward pass of ``model(tokens)``.
 
-    The routing vectors come from :func:`_routing_vectors` (the model is left as it was) and are routed through
+    The routing vectors come from ``_routing_vectors`` (the model is left as it was) and are routed through
     each layer's own mixture (``layer.mixture.log_responsibilities``).
 
     Returns:
