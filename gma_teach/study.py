@@ -523,7 +523,8 @@ def _run_value(run: dict, part: str, key: str):
 def study_table(study: dict, folder=None, *, reference: str | None = None, metric: str | None = None) -> dict:
     """What is recorded for ``study``: per arm, the summary; and for ``reference`` (default: the study's first
     arm) against every other arm, the paired per-seed difference of ``metric`` (default: bits per byte for a
-    language model, test accuracy for a classifier) on their common seeds."""
+    language model, test accuracy for a classifier) on their common seeds, with its interval at ``confidence``
+    (0.95)."""
     metric = metric or ("val_bits_per_byte" if study.get("experiment", "lm") == "lm" else "test_accuracy")
     if metric not in METRICS:
         raise ValueError(f"metric must be one of {sorted(METRICS)}, got {metric!r}")
@@ -531,8 +532,8 @@ def study_table(study: dict, folder=None, *, reference: str | None = None, metri
     arms = {arm: load_arm(study, arm, folder) for arm in study["arms"]}
     arms = {arm: record for arm, record in arms.items() if record is not None and record["runs"]}
     reference = reference or next(iter(study["arms"]))
-    table = {"metric": metric, "reference": reference, "arms": {a: r["summary"] for a, r in arms.items()},
-             "paired": {}}
+    table = {"metric": metric, "reference": reference, "confidence": 0.95,
+             "arms": {a: r["summary"] for a, r in arms.items()}, "paired": {}}
     if part == "val" and arms:
         table["ordering"] = ordering_at_last_evaluations(arms)
     if reference in arms:

@@ -10,7 +10,9 @@ The convention (README's results section keeps it):
 * every number written in the item outside backticks (and outside names: ``chapter 10``, ``GPT-2``, ``Table 3``,
   ``section 4.2``, ``Eq. (7)``) must equal, at the precision written, some number in the
   cited records: a value ``x`` of any field (configuration, metric, provenance, the paper's quoted numbers), or
-  ``100 x`` for a percentage. ``1,091`` reads as 1091; ``37.4`` matches 0.37412 as a percentage or 37.42 as is.
+  ``100 x`` for a percentage. ``1,091`` reads as 1091; ``37.4`` matches 0.37412 as a percentage or 37.42 as is. A
+  sign is not read (a difference is written "lower by 0.0187", or with a minus the pattern leaves out), so a
+  quoted number matches ``|x|`` too.
 
 So a README number that no record holds, or a record that changes under a quoted number, fails this test.
 """
@@ -79,11 +81,11 @@ def numeric_leaves(value) -> list[float]:
 
 
 def supported(quoted: str, values: list[float]) -> bool:
-    """Whether ``quoted`` equals some ``x`` or ``100 x`` of ``values`` at its written precision."""
+    """Whether ``quoted`` equals some ``|x|`` or ``100 |x|`` of ``values`` at its written precision."""
     number = float(quoted.replace(",", ""))
     decimals = len(quoted.split(".")[1]) if "." in quoted else 0
     tolerance = 0.5 * 10 ** -decimals + 1e-9
-    return any(abs(x - number) <= tolerance or abs(100 * x - number) <= tolerance for x in values)
+    return any(abs(abs(x) - number) <= tolerance or abs(100 * abs(x) - number) <= tolerance for x in values)
 
 
 def test_results_section_is_read():
@@ -108,5 +110,6 @@ def test_the_checker_catches_a_wrong_number(tmp_path):
     assert quoted_numbers(item) == ["389.9", "600", "37.4", "1,091"]
     assert [supported(n, values) for n in quoted_numbers(item)] == [True, True, True, False]
     assert not supported("389.8", values) and supported("390", values)
+    assert supported("0.0187", [-0.01869]) and not supported("0.0188", [-0.01869])
     with pytest.raises(AssertionError, match="matches no record"):
         cited_records("see `missing_*.json`", tmp_path)
