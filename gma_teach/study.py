@@ -201,6 +201,10 @@ def mean_std(values) -> dict:
 
 
 # ------------------------------------------------------------------------------------------------- one arm
+def _folder(folder) -> Path:
+    return Path(folder) if folder is not None else measure.results_folder()
+
+
 def recorded_under(study: dict, arm: str) -> tuple[dict, str]:
     """The study and arm under which ``arm`` of ``study`` is trained and recorded: itself, unless ``study`` names
     another in ``shared_with``, has the same setting (``overrides``) and that study has an arm with the same spec;
@@ -216,9 +220,8 @@ def recorded_under(study: dict, arm: str) -> tuple[dict, str]:
 def record_path(study: dict, arm: str, folder: str | os.PathLike | None = None) -> Path:
     """Where arm ``arm`` of ``study`` is recorded: ``<folder or results_folder()>/<study name>_<arm>.json``, with
     the study and arm of :func:`recorded_under`."""
-    folder = Path(folder) if folder is not None else measure.results_folder()
     study, arm = recorded_under(study, arm)
-    return folder / f"{study['name']}_{arm}.json"
+    return _folder(folder) / f"{study['name']}_{arm}.json"
 
 
 KMEANS_BLOCKS = 16
@@ -339,6 +342,9 @@ def run_arm(study: dict, arm: str, *, seeds=None, folder=None, command: str | No
     elif record["spec"] != spec or any(record["config"].get(key) != config[key] for key in study["overrides"]):
         raise ValueError(f"{path} was recorded with another setting ({record['spec']}, {record['config']}); move it "
                          "away or use --out-dir")
+    overrides = dict(study["overrides"])
+    setting_k = overrides.pop("n_components", None)
+    n_components = spec.get("n_components", setting_k)  # an arm's K wins over the setting's
     done = {r["seed"] for r in record["runs"]}
     for seed in seeds:
         if seed in done:
@@ -346,9 +352,6 @@ def run_arm(study: dict, arm: str, *, seeds=None, folder=None, command: str | No
         if data is None:
             data = study_data(study)
         origin = measure.provenance(command or "python -m gma_teach.study " + " ".join(sys.argv[1:]), device())
-        overrides = dict(study["overrides"])
-        n_components = spec.get("n_components", overrides.pop("n_components", None))  # an arm's K wins
-        overrides.pop("n_components", None)
         started, cpu_started = time.perf_counter(), time.process_time()
         if experiment == "lm":
             run = run_lm(spec["mixer"], scale_name=study["scale"], seed=seed, n_components=n_components,
@@ -430,8 +433,7 @@ def measure_training_speed(study: dict, *, steps: int = 3, repeat: int = 3, warm
 
 def speed_path(study: dict, folder=None) -> Path:
     """Where :func:`measure_training_speed` of ``study`` is recorded: ``<folder>/<study name>_speed.json``."""
-    folder = Path(folder) if folder is not None else measure.results_folder()
-    return folder / f"{study['name']}_speed.json"
+    return _folder(folder) / f"{study['name']}_speed.json"
 
 
 def load_speed(study: dict, folder=None) -> dict | None:
@@ -562,8 +564,7 @@ def study_tables(study: dict, folder=None) -> dict:
 def tables_path(study: dict, folder=None) -> Path:
     """Where ``python -m gma_teach.study <study> --summary --save`` records :func:`study_tables`:
     ``<folder>/<study name>_tables.json``."""
-    folder = Path(folder) if folder is not None else measure.results_folder()
-    return folder / f"{study['name']}_tables.json"
+    return _folder(folder) / f"{study['name']}_tables.json"
 
 
 def ordering_at_last_evaluations(arms: dict) -> dict:

@@ -11,6 +11,14 @@ from gma_teach.plots import results
 matplotlib.use("Agg")
 
 
+@pytest.fixture(autouse=True)
+def _close_figures():
+    yield
+    import matplotlib.pyplot as plt
+
+    plt.close("all")
+
+
 def lm_record(mixer, values, *, k=None, tokenizer="gpt2", bpb=None, speed=1000.0, options=None, routing=None):
     """A study arm's record, as gma_teach.study writes it."""
     runs = []
