@@ -226,7 +226,7 @@ def routing_monitor(data, *, n_blocks: int = 8):
     """A ``monitor`` for :func:`~gma_teach.train.fit`: the routing health
     (:func:`gma_teach.diagnostics.routing_health`) of every GMA layer on the first ``n_blocks`` validation blocks,
     with the spreads of its logits' terms (:func:`gma_teach.diagnostics.routing_logit_terms`) in the same per-layer
-    dict, or ``None`` for a model without GMA layers."""
+    dict, from one forward pass, or ``None`` for a model without GMA layers."""
     from . import diagnostics
 
     tokens = data.val[:n_blocks, :-1]
@@ -234,10 +234,7 @@ def routing_monitor(data, *, n_blocks: int = 8):
     def monitor(model):
         if not diagnostics.gma_layers(model):
             return None
-        on_device = tokens.to(next(model.parameters()).device)
-        terms = diagnostics.routing_logit_terms(model, on_device)
-        return [{**health, **layer_terms} for health, layer_terms
-                in zip(diagnostics.routing_health(model, on_device), terms)]
+        return diagnostics.routing_health(model, tokens.to(next(model.parameters()).device), with_logit_terms=True)
 
     return monitor
 

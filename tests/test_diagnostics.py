@@ -633,3 +633,21 @@ def test_routing_logit_terms_read_each_layer_and_restore_the_model():
         assert len(layer["distance"]) == 2 and layer["prior"] == pytest.approx([0.0, 0.0])  # uniform priors
         assert layer["prior_entropy"] == pytest.approx([1.0, 1.0]) and layer["floor_share"] == [0.0, 0.0]
     assert model.training and all(not m._forward_pre_hooks for m in diagnostics.gma_layers(model))
+
+
+def test_routing_health_with_logit_terms_is_both_reports_from_one_forward_pass():
+    from gma_teach.models import DecoderLM
+
+    torch.manual_seed(2)
+    model = DecoderLM(30, 16, 2, 2, mixer="gma", max_seq_len=12, mixer_options={"n_components": 6}).train()
+    tokens = torch.randint(0, 30, (3, 12))
+    separate = [{**health, **terms} for health, terms in zip(diagnostics.routing_health(model, tokens),
+                                                             diagnostics.routing_logit_terms(model, tokens))]
+    calls = []
+    handle = model.register_forward_pre_hook(lambda module, args: calls.append(1))
+    together = diagnostics.routing_health(model, tokens, with_logit_terms=True)
+    handle.remove()
+    assert len(calls) == 1 and together == separate
+    assert set(diagnostics.routing_health(model, tokens)[0]) == {"layer", *diagnostics.HEALTH_METRICS}
+    with pytest.raises(TypeError, match="with_logit_terms"):
+        diagnostics.routing_health(model, tokens, with_logit_terms="yes")

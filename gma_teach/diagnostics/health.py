@@ -145,27 +145,34 @@ def routing_logit_terms(model: nn.Module, tokens: torch.Tensor) -> list[dict]:
         ``[{"layer": i, "prior": [H], "volume": [H], "distance": [H], "prior_entropy": [H], "floor_share": [H],
         "spread_ratio": [H]}, ...]``.
     """
-    result = []
-    for index, (layer, q) in enumerate(_routing_vectors(model, tokens)):
-        mixture = layer.mixture
-        x = q.transpose(0, 1).flatten(1, 2)  # (H, B * N, d_route)
-        result.append({"layer": index, **logit_term_spreads(x, mixture.means, mixture.variances,
-                                                            mixture.log_priors, mixture.min_variance)})
-    return result
+    return [{"layer": index, **_layer_term_spreads(layer, q)}
+            for index, (layer, q) in enumerate(_routing_vectors(model, tokens))]
+
+
+def _layer_term_spreads(layer: nn.Module, q: torch.Tensor) -> dict[str, list[float]]:
+    """:func:`logit_term_spreads` of one GMA layer's query routing vectors ``q`` ``(B, H, N, d_route)``."""
+    mixture = layer.mixture
+    x = q.transpose(0, 1).flatten(1, 2)  # (H, B * N, d_route)
+    return logit_term_spreads(x, mixture.means, mixture.variances, mixture.log_priors, mixture.min_variance)
 
 
 @torch.no_grad()
-def routing_health(model: nn.Module, tokens: torch.Tensor) -> list[dict]:
+def routing_health(model: nn.Module, tokens: torch.Tensor, *, with_logit_terms: bool = False) -> list[dict]:
     """Per GMA layer of ``model`` (in :func:`~gma_teach.diagnostics.gma_layers` order), the health of each head's
     query routing on one forward pass of ``model(tokens)``.
 
     The routing vectors come from ``_routing_vectors`` (the model is left as it was) and are routed through
-    each layer's own mixture (``layer.mixture.log_responsibilities``).
+    each layer's own mixture (``layer.mixture.log_responsibilities``). With ``with_logit_terms`` the same pass
+    also gives each layer's :func:`routing_logit_terms` entries, so a training monitor runs the model once.
 
     Returns:
-        ``[{"layer": i, "active_share": [H], "usage_entropy": [H], "logit_spread": [H]}, ...]``.
+        ``[{"layer": i, "active_share": [H], "usage_entropy": [H], "logit_spread": [H]}, ...]``, each dict
+        extended by ``"prior"``, ``"volume"``, ``"distance"``, ``"prior_entropy"``, ``"floor_share"`` and
+        ``"spread_ratio"`` (one value per head) when ``with_logit_terms``.
     """
-    return [{"layer": index, **head_health(layer.mixture.log_responsibilities(q))}
+    with_logit_terms = _checks.boolean("with_logit_terms", with_logit_terms)
+    return [{"layer": index, **head_health(layer.mixture.log_responsibilities(q)),
+             **(_layer_term_spreads(layer, q) if with_logit_terms else {})}
             for index, (layer, q) in enumerate(_routing_vectors(model, tokens))]
 
 
