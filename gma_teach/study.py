@@ -639,9 +639,8 @@ def main(argv=None) -> dict:
     command = "python -m gma_teach.study " + " ".join(shown)
     if args.study == "init-scan":
         torch.set_num_threads(args.threads)
-        record = scan_initial_routing(command=command)
-        path = Path(args.out_dir) if args.out_dir else measure.results_folder()
-        path = path / f"{INIT_SCAN['name']}.json"
+        record = scan_initial_routing(INIT_SCAN, command=command)
+        path = _folder(args.out_dir) / f"{INIT_SCAN['name']}.json"
         path.write_text(json.dumps(record, indent=1, default=str) + "\n")
         for name, setting in record["settings"].items():
             print(f"{name:<40} active {setting['active_share']['mean']:.3f}  usage entropy "

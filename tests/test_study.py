@@ -238,3 +238,20 @@ def test_training_speed_is_measured_for_every_arm_in_one_process(tmp_path):
     assert study.load_speed(TINY_STUDY, tmp_path) is None
     with pytest.raises(ValueError, match="language-model"):
         study.measure_training_speed(study.TEXT_STUDY)
+
+
+def test_the_initial_routing_scan_records_every_setting_and_seed(tmp_path, monkeypatch):
+    scan = {"name": "tiny_init_scan", "scale": "tiny", "seeds": (0, 1), "n_blocks": 2,
+            "settings": {"default": {}, "variances at d_route": {"init_variance": "d_route"}}}
+    monkeypatch.setattr(study, "INIT_SCAN", scan)
+    record = study.main(["init-scan", "--out-dir", str(tmp_path)])
+    assert json.loads((tmp_path / "tiny_init_scan.json").read_text()) == json.loads(json.dumps(record, default=str))
+    assert record["command"] == f"python -m gma_teach.study init-scan --out-dir {tmp_path}"
+    for setting in record["settings"].values():
+        assert [r["seed"] for r in setting["seeds"]] == [0, 1]
+        shares = [r["active_share"] for r in setting["seeds"]]
+        assert setting["active_share"]["mean"] == pytest.approx(statistics.fmean(shares))
+        assert all(0 < share <= 1 for share in shares)
+    # larger initial variances flatten the untrained routing: the logits spread less
+    spreads = {name: s["logit_spread"]["mean"] for name, s in record["settings"].items()}
+    assert spreads["variances at d_route"] < spreads["default"]
