@@ -591,6 +591,46 @@ def ordering_at_last_evaluations(arms: dict) -> dict:
             "last_means": last_means, "previous_means": previous_means}
 
 
+def context_recovered(study: dict, folder=None, *, baseline: str = "none", full: str = "sdpa") -> dict:
+    """How much of the context that full attention exploits each arm of a language-model study recovers.
+
+    Per seed, the share :math:`(b_\text{baseline} - b_\text{arm}) / (b_\text{baseline} - b_\text{full})` of
+    validation bits per byte ``b``: 0 for an arm that gains nothing over the ``baseline`` control (no mixing), 1 for
+    one as good as ``full`` (causal SDPA). Computed on the seeds the arm, ``baseline`` and ``full`` have in common,
+    then averaged with a 95% t-interval over those seeds (``ci95`` is ``None`` with one seed).
+
+    Returns:
+        ``{"baseline", "full", "gain": mean b_baseline - b_full over the seeds both have, "arms": {arm: {"seeds",
+        "mean", "std", "n", "ci95"}}}``; arms with no seed in common are left out, and so are the two references.
+    """
+    if study.get("experiment", "lm") != "lm":
+        raise ValueError(f"study must be a language-model study, got experiment {study.get('experiment')!r}")
+    for name, arm in (("baseline", baseline), ("full", full)):
+        if arm not in study["arms"]:
+            raise ValueError(f"{name} must be an arm of the study ({sorted(study['arms'])}), got {arm!r}")
+
+    def bits(arm):
+        record = load_arm(study, arm, folder)
+        return {r["seed"]: r["val"]["bits_per_byte"] for r in record["runs"]} if record else {}
+
+    low, high = bits(baseline), bits(full)
+    references = sorted(set(low) & set(high))
+    result = {"baseline": baseline, "full": full,
+              "gain": statistics.fmean(low[s] - high[s] for s in references) if references else None, "arms": {}}
+    for arm in study["arms"]:
+        if arm in (baseline, full):
+            continue
+        values = bits(arm)
+        seeds = [s for s in references if s in values]
+        if not seeds:
+            continue
+        shares = mean_std([(low[s] - values[s]) / (low[s] - high[s]) for s in seeds])
+        half = t_quantile_975(len(seeds) - 1) * shares["std"] / math.sqrt(len(seeds)) if len(seeds) > 1 else None
+        result["arms"][arm] = {"seeds": seeds, **shares,
+                               "ci95": None if half is None else [shares["mean"] - half, shares["mean"] + half]}
+    return result
+
+
 def _cell(summary: dict, name: str, digits: int) -> str:
     if name not in summary:
         return "-"
@@ -651,8 +691,17 @@ def main(argv=None) -> dict:
         tables = study_tables(study, args.out_dir)
         for table in tables.values():
             print(format_study_table(table))
+        context = None
+        if {"none", "sdpa"} <= set(study["arms"]) and study.get("experiment", "lm") == "lm":
+            context = context_recovered(study, args.out_dir)
+            for arm, share in context["arms"].items():
+                interval = "" if share["ci95"] is None else f", 95% CI [{share['ci95'][0]:.2f}, {share['ci95'][1]:.2f}]"
+                print(f"{arm:<20} recovers {share['mean']:.2f} of sdpa's gain over none (seeds {share['seeds']}"
+                      f"{interval})")
         if args.save:
             record = {"study": study["name"], "tables": tables, **measure.provenance(command, device())}
+            if context is not None:
+                record["context_recovered"] = context
             path = tables_path(study, args.out_dir)
             path.write_text(json.dumps(record, indent=1, default=str) + "\n")
             print(f"-> {path}")

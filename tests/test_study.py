@@ -169,18 +169,24 @@ def test_recorded_tables_are_what_the_records_give():
             saved = json.loads(path.read_text())
             assert saved["study"] == settings["name"]
             assert saved["tables"] == json.loads(json.dumps(study.study_tables(settings))), path.name
+            if "context_recovered" in saved:
+                assert saved["context_recovered"] == json.loads(json.dumps(study.context_recovered(settings)))
 
 
 def test_summary_save_records_the_tables(tmp_path, monkeypatch, capsys):
-    for arm in TINY_STUDY["arms"]:
-        study.run_arm(TINY_STUDY, arm, folder=tmp_path, command="test")
-    monkeypatch.setitem(study.STUDIES, "tiny", TINY_STUDY)
+    with_sdpa = {**TINY_STUDY, "arms": {**TINY_STUDY["arms"], "sdpa": {"mixer": "sdpa"}}}
+    for arm in with_sdpa["arms"]:
+        study.run_arm(with_sdpa, arm, folder=tmp_path, command="test")
+    monkeypatch.setitem(study.STUDIES, "tiny", with_sdpa)
     tables = study.main(["tiny", "--summary", "--save", "--out-dir", str(tmp_path)])
-    saved = json.loads(study.tables_path(TINY_STUDY, tmp_path).read_text())
+    saved = json.loads(study.tables_path(with_sdpa, tmp_path).read_text())
     assert set(saved["tables"]) == {"val_bits_per_byte", "active_share"} == set(tables)
     assert saved["tables"] == json.loads(json.dumps(tables)) and saved["command"].endswith("--summary --save --out-dir "
                                                                                         + str(tmp_path))
-    assert "95% CI" in capsys.readouterr().out
+    assert saved["context_recovered"] == json.loads(json.dumps(study.context_recovered(with_sdpa, tmp_path)))
+    assert set(saved["context_recovered"]["arms"]) == {"gma", "gma_remedy"}
+    printed = capsys.readouterr().out
+    assert "95% CI" in printed and "recovers" in printed
 
 
 def test_an_arm_shared_with_another_study_is_trained_and_recorded_once(tmp_path, capsys):
@@ -255,3 +261,32 @@ def test_the_initial_routing_scan_records_every_setting_and_seed(tmp_path, monke
     # larger initial variances flatten the untrained routing: the logits spread less
     spreads = {name: s["logit_spread"]["mean"] for name, s in record["settings"].items()}
     assert spreads["variances at d_route"] < spreads["default"]
+
+
+def test_context_recovered_is_the_share_of_sdpas_gain_over_no_mixing(tmp_path):
+    three = {**TINY_STUDY, "name": "context", "seeds": (0, 1, 2),
+             "arms": {"sdpa": {"mixer": "sdpa"}, "gma": {"mixer": "gma"}, "linear": {"mixer": "linear"},
+                      "none": {"mixer": "none"}}}
+    bits = {"sdpa": [2.0, 2.2, 2.1], "gma": [2.5, 2.5, 2.4], "linear": [2.9, None, 2.6], "none": [3.0, 3.0, 2.8]}
+    for arm, values in bits.items():
+        runs = [{"seed": seed, "val": {"bits_per_byte": value}} for seed, value in enumerate(values) if value]
+        study.record_path(three, arm, tmp_path).write_text(json.dumps({"arm": arm, "runs": runs}))
+    result = study.context_recovered(three, tmp_path)
+    assert result["gain"] == pytest.approx(statistics.fmean([1.0, 0.8, 0.7]))
+    assert set(result["arms"]) == {"gma", "linear"}
+    gma_shares = [0.5 / 1.0, 0.5 / 0.8, 0.4 / 0.7]
+    gma = result["arms"]["gma"]
+    assert gma["seeds"] == [0, 1, 2] and gma["mean"] == pytest.approx(statistics.fmean(gma_shares))
+    half = 4.302653 * statistics.stdev(gma_shares) / math.sqrt(3)
+    assert gma["ci95"] == pytest.approx([gma["mean"] - half, gma["mean"] + half])
+    linear = result["arms"]["linear"]
+    assert linear["seeds"] == [0, 2] and linear["mean"] == pytest.approx(statistics.fmean([0.1, 0.2 / 0.7]))
+    (tmp_path / "context_linear.json").unlink()
+    one_seed = {**three, "arms": {**three["arms"]}}
+    study.record_path(one_seed, "linear", tmp_path).write_text(
+        json.dumps({"runs": [{"seed": 2, "val": {"bits_per_byte": 2.6}}]}))
+    assert study.context_recovered(one_seed, tmp_path)["arms"]["linear"]["ci95"] is None
+    with pytest.raises(ValueError, match="baseline"):
+        study.context_recovered(three, tmp_path, baseline="uniform")
+    with pytest.raises(ValueError, match="language-model"):
+        study.context_recovered(study.TEXT_STUDY)
