@@ -185,10 +185,17 @@ def paired_difference(a, b) -> dict:
     if len(a) < 2:
         raise ValueError(f"a paired interval needs at least 2 seeds, got {len(a)}")
     differences = [x - y for x, y in zip(a, b)]
-    mean, std = statistics.fmean(differences), statistics.stdev(differences)
-    half = t_quantile_975(len(differences) - 1) * std / math.sqrt(len(differences))
-    return {"differences": differences, "mean": mean, "std": std, "n": len(differences),
-            "ci95": [mean - half, mean + half]}
+    return {"differences": differences, **mean_interval(differences)}
+
+
+def mean_interval(values) -> dict:
+    """``{"mean", "std" (sample), "n", "ci95"}`` of ``values``: the 95% t-interval ``mean +- t_{0.975, n-1} std /
+    sqrt(n)``, or ``None`` for one value."""
+    summary = mean_std(values)
+    if summary["n"] < 2:
+        return {**summary, "ci95": None}
+    half = t_quantile_975(summary["n"] - 1) * summary["std"] / math.sqrt(summary["n"])
+    return {**summary, "ci95": [summary["mean"] - half, summary["mean"] + half]}
 
 
 def mean_std(values) -> dict:
@@ -624,10 +631,8 @@ def context_recovered(study: dict, folder=None, *, baseline: str = "none", full:
         seeds = [s for s in references if s in values]
         if not seeds:
             continue
-        shares = mean_std([(low[s] - values[s]) / (low[s] - high[s]) for s in seeds])
-        half = t_quantile_975(len(seeds) - 1) * shares["std"] / math.sqrt(len(seeds)) if len(seeds) > 1 else None
-        result["arms"][arm] = {"seeds": seeds, **shares,
-                               "ci95": None if half is None else [shares["mean"] - half, shares["mean"] + half]}
+        result["arms"][arm] = {"seeds": seeds,
+                               **mean_interval([(low[s] - values[s]) / (low[s] - high[s]) for s in seeds])}
     return result
 
 
