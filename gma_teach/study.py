@@ -142,8 +142,8 @@ TEXT_STUDY = {
 }
 """The offline stand-in for LRA Text (standard-library docstring -> package, byte-level; preset ``text`` at
 ``small``), labelled as a stand-in in every record; IMDb stays the ``full`` path for readers with the hub. A run
-takes half a minute (GMA, linear) to two minutes (softmax) on one core, so every arm gets 10 seeds, and the two routing remedies of the collapse
-study are tried on a bidirectional encoder as well."""
+takes half a minute (GMA, linear) to two minutes (softmax) on one core, so every arm gets 10 seeds, and the two
+routing remedies of the collapse study are tried on a bidirectional encoder as well."""
 
 STUDIES = {"collapse": COLLAPSE_STUDY, "cause": CAUSE_STUDY, "lm": LM_STUDY, "listops-lra": LISTOPS_LRA_STUDY,
            "text": TEXT_STUDY}
