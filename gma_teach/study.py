@@ -577,7 +577,9 @@ def tables_path(study: dict, folder=None) -> Path:
 def ordering_at_last_evaluations(arms: dict) -> dict:
     """Whether training ran long enough to order the arms: the arms sorted by their mean validation bits per byte
     over the seeds every arm has (``seeds``; seeds differ a lot, so only common ones are compared) at the last
-    evaluation and at the one before, and whether the two orders agree (``None`` without a common seed).
+    evaluation and at the one before, whether the two orders agree (``None`` without a common seed), and
+    ``swapped``: the pairs ``[a, b]`` (``a`` ahead at the last evaluation) that the evaluation before ordered the
+    other way.
 
     Args:
         arms: ``{arm: record}`` of language-model arms.
@@ -591,10 +593,12 @@ def ordering_at_last_evaluations(arms: dict) -> dict:
         return sorted(means, key=means.get), means
 
     if not seeds:
-        return {"seeds": [], "last": [], "previous": [], "stable": None, "last_means": {}, "previous_means": {}}
+        return {"seeds": [], "last": [], "previous": [], "stable": None, "swapped": [], "last_means": {},
+                "previous_means": {}}
     last, last_means = order(-1)
     previous, previous_means = order(-2)
-    return {"seeds": seeds, "last": last, "previous": previous, "stable": last == previous,
+    swapped = [[a, b] for i, a in enumerate(last) for b in last[i + 1:] if previous.index(a) > previous.index(b)]
+    return {"seeds": seeds, "last": last, "previous": previous, "stable": last == previous, "swapped": swapped,
             "last_means": last_means, "previous_means": previous_means}
 
 
@@ -655,8 +659,9 @@ def format_study_table(table: dict) -> str:
                   for arm, s in table["arms"].items()]
     if table.get("ordering", {}).get("seeds"):
         ordering = table["ordering"]
+        swaps = "; ".join(f"{a} < {b} was {b} < {a}" for a, b in ordering["swapped"])
         lines.append(f"order at the last evaluation, seeds {ordering['seeds']}: {' < '.join(ordering['last'])} "
-                     f"({'same as' if ordering['stable'] else 'differs from'} the evaluation before)")
+                     f"({'same as the evaluation before' if ordering['stable'] else 'before it: ' + swaps})")
     for arm, d in table["paired"].items():
         lines.append(f"{arm} - {table['reference']} ({table['metric']}, seeds {d['seeds']}): {d['mean']:+.4f}, "
                      f"95% CI [{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}]")

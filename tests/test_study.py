@@ -90,7 +90,7 @@ def test_study_table_pairs_common_seeds(tmp_path):
     assert "gma_remedy" in text and "95% CI" in text and "order at the last evaluation" in text
     ordering = table["ordering"]
     assert sorted(ordering["last"]) == sorted(TINY_STUDY["arms"])
-    assert ordering["stable"] == (ordering["last"] == ordering["previous"])
+    assert ordering["stable"] == (ordering["last"] == ordering["previous"]) == (not ordering["swapped"])
     means = ordering["last_means"]
     assert [means[arm] for arm in ordering["last"]] == sorted(means.values())
     shares = study.study_table(TINY_STUDY, tmp_path, metric="active_share")
@@ -290,3 +290,20 @@ def test_context_recovered_is_the_share_of_sdpas_gain_over_no_mixing(tmp_path):
         study.context_recovered(three, tmp_path, baseline="uniform")
     with pytest.raises(ValueError, match="language-model"):
         study.context_recovered(study.TEXT_STUDY)
+
+
+def test_the_ordering_names_the_pairs_that_swapped_between_the_last_two_evaluations():
+    def arm(*per_seed):  # per seed: bits per byte at the evaluation before the last, and at the last
+        return {"runs": [{"seed": seed, "history": {"val_bits_per_byte": [9.0, *values]}}
+                         for seed, values in enumerate(per_seed)]}
+
+    arms = {"a": arm((2.0, 1.0), (2.0, 1.2)), "b": arm((1.5, 1.5), (1.5, 1.5)), "c": arm((1.0, 2.0), (1.0, 2.0)),
+            "d": arm((3.0, 3.0))}  # d has seed 0 only: only seed 0 is compared
+    ordering = study.ordering_at_last_evaluations(arms)
+    assert ordering["seeds"] == [0]
+    assert ordering["last"] == ["a", "b", "c", "d"] and ordering["previous"] == ["c", "b", "a", "d"]
+    assert ordering["swapped"] == [["a", "b"], ["a", "c"], ["b", "c"]] and ordering["stable"] is False
+    assert study.ordering_at_last_evaluations({"a": arms["a"], "d": arms["d"]})["swapped"] == []
+    text = study.format_study_table({"metric": "val_bits_per_byte", "reference": "a", "arms": {}, "paired": {},
+                                     "ordering": ordering})
+    assert "a < b was b < a" in text and "b < c was c < b" in text
