@@ -576,14 +576,18 @@ def tables_path(study: dict, folder=None) -> Path:
 
 def ordering_at_last_evaluations(arms: dict) -> dict:
     """Whether training ran long enough to order the arms: the arms sorted by their mean validation bits per byte
-    over the seeds every arm has (``seeds``; seeds differ a lot, so only common ones are compared) at the last
+    over the seeds they all have (``seeds``; seeds differ a lot, so only common ones are compared) at the last
     evaluation and at the one before, whether the two orders agree (``None`` without a common seed), and
     ``swapped``: the pairs ``[a, b]`` (``a`` ahead at the last evaluation) that the evaluation before ordered the
-    other way.
+    other way. Only the arms with the most seeds are ordered; the others are listed in ``left_out``, so that an arm
+    with one seed recorded does not reduce the comparison to that seed.
 
     Args:
         arms: ``{arm: record}`` of language-model arms.
     """
+    most = max(len(record["runs"]) for record in arms.values())
+    left_out = [arm for arm, record in arms.items() if len(record["runs"]) < most]
+    arms = {arm: record for arm, record in arms.items() if arm not in left_out}
     seeds = sorted(set.intersection(*({r["seed"] for r in record["runs"]} for record in arms.values())))
 
     def order(position):
@@ -593,13 +597,13 @@ def ordering_at_last_evaluations(arms: dict) -> dict:
         return sorted(means, key=means.get), means
 
     if not seeds:
-        return {"seeds": [], "last": [], "previous": [], "stable": None, "swapped": [], "last_means": {},
-                "previous_means": {}}
+        return {"seeds": [], "last": [], "previous": [], "stable": None, "swapped": [], "left_out": left_out,
+                "last_means": {}, "previous_means": {}}
     last, last_means = order(-1)
     previous, previous_means = order(-2)
     swapped = [[a, b] for i, a in enumerate(last) for b in last[i + 1:] if previous.index(a) > previous.index(b)]
     return {"seeds": seeds, "last": last, "previous": previous, "stable": last == previous, "swapped": swapped,
-            "last_means": last_means, "previous_means": previous_means}
+            "left_out": left_out, "last_means": last_means, "previous_means": previous_means}
 
 
 def context_recovered(study: dict, folder=None, *, baseline: str = "none", full: str = "sdpa") -> dict:
@@ -660,8 +664,9 @@ def format_study_table(table: dict) -> str:
     if table.get("ordering", {}).get("seeds"):
         ordering = table["ordering"]
         swaps = "; ".join(f"{a} < {b} was {b} < {a}" for a, b in ordering["swapped"])
+        left_out = f"; fewer seeds, not ordered: {', '.join(ordering['left_out'])}" if ordering["left_out"] else ""
         lines.append(f"order at the last evaluation, seeds {ordering['seeds']}: {' < '.join(ordering['last'])} "
-                     f"({'same as the evaluation before' if ordering['stable'] else 'before it: ' + swaps})")
+                     f"({'same as the evaluation before' if ordering['stable'] else 'before it: ' + swaps}){left_out}")
     for arm, d in table["paired"].items():
         lines.append(f"{arm} - {table['reference']} ({table['metric']}, seeds {d['seeds']}): {d['mean']:+.4f}, "
                      f"95% CI [{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}]")

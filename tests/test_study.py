@@ -298,12 +298,15 @@ def test_the_ordering_names_the_pairs_that_swapped_between_the_last_two_evaluati
                          for seed, values in enumerate(per_seed)]}
 
     arms = {"a": arm((2.0, 1.0), (2.0, 1.2)), "b": arm((1.5, 1.5), (1.5, 1.5)), "c": arm((1.0, 2.0), (1.0, 2.0)),
-            "d": arm((3.0, 3.0))}  # d has seed 0 only: only seed 0 is compared
+            "d": arm((3.0, 0.5))}  # d has one seed: left out, so seed 1 still counts
     ordering = study.ordering_at_last_evaluations(arms)
-    assert ordering["seeds"] == [0]
-    assert ordering["last"] == ["a", "b", "c", "d"] and ordering["previous"] == ["c", "b", "a", "d"]
+    assert ordering["seeds"] == [0, 1] and ordering["left_out"] == ["d"]
+    assert ordering["last"] == ["a", "b", "c"] and ordering["previous"] == ["c", "b", "a"]
+    assert ordering["last_means"]["a"] == pytest.approx(1.1)
     assert ordering["swapped"] == [["a", "b"], ["a", "c"], ["b", "c"]] and ordering["stable"] is False
-    assert study.ordering_at_last_evaluations({"a": arms["a"], "d": arms["d"]})["swapped"] == []
+    two = study.ordering_at_last_evaluations({"d": arms["d"], "e": arm((4.0, 4.0), (4.0, 4.0)), "b": arms["b"]})
+    assert two["seeds"] == [0, 1] and two["left_out"] == ["d"] and two["last"] == ["b", "e"]
+    assert two["swapped"] == [] and two["stable"] is True
     text = study.format_study_table({"metric": "val_bits_per_byte", "reference": "a", "arms": {}, "paired": {},
                                      "ordering": ordering})
-    assert "a < b was b < a" in text and "b < c was c < b" in text
+    assert "a < b was b < a" in text and "b < c was c < b" in text and "not ordered: d" in text
