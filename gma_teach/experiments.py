@@ -169,11 +169,12 @@ def run_classification(experiment: str, mixer: str, *, scale_name: str | None = 
         data = listops_data(p, source=source) if experiment == "listops" else text_data(p, source=source)
     seed_everything(_check_seed(seed))
     model = build_classifier(p, mixer, data, n_components=n_components, gma_options=gma_options).to(device())
+    pad_id = data["pad_id"] if p.length_buckets else None  # the encoder ignores appended padding
     history = fit(model, data["train"], val_data=data["validation"], epochs=p.epochs, lr=p.lr,
                   weight_decay=p.weight_decay, warmup=_warmup_steps(p, len(data["train"][1])),
                   batch_size=p.batch_size, seed=seed, task="classify", progress=progress,
-                  label=f"{experiment} {mixer} seed {seed}")
-    test = evaluate(model, data["test"], task="classify", batch_size=p.batch_size)
+                  label=f"{experiment} {mixer} seed {seed}", pad_id=pad_id, length_buckets=p.length_buckets)
+    test = evaluate(model, data["test"], task="classify", batch_size=p.batch_size, pad_id=pad_id)
     return {"seed": seed, "mixer": mixer, "n_components": (n_components or p.n_components) if mixer == "gma" else None,
             "gma_options": dict(gma_options or {}), "history": _history_summary(history), "test": test,
             "majority_baseline": majority_accuracy(data["test"][1]), "parameters": parameter_counts(model),

@@ -116,42 +116,45 @@ PRESETS: dict[str, dict[str, dict]] = {
     # Experiments of chapters 9-10 (gma_teach.experiments). listops: LRA's generator settings and split sizes
     # (full = LRA: depth 10, 500 < length < 2000, 96k/2k/2k, 4 layers, width 512, 8 heads, MLP 1024), the encoder,
     # AdamW with warmup + cosine. small = the CPU preset that learns (notes: ~35% for softmax in ~77 s).
+    # length_buckets (listops and text): 0 pads every batch to the split's longest sequence; b > 0 trains on
+    # batches of similar lengths (windows of b batches sorted by length), each cut after its longest sequence.
     "listops": {
         "tiny": dict(source="generate", max_depth=4, max_args=10, min_length=10, max_length=64, n_train=384,
                      n_val=64, n_test=128, data_seed=0, d_model=32, n_layers=1, n_heads=2, d_ff=64, dropout=0.0,
                      pooling="cls", n_components=16, n_features=32, linformer_k=32, batch_size=32, epochs=2,
-                     lr=2e-3, weight_decay=0.01, warmup_fraction=0.1),
+                     lr=2e-3, weight_decay=0.01, warmup_fraction=0.1, length_buckets=0),
         "small": dict(source="generate", max_depth=6, max_args=10, min_length=50, max_length=256, n_train=4000,
                       n_val=500, n_test=500, data_seed=0, d_model=64, n_layers=2, n_heads=4, d_ff=128, dropout=0.0,
                       pooling="cls", n_components=32, n_features=64, linformer_k=64, batch_size=32, epochs=4,
-                      lr=1e-3, weight_decay=0.01, warmup_fraction=0.1),
+                      lr=1e-3, weight_decay=0.01, warmup_fraction=0.1, length_buckets=0),
         "medium": dict(source="generate", max_depth=8, max_args=10, min_length=100, max_length=512, n_train=10000,
                        n_val=1000, n_test=1000, data_seed=0, d_model=128, n_layers=2, n_heads=4, d_ff=256,
                        dropout=0.1, pooling="cls", n_components=64, n_features=128, linformer_k=128, batch_size=32,
-                       epochs=8, lr=5e-4, weight_decay=0.01, warmup_fraction=0.1),
+                       epochs=8, lr=5e-4, weight_decay=0.01, warmup_fraction=0.1, length_buckets=0),
         "full": dict(source="auto", max_depth=10, max_args=10, min_length=500, max_length=2000, n_train=96000,
                      n_val=2000, n_test=2000, data_seed=0, d_model=512, n_layers=4, n_heads=8, d_ff=1024,
                      dropout=0.1, pooling="cls", n_components=128, n_features=256, linformer_k=256, batch_size=32,
-                     epochs=20, lr=1e-4, weight_decay=0.01, warmup_fraction=0.05),
+                     epochs=20, lr=1e-4, weight_decay=0.01, warmup_fraction=0.05, length_buckets=0),
     },
     # text: LRA Text = byte-level IMDb (full: 4000 bytes, 4 layers, width 256, 4 heads, MLP 1024); offline
     # (tiny/small) the labelled stand-in "stdlib docstring -> package" (4 classes, ~1.4k docstrings).
     "text": {
         "tiny": dict(source="stdlib", n_train=384, n_test=128, max_length=96, data_seed=0, d_model=32, n_layers=1,
                      n_heads=2, d_ff=64, dropout=0.0, pooling="mean", n_components=16, n_features=32,
-                     linformer_k=32, batch_size=32, epochs=2, lr=2e-3, weight_decay=0.01, warmup_fraction=0.1),
+                     linformer_k=32, batch_size=32, epochs=2, lr=2e-3, weight_decay=0.01, warmup_fraction=0.1,
+                     length_buckets=0),
         "small": dict(source="stdlib", n_train=1000, n_test=370, max_length=256, data_seed=0, d_model=64,
                       n_layers=2, n_heads=4, d_ff=128, dropout=0.0, pooling="mean", n_components=32,
                       n_features=64, linformer_k=64, batch_size=32, epochs=5, lr=1e-3, weight_decay=0.01,
-                      warmup_fraction=0.1),
+                      warmup_fraction=0.1, length_buckets=0),
         "medium": dict(source="stdlib", n_train=1000, n_test=370, max_length=512, data_seed=0, d_model=128,
                        n_layers=2, n_heads=4, d_ff=256, dropout=0.1, pooling="mean", n_components=64,
                        n_features=128, linformer_k=128, batch_size=32, epochs=10, lr=1e-3, weight_decay=0.01,
-                       warmup_fraction=0.1),
+                       warmup_fraction=0.1, length_buckets=0),
         "full": dict(source="imdb", n_train=25000, n_test=25000, max_length=4000, data_seed=0, d_model=256,
                      n_layers=4, n_heads=4, d_ff=1024, dropout=0.1, pooling="mean", n_components=128,
                      n_features=256, linformer_k=256, batch_size=32, epochs=20, lr=1e-4, weight_decay=0.01,
-                     warmup_fraction=0.05),
+                     warmup_fraction=0.05, length_buckets=0),
     },
     # lm: causal LM. full = the paper's WikiText-103 setting (GPT-2 BPE, context 1024, ~46M parameters, K 128/256);
     # tiny/small/medium: the offline standard-library corpus with GPT-2 BPE compacted to the ids that occur. small

@@ -7,7 +7,10 @@
 * Optimization. AdamW (weight decay on the weights of ``nn.Linear`` layers only), linear warmup then cosine decay
   to ``min_lr_ratio * lr`` (:func:`lr_at`), gradient clipping, mixed precision on CUDA (bf16 where the GPU has it,
   else fp16 with a gradient scaler: a Colab T4 has no bf16).
-* Reproducibility. The batch order of epoch ``e`` is a permutation drawn from ``seed + e``; a checkpoint holds the
+* Batches. The order of epoch ``e`` is a permutation drawn from ``seed + e`` (:func:`epoch_order`). For
+  sequences of very different lengths (ListOps at LRA's 500-2,000 tokens), ``pad_id`` cuts each batch after its
+  longest sequence and ``length_buckets`` groups sequences of similar length, so a batch pads little.
+* Reproducibility. A checkpoint holds the
   model, optimizer, scheduler, scaler, RNG states and history, so ``resume=True`` continues an interrupted run
   and ends with exactly the weights of an uninterrupted one (same device).
 * Selection. With ``val_data``, the weights of the best evaluation (highest accuracy / lowest loss) are restored
@@ -119,9 +122,54 @@ def _as_dataset(data, task, name):
     return _PairDataset(data)
 
 
-def _batch(dataset, indices):
+def _batch(dataset, indices, pad_id=None):
+    """The items ``indices`` of ``dataset`` stacked; with ``pad_id`` (classify), the tokens are cut after the
+    batch's last position that is not ``pad_id``, so a batch of short sequences is short."""
     items = [dataset[int(i)] for i in indices]
-    return torch.utils.data.default_collate(items)
+    batch = torch.utils.data.default_collate(items)
+    if pad_id is None:
+        return batch
+    tokens, labels = batch
+    return tokens[:, :max(int(_sequence_lengths(tokens, pad_id).max()), 1)], labels
+
+
+def _sequence_lengths(tokens, pad_id):
+    """Per row of ``tokens (S, N)``: the position just after its last token that is not ``pad_id`` (its length
+    when the padding is on the right)."""
+    positions = torch.arange(1, tokens.shape[1] + 1, device=tokens.device)
+    return ((tokens != pad_id) * positions).amax(1)
+
+
+def _dataset_lengths(dataset, pad_id, name):
+    """:func:`_sequence_lengths` of a classify dataset given as a ``(tokens, labels)`` pair."""
+    if not (isinstance(dataset, _PairDataset) and len(dataset.tensors) == 2):
+        raise TypeError(f"pad_id needs {name} as a (tokens (S, N), labels (S,)) pair of tensors, got "
+                        f"{type(dataset).__name__}")
+    return _sequence_lengths(dataset.tensors[0], pad_id)
+
+
+def epoch_order(n_items, batch_size, seed, *, lengths=None, length_buckets=0):
+    """The item order of one epoch (batch ``i`` is ``order[i * batch_size:(i + 1) * batch_size]``).
+
+    A permutation drawn from ``seed``. With ``length_buckets = b > 0`` and ``lengths (n_items,)``, each run of ``b``
+    batches of that permutation is sorted by length, so that a batch holds sequences of similar length (and,
+    trimmed, pads little); then the full batches are shuffled (from the same generator) and the last, partial
+    batch stays last. ``length_buckets=0`` gives the permutation itself.
+    """
+    _checks.integer("length_buckets", length_buckets, minimum=0)
+    generator = torch.Generator().manual_seed(seed)
+    order = torch.randperm(n_items, generator=generator)
+    if length_buckets == 0:
+        return order
+    if lengths is None or len(lengths) != n_items:
+        raise ValueError(f"length_buckets={length_buckets} needs lengths of the {n_items} items, got "
+                         f"{None if lengths is None else len(lengths)}")
+    window = batch_size * length_buckets
+    order = torch.cat([chunk[lengths[chunk].argsort(stable=True)] for chunk in order.split(window)])
+    n_full = n_items // batch_size
+    full = order[:n_full * batch_size].view(n_full, batch_size)
+    full = full[torch.randperm(n_full, generator=generator)]
+    return torch.cat([full.flatten(), order[n_full * batch_size:]])
 
 
 def _loss_and_count(model, batch, task, device):
@@ -149,8 +197,12 @@ def _progress_enabled(progress):
 
 # ------------------------------------------------------------------------------------------------ evaluate
 @torch.no_grad()
-def evaluate(model, data, *, task="classify", batch_size=64, device=None, amp=None, progress=False):
+def evaluate(model, data, *, task="classify", batch_size=64, device=None, amp=None, progress=False, pad_id=None):
     """Loss and metric of ``model`` on ``data`` (same formats as :func:`fit`).
+
+    ``pad_id`` (classify, a model whose logits do not change with appended padding): read the sequences in order
+    of length, each batch cut after its longest one. The result is the same up to rounding, and faster when the
+    lengths vary.
 
     Returns:
         ``{"loss": mean loss per prediction, "accuracy": ...}`` (classify) or ``{"loss", "perplexity"}`` (lm).
@@ -166,10 +218,14 @@ def evaluate(model, data, *, task="classify", batch_size=64, device=None, amp=No
     total_loss, total_count, total_correct = 0.0, 0, 0
     from tqdm.auto import tqdm
 
+    if pad_id is not None and task != "classify":
+        raise ValueError(f"pad_id applies to task='classify' only, got task={task!r}")
+    order = (_dataset_lengths(dataset, pad_id, "data").argsort(stable=True) if pad_id is not None
+             else torch.arange(len(dataset)))
     starts = range(0, len(dataset), batch_size)
     try:
         for start in tqdm(starts, desc="evaluate", leave=False, disable=not _progress_enabled(progress)):
-            batch = _batch(dataset, range(start, min(start + batch_size, len(dataset))))
+            batch = _batch(dataset, order[start:start + batch_size], pad_id)
             with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
                 loss, count, correct, _ = _loss_and_count(model, batch, task, device)
             total_loss += float(loss) * count
@@ -217,7 +273,8 @@ def save_atomically(path, payload) -> None:
 
 def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, weight_decay=0.01, warmup=0,
         batch_size=32, clip_norm=1.0, amp=None, seed=0, checkpoint_path=None, resume=False, task="classify",
-        progress=True, device=None, eval_every=None, min_lr_ratio=0.1, label="", monitor=None):
+        progress=True, device=None, eval_every=None, min_lr_ratio=0.1, label="", monitor=None, pad_id=None,
+        length_buckets=0):
     """Train ``model`` in place and return its :class:`History`.
 
     Args:
@@ -236,6 +293,11 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
         label: a name stored in the history (for plots).
         monitor: ``monitor(model) -> JSON-ready value`` called at every evaluation (after the validation pass),
             stored in ``history.monitor``; e.g. the routing health of :func:`gma_teach.diagnostics.routing_health`.
+        pad_id: (classify, a model whose logits do not change with appended padding, such as
+            :class:`~gma_teach.models.EncoderClassifier`) cut every batch after its longest sequence, in training
+            and evaluation. Without it every batch is as long as the split's tensors.
+        length_buckets: with ``pad_id``, batches of similar lengths (see :func:`epoch_order`); 0 (default): the
+            plain permutation of each epoch.
 
     If the model has a method ``auxiliary_loss()`` (a GMA model's usage-balancing loss, computed from its last
     forward pass), its value is added to every training step's loss.
@@ -253,6 +315,11 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
         _checks.positive_number("clip_norm", clip_norm)
     if resume and checkpoint_path is None:
         raise ValueError("resume=True needs checkpoint_path")
+    _checks.integer("length_buckets", length_buckets, minimum=0)
+    if pad_id is not None and task != "classify":
+        raise ValueError(f"pad_id applies to task='classify' only, got task={task!r}")
+    if length_buckets and pad_id is None:
+        raise ValueError(f"length_buckets={length_buckets} needs pad_id (the token that pads the sequences)")
     if monitor is not None and not callable(monitor):
         raise TypeError(f"monitor must be callable (model -> value), got {type(monitor).__name__}")
     auxiliary = getattr(model, "auxiliary_loss", None)
@@ -263,6 +330,7 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
     if len(train_set) == 0:
         raise ValueError("train_data is empty")
     steps_per_epoch = math.ceil(len(train_set) / batch_size)
+    lengths = _dataset_lengths(train_set, pad_id, "train_data") if length_buckets else None
     total_steps = epochs * steps_per_epoch if epochs is not None else _checks.positive_int("steps", steps)
     if epochs is not None:
         _checks.positive_int("epochs", epochs)
@@ -308,8 +376,9 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
         epoch, position = divmod(step, steps_per_epoch)
         if epoch != order_epoch:
             order_epoch = epoch
-            order = torch.randperm(len(train_set), generator=torch.Generator().manual_seed(seed + epoch))
-        batch = _batch(train_set, order[position * batch_size:(position + 1) * batch_size])
+            order = epoch_order(len(train_set), batch_size, seed + epoch, lengths=lengths,
+                                length_buckets=length_buckets)
+        batch = _batch(train_set, order[position * batch_size:(position + 1) * batch_size], pad_id)
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
             loss, _, _, n_tokens = _loss_and_count(model, batch, task, device)
             extra = auxiliary() if auxiliary is not None else None
@@ -346,7 +415,7 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
                 history.train_auxiliary_loss.append(window_auxiliary / window_count)
             if val_set is not None:
                 result = evaluate(model, val_set, task=task, batch_size=batch_size, device=device,
-                                  amp=dtype is not None)
+                                  amp=dtype is not None, pad_id=pad_id)
                 history.val_loss.append(result["loss"])
                 history.val_metric.append(result[metric_name])
                 better = (history.best_metric is None or

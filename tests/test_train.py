@@ -6,7 +6,7 @@ import torch
 
 from gma_teach.models import DecoderLM, EncoderClassifier
 from gma_teach.plots import plot_training
-from gma_teach.train import History, evaluate, fit, lr_at
+from gma_teach.train import History, epoch_order, evaluate, fit, lr_at
 
 
 def _classification_data(n, seed):
@@ -19,9 +19,9 @@ def _classification_data(n, seed):
     return tokens, labels
 
 
-def _classifier(mixer="gma", seed=0):
+def _classifier(mixer="gma", seed=0, max_seq_len=10):
     torch.manual_seed(seed)
-    return EncoderClassifier(12, 2, 16, 1, 2, mixer=mixer, max_seq_len=10, pooling="mean",
+    return EncoderClassifier(12, 2, 16, 1, 2, mixer=mixer, max_seq_len=max_seq_len, pooling="mean",
                              mixer_options={"n_components": 8} if mixer == "gma" else None)
 
 
@@ -177,3 +177,70 @@ def test_bad_arguments_raise_clear_errors(kwargs, error, message):
 def test_bad_data_raises_a_clear_error():
     with pytest.raises(TypeError, match="tokens"):
         fit(_classifier(), torch.zeros(4, 10, dtype=torch.long), steps=1, progress=False)
+
+
+def _padded_data(n, seed, pad_id=0):
+    """Right-padded sequences of lengths 3..20 in a (n, 24) tensor; label = whether token 3 occurs."""
+    generator = torch.Generator().manual_seed(seed)
+    lengths = torch.randint(3, 21, (n,), generator=generator)
+    tokens = torch.randint(4, 12, (n, 24), generator=generator)
+    labels = torch.randint(0, 2, (n,), generator=generator)
+    for i in range(n):
+        if labels[i]:
+            tokens[i, int(torch.randint(0, int(lengths[i]), (1,), generator=generator))] = 3
+        tokens[i, lengths[i]:] = pad_id
+    return tokens, labels, lengths
+
+
+def test_epoch_order_buckets_by_length_and_is_a_permutation():
+    lengths = torch.randint(1, 1000, (203,), generator=torch.Generator().manual_seed(5))
+    plain = epoch_order(203, 8, 11)
+    assert torch.equal(plain, torch.randperm(203, generator=torch.Generator().manual_seed(11)))
+    order = epoch_order(203, 8, 11, lengths=lengths, length_buckets=4)
+    assert sorted(order.tolist()) == list(range(203)) and not torch.equal(order, plain)
+    assert torch.equal(order, epoch_order(203, 8, 11, lengths=lengths, length_buckets=4))  # seeded
+    # every full batch comes from one window of 4 batches of the plain permutation, sorted within it
+    windows = {int(i): w for w, chunk in enumerate(plain.split(32)) for i in chunk}
+    batches = order.split(8)
+    for batch in batches[:-1]:
+        assert len({windows[int(i)] for i in batch}) == 1
+        assert torch.all(lengths[batch][1:] >= lengths[batch][:-1])
+    assert set(batches[-1].tolist()) <= set(plain[192:].tolist())  # the partial batch stays last
+    # bucketing shortens the padded batches: the mean of per-batch maxima drops
+    padded = sum(float(lengths[b].max()) for b in plain.split(8)) / 26
+    bucketed = sum(float(lengths[b].max()) for b in batches) / 26
+    assert bucketed < 0.85 * padded
+
+
+def test_trimmed_length_bucketed_batches_train_the_same_model_on_every_padding():
+    """The encoder ignores appended padding, so with pad_id evaluation gives the plain result, and training on
+    bucketed, trimmed batches does not depend on how far the split is padded."""
+    tokens, labels, lengths = _padded_data(96, 0)
+    model = _classifier("gma", max_seq_len=64)
+    model.eval()
+    wide = torch.cat([tokens, torch.zeros(96, 40, dtype=tokens.dtype)], 1)
+    plain = evaluate(model, (tokens, labels), batch_size=16)
+    for data in ((tokens, labels), (wide, labels)):
+        trimmed = evaluate(model, data, batch_size=16, pad_id=0)
+        assert trimmed["accuracy"] == plain["accuracy"] and math.isclose(trimmed["loss"], plain["loss"],
+                                                                          rel_tol=1e-5)
+    runs = []
+    for data in ((tokens, labels), (wide, labels)):
+        model = _classifier("gma", seed=3, max_seq_len=64)
+        history = fit(model, data, epochs=2, lr=1e-2, batch_size=16, progress=False, pad_id=0, length_buckets=3,
+                      seed=2)
+        runs.append((history.step_loss, model.state_dict()))
+    assert all(math.isclose(a, b, rel_tol=1e-4) for a, b in zip(runs[0][0], runs[1][0]))
+    assert all(torch.allclose(runs[0][1][k], runs[1][1][k], atol=1e-5) for k in runs[0][1])
+
+
+@pytest.mark.parametrize("kwargs, error, message", [
+    (dict(length_buckets=2), ValueError, "needs pad_id"),
+    (dict(pad_id=0, length_buckets=-1), ValueError, "length_buckets"),
+    (dict(pad_id=0, task="lm"), ValueError, "task='classify' only"),
+])
+def test_bucketing_arguments_raise_clear_errors(kwargs, error, message):
+    tokens, labels, _ = _padded_data(16, 0)
+    data = tokens if kwargs.get("task") == "lm" else (tokens, labels)
+    with pytest.raises(error, match=message):
+        fit(_classifier(max_seq_len=24), data, epochs=1, progress=False, **kwargs)
