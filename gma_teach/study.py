@@ -636,6 +636,10 @@ def context_recovered(study: dict, folder=None, *, baseline: str = "none", full:
 
     low, high = bits(baseline), bits(full)
     references = sorted(set(low) & set(high))
+    level = [s for s in references if low[s] == high[s]]
+    if level:
+        raise ValueError(f"{full} gains nothing over {baseline} at seed(s) {level} ({low[level[0]]} bits per byte "
+                         f"each), so no share of that gain can be computed")
     result = {"baseline": baseline, "full": full,
               "gain": statistics.fmean(low[s] - high[s] for s in references) if references else None, "arms": {}}
     for arm in study["arms"]:

@@ -288,6 +288,10 @@ def test_context_recovered_is_the_share_of_sdpas_gain_over_no_mixing(tmp_path):
     assert study.context_recovered(one_seed, tmp_path)["arms"]["linear"]["ci95"] is None
     with pytest.raises(ValueError, match="baseline"):
         study.context_recovered(three, tmp_path, baseline="uniform")
+    study.record_path(three, "none", tmp_path).write_text(json.dumps(
+        {"runs": [{"seed": seed, "val": {"bits_per_byte": value}} for seed, value in enumerate([3.0, 2.2, 2.8])]}))
+    with pytest.raises(ValueError, match=r"sdpa gains nothing over none at seed\(s\) \[1\]"):
+        study.context_recovered(three, tmp_path)
     with pytest.raises(ValueError, match="language-model"):
         study.context_recovered(study.TEXT_STUDY)
 
