@@ -588,6 +588,12 @@ def ordering_at_last_evaluations(arms: dict) -> dict:
     other way. Only the arms with the most seeds are ordered; the others are listed in ``left_out``, so that an arm
     with one seed recorded does not reduce the comparison to that seed.
 
+    Two arms whose means differ by less than the seed-to-seed noise can swap at every evaluation however long the
+    training, so the ordering also reports ``told_apart``: the pairs ``[a, b]`` that the seeds order at the last
+    evaluation (the 95% interval of the paired per-seed difference excludes 0), and ``told_apart_swapped``: those of
+    them that the evaluation before ordered the other way. An empty ``told_apart_swapped`` says that every order the
+    seeds can tell has settled.
+
     Args:
         arms: ``{arm: record}`` of language-model arms.
     """
@@ -602,14 +608,24 @@ def ordering_at_last_evaluations(arms: dict) -> dict:
                  for arm, record in arms.items()}
         return sorted(means, key=means.get), means
 
+    def last_values(arm):
+        by_seed = {r["seed"]: r["history"]["val_bits_per_byte"][-1] for r in arms[arm]["runs"]}
+        return [by_seed[seed] for seed in seeds]
+
     if not seeds:
         return {"seeds": [], "last": [], "previous": [], "stable": None, "swapped": [], "left_out": left_out,
-                "last_means": {}, "previous_means": {}}
+                "last_means": {}, "previous_means": {}, "told_apart": [], "told_apart_swapped": []}
     last, last_means = order(-1)
     previous, previous_means = order(-2)
-    swapped = [[a, b] for i, a in enumerate(last) for b in last[i + 1:] if previous.index(a) > previous.index(b)]
+    pairs = [[a, b] for i, a in enumerate(last) for b in last[i + 1:]]
+    swapped = [pair for pair in pairs if previous.index(pair[0]) > previous.index(pair[1])]
+    told_apart = []
+    if len(seeds) >= 2:
+        told_apart = [[a, b] for a, b in pairs
+                      if paired_difference(last_values(b), last_values(a))["ci95"][0] > 0]
     return {"seeds": seeds, "last": last, "previous": previous, "stable": last == previous, "swapped": swapped,
-            "left_out": left_out, "last_means": last_means, "previous_means": previous_means}
+            "left_out": left_out, "last_means": last_means, "previous_means": previous_means,
+            "told_apart": told_apart, "told_apart_swapped": [pair for pair in told_apart if pair in swapped]}
 
 
 def context_recovered(study: dict, folder=None, *, baseline: str = "none", full: str = "sdpa") -> dict:
@@ -677,6 +693,11 @@ def format_study_table(table: dict) -> str:
         left_out = f"; fewer seeds, not ordered: {', '.join(ordering['left_out'])}" if ordering["left_out"] else ""
         lines.append(f"order at the last evaluation, seeds {ordering['seeds']}: {' < '.join(ordering['last'])} "
                      f"({'same as the evaluation before' if ordering['stable'] else 'before it: ' + swaps}){left_out}")
+        if "told_apart" in ordering:
+            n_arms = len(ordering["last"])
+            told_swapped = "; ".join(f"{a} < {b}" for a, b in ordering["told_apart_swapped"])
+            lines.append(f"the seeds tell {len(ordering['told_apart'])} of {n_arms * (n_arms - 1) // 2} pairs apart, "
+                         f"and {'swapped: ' + told_swapped if told_swapped else 'none of those swapped'}")
     for arm, d in table["paired"].items():
         lines.append(f"{arm} - {table['reference']} ({table['metric']}, seeds {d['seeds']}): {d['mean']:+.4f}, "
                      f"95% CI [{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}]")

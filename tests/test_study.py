@@ -314,3 +314,23 @@ def test_the_ordering_names_the_pairs_that_swapped_between_the_last_two_evaluati
     text = study.format_study_table({"metric": "val_bits_per_byte", "reference": "a", "arms": {}, "paired": {},
                                      "ordering": ordering})
     assert "a < b was b < a" in text and "b < c was c < b" in text and "not ordered: d" in text
+    assert ordering["told_apart"] == [["b", "c"]]  # c - b is +0.5 at both seeds; a - b is not told apart
+
+
+def test_the_ordering_says_which_pairs_the_seeds_tell_apart_and_whether_those_swapped():
+    def arm(previous, last):  # per seed: bits per byte at the evaluation before the last, and at the last
+        return {"runs": [{"seed": seed, "history": {"val_bits_per_byte": [9.0, p, q]}}
+                         for seed, (p, q) in enumerate(zip(previous, last))]}
+
+    a = arm([3.0, 3.0, 3.0], [1.0, 1.1, 1.05])
+    b = arm([2.0, 2.0, 2.0], [1.2, 0.9, 1.15])  # b - a per seed: +0.2, -0.2, +0.1: not told apart
+    c = arm([1.0, 1.0, 1.0], [2.0, 2.1, 2.05])  # c - b: +0.8, +1.2, +0.9 (interval [0.45, 1.48]); c - a: +1 each
+    ordering = study.ordering_at_last_evaluations({"a": a, "b": b, "c": c})
+    assert ordering["last"] == ["a", "b", "c"] and len(ordering["swapped"]) == 3
+    assert ordering["told_apart"] == [["a", "c"], ["b", "c"]] == ordering["told_apart_swapped"]
+    settled = study.ordering_at_last_evaluations({"a": a, "b": b, "c": arm([4.0, 4.0, 4.0], [2.0, 2.1, 2.05])})
+    assert settled["swapped"] == [["a", "b"]] and settled["told_apart_swapped"] == []
+    assert settled["told_apart"] == [["a", "c"], ["b", "c"]]
+    text = study.format_study_table({"metric": "val_bits_per_byte", "reference": "a", "arms": {}, "paired": {},
+                                     "ordering": settled})
+    assert "the seeds tell 2 of 3 pairs apart, and none of those swapped" in text
