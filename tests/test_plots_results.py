@@ -189,3 +189,12 @@ def test_logit_terms_figure_reads_the_recorded_curves():
         results.plot_logit_terms({"old": old})
     with pytest.raises(TypeError, match="records must be a dict"):
         results.plot_logit_terms([record])
+
+
+def test_every_figure_colours_a_mixer_by_the_name_its_label_starts_with():
+    from gma_teach.plots import COLORS
+    from gma_teach.plots._style import mixer_color
+
+    assert mixer_color("gma K=64") == mixer_color("GMA") == COLORS["gma"]
+    assert mixer_color("sdpa", 4) == COLORS["sdpa"] and mixer_color("mystery mixer", 3) == "C3"
+    assert mixer_color("", 2) == mixer_color(None, 2) == "C2"

@@ -21,6 +21,15 @@ COLORS = {
     "triton": "#e08214",
 }
 
+
+
+def mixer_color(label, index: int = 0) -> str:
+    """The colour of the mixer whose name starts ``label`` (``"gma K=64"`` and ``"GMA"`` get GMA's), else
+    matplotlib's ``C{index}``."""
+    key = str(label).split()[0].lower() if label else ""
+    return COLORS.get(key, f"C{index}")
+
+
 _RC = {
     "figure.figsize": (6.4, 3.6),
     "figure.dpi": 100,

@@ -4,7 +4,7 @@ from __future__ import annotations
 import math
 
 from ..measure import loglog_slope
-from ._style import COLORS, new_figure
+from ._style import COLORS, mixer_color, new_figure
 
 
 def _series(rows, x_key, y_key):
@@ -14,10 +14,6 @@ def _series(rows, x_key, y_key):
         if row.get(y_key) is not None:
             series.setdefault(row["label"], []).append((row[x_key], row[y_key]))
     return {label: tuple(zip(*sorted(points))) for label, points in series.items()}
-
-
-def _color(label):
-    return COLORS.get(str(label).split()[0], None)
 
 
 def plot_profile(results, *, min_x=None, title=None):
@@ -42,10 +38,10 @@ def plot_profile(results, *, min_x=None, title=None):
     memory_ax, speed_ax, k_ax = axes[0]
     for index, (label, (xs, ys)) in enumerate(_series(by_n, "seq_len", "peak_memory_bytes").items()):
         legend = f"{label} (slope {slopes[label]:.2f})" if label in slopes else label
-        memory_ax.plot(xs, [y / 2**20 for y in ys], marker="o", ms=3, color=_color(label) or f"C{index}",
+        memory_ax.plot(xs, [y / 2**20 for y in ys], marker="o", ms=3, color=mixer_color(label, index),
                        label=legend)
     for index, (label, (xs, ys)) in enumerate(_series(by_n, "seq_len", "tokens_per_second").items()):
-        speed_ax.plot(xs, ys, marker="o", ms=3, color=_color(label) or f"C{index}", label=label)
+        speed_ax.plot(xs, ys, marker="o", ms=3, color=mixer_color(label, index), label=label)
     memory_ax.set(xscale="log", yscale="log", xlabel="sequence length N", ylabel="peak memory (MiB)",
                   title="memory, forward + backward")
     memory_ax.set_xscale("log", base=2)
@@ -93,7 +89,7 @@ def plot_paper_table(table, *, ax=None):
         ys = [points[n][0] for n in xs]
         slope = loglog_slope(xs, ys) if len(xs) >= 2 and all(y > 0 and math.isfinite(y) for y in ys) else None
         legend = f"{label} (slope {slope:.2f})" if slope is not None else label
-        color = _color(label.lower()) or f"C{index}"
+        color = mixer_color(label, index)
         repeat = styles[color] = styles.get(color, -1) + 1  # several K of GMA: same colour, other line styles
         ax.plot(xs, ys, marker="o", ms=3, color=color, ls=("-", "--", "-.", ":")[repeat % 4], label=legend)
     ax.set(xscale="log", yscale="log", xlabel="sequence length N", ylabel="memory (GB)",

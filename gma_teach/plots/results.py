@@ -24,7 +24,7 @@ import math
 import statistics
 
 from ..study import health_curve, t_quantile_975
-from ._style import COLORS, new_figure
+from ._style import COLORS, mixer_color, new_figure
 
 __all__ = [
     "METRICS",
@@ -259,11 +259,6 @@ def active_share_history(run: dict) -> tuple[list, list] | None:
 
 
 # ------------------------------------------------------------------------------------------------------ figures
-def _color(record_or_mixer, index: int = 0) -> str:
-    mixer = _mixer(record_or_mixer) if isinstance(record_or_mixer, dict) else record_or_mixer
-    return COLORS.get(str(mixer), f"C{index}")
-
-
 def _axis(ax, **size):
     if ax is not None:
         return ax.figure, ax
@@ -297,7 +292,7 @@ def plot_paper_comparison(records, paper: dict, *, metric: str = "test_accuracy"
     fig, ax = _axis(ax, width=max(5.0, 1.0 * len(mixers) + 1.5))
     labelled = set()
     for index, mixer in enumerate(mixers):
-        color = _color(mixer, index)
+        color = mixer_color(mixer, index)
         if mixer in rows:
             row = rows[mixer]
             ax.bar(index - 0.2, row["mean"], width=0.4, color=color,
@@ -334,7 +329,7 @@ def plot_loss_vs_throughput(records, *, metric: str = "bits_per_byte", speeds: d
     fig, ax = _axis(ax)
     rows = [row for row in summarize(records, metric, speeds=speeds) if row["tokens_per_second"]]
     for index, row in enumerate(rows):
-        color = _color(row["mixer"], index)
+        color = mixer_color(row["mixer"], index)
         ax.errorbar(row["tokens_per_second"], row["mean"], yerr=row["half_width"], color=color, marker="o", ms=5,
                     capsize=3)
         ax.annotate(row["label"], (row["tokens_per_second"], row["mean"]), xytext=(4, 3), textcoords="offset points",
@@ -380,7 +375,7 @@ def plot_k_sweep(records, *, metric: str = "bits_per_byte", speeds: dict | None 
         speed_ax.plot([row["n_components"] for row in timed], [row["tokens_per_second"] for row in timed],
                       marker="o", ms=4, ls=style["ls"], color=style["color"], label=name)
     for index, row in enumerate(row for row in rows if row["mixer"] != "gma"):
-        color = _color(row["mixer"], index)
+        color = mixer_color(row["mixer"], index)
         quality_ax.axhline(row["mean"], color=color, lw=1, ls=":", label=row["label"])
         if row["tokens_per_second"]:
             speed_ax.axhline(row["tokens_per_second"], color=color, lw=1, ls=":", label=row["label"])

@@ -1,12 +1,7 @@
 """Training curves for several runs (chapters 9 and 10): loss and validation metric against steps."""
 from __future__ import annotations
 
-from ._style import COLORS, new_figure
-
-
-def _color(label, index):
-    key = str(label).split()[0].lower() if label else ""
-    return COLORS.get(key, f"C{index}")
+from ._style import mixer_color, new_figure
 
 
 def plot_training(histories, *, labels=None, ax=None, smooth=0):
@@ -39,7 +34,7 @@ def plot_training(histories, *, labels=None, ax=None, smooth=0):
         loss_ax, metric_ax = ax
         fig = loss_ax.figure
     for index, (history, label) in enumerate(zip(histories, labels)):
-        color = _color(label, index)
+        color = mixer_color(label, index)
         losses = history["step_loss"]
         if smooth > 1:
             losses = [sum(losses[max(0, i - smooth + 1):i + 1]) / len(losses[max(0, i - smooth + 1):i + 1])
