@@ -574,6 +574,25 @@ def study_tables(study: dict, folder=None) -> dict:
     return {metric: study_table(study, folder, metric=metric) for metric in metrics}
 
 
+def gma_against_baselines(study: dict, folder=None, *, metric: str | None = None) -> dict:
+    """Every GMA arm of ``study`` against every other arm (baselines and controls): the paired per-seed difference
+    ``gma - other`` of ``metric`` (default as in :func:`study_table`) with its 95% t-interval, on the seeds both
+    have; a pair with fewer than two common seeds is left out.
+
+    Returns:
+        ``{"metric", "pairs": {gma_arm: {other_arm: {"seeds", "differences", "mean", "std", "n", "ci95"}}}}``.
+    """
+    gma_arms = [arm for arm, spec in study["arms"].items() if spec["mixer"] == "gma"]
+    result = {"metric": None, "pairs": {}}
+    for other in (arm for arm in study["arms"] if arm not in gma_arms):
+        table = study_table(study, folder, reference=other, metric=metric)
+        result["metric"] = table["metric"]
+        for arm in gma_arms:
+            if arm in table["paired"]:
+                result["pairs"].setdefault(arm, {})[other] = table["paired"][arm]
+    return result
+
+
 def tables_path(study: dict, folder=None) -> Path:
     """Where ``python -m gma_teach.study <study> --summary --save`` records :func:`study_tables`:
     ``<folder>/<study name>_tables.json``."""
@@ -744,10 +763,19 @@ def main(argv=None) -> dict:
                 interval = "" if share["ci95"] is None else f", 95% CI [{share['ci95'][0]:.2f}, {share['ci95'][1]:.2f}]"
                 print(f"{arm:<20} recovers {share['mean']:.2f} of sdpa's gain over none (seeds {share['seeds']}"
                       f"{interval})")
+        against = None
+        if study.get("experiment", "lm") == "lm" and any(spec["mixer"] != "gma" for spec in study["arms"].values()):
+            against = gma_against_baselines(study, args.out_dir)
+            for arm, pairs in against["pairs"].items():
+                for other, d in pairs.items():
+                    print(f"{arm} - {other} ({against['metric']}, seeds {d['seeds']}): {d['mean']:+.4f}, "
+                          f"95% CI [{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}]")
         if args.save:
             record = {"study": study["name"], "tables": tables, **measure.provenance(command, device())}
             if context is not None:
                 record["context_recovered"] = context
+            if against is not None:
+                record["gma_against_baselines"] = against
             path = tables_path(study, args.out_dir)
             path.write_text(json.dumps(record, indent=1, default=str) + "\n")
             print(f"-> {path}")

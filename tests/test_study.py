@@ -171,6 +171,8 @@ def test_recorded_tables_are_what_the_records_give():
             assert saved["tables"] == json.loads(json.dumps(study.study_tables(settings))), path.name
             if "context_recovered" in saved:
                 assert saved["context_recovered"] == json.loads(json.dumps(study.context_recovered(settings)))
+            if "gma_against_baselines" in saved:
+                assert saved["gma_against_baselines"] == json.loads(json.dumps(study.gma_against_baselines(settings)))
 
 
 def test_summary_save_records_the_tables(tmp_path, monkeypatch, capsys):
@@ -185,8 +187,10 @@ def test_summary_save_records_the_tables(tmp_path, monkeypatch, capsys):
                                                                                         + str(tmp_path))
     assert saved["context_recovered"] == json.loads(json.dumps(study.context_recovered(with_sdpa, tmp_path)))
     assert set(saved["context_recovered"]["arms"]) == {"gma", "gma_remedy"}
+    assert saved["gma_against_baselines"] == json.loads(json.dumps(study.gma_against_baselines(with_sdpa, tmp_path)))
+    assert set(saved["gma_against_baselines"]["pairs"]["gma_remedy"]) == {"none", "sdpa"}
     printed = capsys.readouterr().out
-    assert "95% CI" in printed and "recovers" in printed
+    assert "95% CI" in printed and "recovers" in printed and "gma_remedy - sdpa" in printed
 
 
 def test_an_arm_shared_with_another_study_is_trained_and_recorded_once(tmp_path, capsys):
@@ -269,8 +273,9 @@ def test_context_recovered_is_the_share_of_sdpas_gain_over_no_mixing(tmp_path):
                       "none": {"mixer": "none"}}}
     bits = {"sdpa": [2.0, 2.2, 2.1], "gma": [2.5, 2.5, 2.4], "linear": [2.9, None, 2.6], "none": [3.0, 3.0, 2.8]}
     for arm, values in bits.items():
-        runs = [{"seed": seed, "val": {"bits_per_byte": value}} for seed, value in enumerate(values) if value]
-        study.record_path(three, arm, tmp_path).write_text(json.dumps({"arm": arm, "runs": runs}))
+        runs = [{"seed": seed, "val": {"bits_per_byte": value}, "history": {"val_bits_per_byte": [9.0, value]}}
+                for seed, value in enumerate(values) if value]
+        study.record_path(three, arm, tmp_path).write_text(json.dumps({"arm": arm, "runs": runs, "summary": {}}))
     result = study.context_recovered(three, tmp_path)
     assert result["gain"] == pytest.approx(statistics.fmean([1.0, 0.8, 0.7]))
     assert set(result["arms"]) == {"gma", "linear"}
@@ -281,6 +286,12 @@ def test_context_recovered_is_the_share_of_sdpas_gain_over_no_mixing(tmp_path):
     assert gma["ci95"] == pytest.approx([gma["mean"] - half, gma["mean"] + half])
     linear = result["arms"]["linear"]
     assert linear["seeds"] == [0, 2] and linear["mean"] == pytest.approx(statistics.fmean([0.1, 0.2 / 0.7]))
+    against = study.gma_against_baselines(three, tmp_path)
+    assert against["metric"] == "val_bits_per_byte" and set(against["pairs"]) == {"gma"}
+    assert set(against["pairs"]["gma"]) == {"sdpa", "linear", "none"}
+    assert against["pairs"]["gma"]["linear"]["seeds"] == [0, 2]
+    assert against["pairs"]["gma"]["linear"]["differences"] == pytest.approx([2.5 - 2.9, 2.4 - 2.6])
+    assert against["pairs"]["gma"]["sdpa"]["mean"] == pytest.approx(statistics.fmean([0.5, 0.3, 0.3]))
     (tmp_path / "context_linear.json").unlink()
     one_seed = {**three, "arms": {**three["arms"]}}
     study.record_path(one_seed, "linear", tmp_path).write_text(
