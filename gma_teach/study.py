@@ -125,7 +125,7 @@ LISTOPS_LRA_STUDY = {
                   "batch_size": 16, "epochs": 3, "lr": 2e-3, "length_buckets": 8},
     "seeds": (0, 1, 2),
     "arms": {"gma": {"mixer": "gma"}, "sdpa": {"mixer": "sdpa"}, "linear": {"mixer": "linear"},
-             "performer": {"mixer": "performer"}},
+             "performer": {"mixer": "performer"}, "gma_remedy": {"mixer": "gma", "gma_options": dict(REMEDY)}},
 }
 """ListOps at LRA's lengths on a CPU -- LRA's generator (depth 10, 500 < length < 2000) with 4,000 trees (LRA:
 96,000), 3 epochs (750 steps of 16) and a 2-layer width-64 encoder; the chapter's live ListOps setting (preset
@@ -134,7 +134,8 @@ LISTOPS_LRA_STUDY = {
 Softmax attention is the ``sdpa`` arm: the same function as ``softmax``, through PyTorch's fused kernel, which on
 a CPU is several times faster at these lengths. Batches hold trees of similar length (``length_buckets=8``),
 each cut after its longest tree: the trees average about 1,060 tokens, and a batch padded to the split's 2,000
-would spend most of its time on padding (quadratically so for softmax)."""
+would spend most of its time on padding (quadratically so for softmax). ``gma_remedy`` is GMA with the language
+model's routing remedy (:data:`REMEDY`), to see whether the collapse fix matters on a long classification task."""
 
 TEXT_STUDY = {
     "name": "text_standin",
