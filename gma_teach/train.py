@@ -316,8 +316,10 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
     if resume and checkpoint_path is None:
         raise ValueError("resume=True needs checkpoint_path")
     _checks.integer("length_buckets", length_buckets, minimum=0)
-    if pad_id is not None and task != "classify":
-        raise ValueError(f"pad_id applies to task='classify' only, got task={task!r}")
+    if pad_id is not None:
+        _checks.integer("pad_id", pad_id, minimum=0)
+        if task != "classify":
+            raise ValueError(f"pad_id applies to task='classify' only, got task={task!r}")
     if length_buckets and pad_id is None:
         raise ValueError(f"length_buckets={length_buckets} needs pad_id (the token that pads the sequences)")
     if monitor is not None and not callable(monitor):
@@ -330,7 +332,9 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
     if len(train_set) == 0:
         raise ValueError("train_data is empty")
     steps_per_epoch = math.ceil(len(train_set) / batch_size)
-    lengths = _dataset_lengths(train_set, pad_id, "train_data") if length_buckets else None
+    lengths = _dataset_lengths(train_set, pad_id, "train_data") if pad_id is not None else None
+    if pad_id is not None and val_set is not None:
+        _dataset_lengths(val_set, pad_id, "val_data")  # a wrong format fails now, not at the first evaluation
     total_steps = epochs * steps_per_epoch if epochs is not None else _checks.positive_int("steps", steps)
     if epochs is not None:
         _checks.positive_int("epochs", epochs)

@@ -234,10 +234,16 @@ def test_trimmed_length_bucketed_batches_train_the_same_model_on_every_padding()
     assert all(torch.allclose(runs[0][1][k], runs[1][1][k], atol=1e-5) for k in runs[0][1])
 
 
+def _token_dataset():
+    return torch.utils.data.TensorDataset(torch.zeros(4, 24, dtype=torch.long))
+
+
 @pytest.mark.parametrize("kwargs, error, message", [
     (dict(length_buckets=2), ValueError, "needs pad_id"),
     (dict(pad_id=0, length_buckets=-1), ValueError, "length_buckets"),
     (dict(pad_id=0, task="lm"), ValueError, "task='classify' only"),
+    (dict(pad_id=-1), ValueError, "pad_id"),
+    (dict(pad_id=0, val_data=_token_dataset()), TypeError, "val_data as a"),
 ])
 def test_bucketing_arguments_raise_clear_errors(kwargs, error, message):
     tokens, labels, _ = _padded_data(16, 0)
