@@ -131,10 +131,10 @@ LISTOPS_LRA_STUDY = {
 96,000), 3 epochs (750 steps of 16) and a 2-layer width-64 encoder; the chapter's live ListOps setting (preset
 ``listops``, lengths 50-256) stays short.
 
-Softmax attention is the ``sdpa`` arm: the same function as ``softmax``, through PyTorch's fused kernel, which on
-a CPU is several times faster at these lengths. Batches hold trees of similar length (``length_buckets=8``),
-each cut after its longest tree: the trees average about 1,060 tokens, and a batch padded to the split's 2,000
-would spend most of its time on padding (quadratically so for softmax). ``gma_remedy`` is GMA with the language
+Softmax attention is the ``sdpa`` arm: the same function as ``softmax``, through PyTorch's fused kernel instead of
+an explicit N x N matrix. Batches hold trees of similar length (``length_buckets=8``), each cut after its longest
+tree: the trees range from 500 to 2,000 tokens, and a batch padded to the split's longest would spend much of its
+time on padding (quadratically so for softmax). ``gma_remedy`` is GMA with the language
 model's routing remedy (:data:`REMEDY`), to see whether the collapse fix matters on a long classification task."""
 
 TEXT_STUDY = {
@@ -553,18 +553,27 @@ def study_table(study: dict, folder=None, *, reference: str | None = None, metri
     if part == "val" and arms:
         table["ordering"] = ordering_at_last_evaluations(arms)
     if reference in arms:
-        by_seed = {r["seed"]: _run_value(r, part, key) for r in arms[reference]["runs"]}
-        by_seed = {seed: value for seed, value in by_seed.items() if value is not None}
+        by_seed = _seed_values(arms[reference], part, key)
         for arm, record in arms.items():
-            if arm == reference:
-                continue
-            other = {r["seed"]: _run_value(r, part, key) for r in record["runs"]}
-            other = {seed: value for seed, value in other.items() if value is not None}
-            common = sorted(set(by_seed) & set(other))
-            if len(common) >= 2:
-                table["paired"][arm] = {"seeds": common, **paired_difference([other[s] for s in common],
-                                                                             [by_seed[s] for s in common])}
+            paired = None if arm == reference else _paired_on_common_seeds(_seed_values(record, part, key), by_seed)
+            if paired is not None:
+                table["paired"][arm] = paired
     return table
+
+
+def _seed_values(record: dict, part: str, key: str) -> dict:
+    """``{seed: value}`` of one arm's record, leaving out seeds without the value."""
+    values = {r["seed"]: _run_value(r, part, key) for r in record["runs"]}
+    return {seed: value for seed, value in values.items() if value is not None}
+
+
+def _paired_on_common_seeds(a: dict, b: dict) -> dict | None:
+    """:func:`paired_difference` of ``a - b`` (``{seed: value}`` each) on their common seeds, with ``"seeds"``;
+    ``None`` with fewer than two common seeds."""
+    common = sorted(set(a) & set(b))
+    if len(common) < 2:
+        return None
+    return {"seeds": common, **paired_difference([a[s] for s in common], [b[s] for s in common])}
 
 
 def study_tables(study: dict, folder=None) -> dict:
@@ -583,14 +592,19 @@ def gma_against_baselines(study: dict, folder=None, *, metric: str | None = None
     Returns:
         ``{"metric", "pairs": {gma_arm: {other_arm: {"seeds", "differences", "mean", "std", "n", "ci95"}}}}``.
     """
-    gma_arms = [arm for arm, spec in study["arms"].items() if spec["mixer"] == "gma"]
-    result = {"metric": None, "pairs": {}}
-    for other in (arm for arm in study["arms"] if arm not in gma_arms):
-        table = study_table(study, folder, reference=other, metric=metric)
-        result["metric"] = table["metric"]
+    metric = metric or ("val_bits_per_byte" if study.get("experiment", "lm") == "lm" else "test_accuracy")
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {sorted(METRICS)}, got {metric!r}")
+    part, key = METRICS[metric]
+    records = {arm: load_arm(study, arm, folder) for arm in study["arms"]}
+    values = {arm: _seed_values(record, part, key) for arm, record in records.items() if record is not None}
+    gma_arms = [arm for arm, spec in study["arms"].items() if spec["mixer"] == "gma" and arm in values]
+    result = {"metric": metric, "pairs": {}}
+    for other in (arm for arm in values if arm not in gma_arms):
         for arm in gma_arms:
-            if arm in table["paired"]:
-                result["pairs"].setdefault(arm, {})[other] = table["paired"][arm]
+            paired = _paired_on_common_seeds(values[arm], values[other])
+            if paired is not None:
+                result["pairs"].setdefault(arm, {})[other] = paired
     return result
 
 
