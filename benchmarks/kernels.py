@@ -2,7 +2,7 @@
 
 Usage (from the repository root)::
 
-    python benchmarks/kernels.py                 # the full sweep on a CUDA GPU -> gma_teach/results/kernels_<gpu>.json
+    python benchmarks/kernels.py                 # the full sweep on a CUDA GPU -> book/results/kernels_<gpu>.json
     python benchmarks/kernels.py --quick         # tiny sizes; runs anywhere (the kernels interpreted on a CPU)
     python benchmarks/kernels.py --shared-memory 75 --components 512 --dim 128
                                                  # shared memory of every kernel launch on sm_75 (no GPU needed)
@@ -25,10 +25,8 @@ import torch
 
 import gma_teach
 from gma_teach import kernels
-from gma_teach.measure import provenance
+from gma_teach.measure import provenance, results_folder
 from gma_teach.record_gpu import IMPLEMENTATIONS, benchmark_kernels, format_row, gpu_slug
-
-ROOT = Path(__file__).resolve().parents[1]
 
 
 def parse_args(argv=None):
@@ -46,7 +44,7 @@ def parse_args(argv=None):
     parser.add_argument("--repeat", type=int, default=10)
     parser.add_argument("--peak-tflops", type=float, default=None, help="dense bf16 tensor TFLOP/s of this GPU")
     parser.add_argument("--bandwidth-tbs", type=float, default=None, help="memory bandwidth in TB/s")
-    parser.add_argument("--out", type=Path, default=None, help="JSON path (default: gma_teach/results/kernels_<gpu>"
+    parser.add_argument("--out", type=Path, default=None, help="JSON path (default: book/results/kernels_<gpu>"
                         ".json on CUDA, the gma_teach cache folder otherwise)")
     parser.add_argument("--shared-memory", type=int, metavar="ARCH", default=None,
                         help="instead of timing, count the shared memory of every kernel launch on sm_ARCH (e.g. 75, "
@@ -78,7 +76,7 @@ def shared_memory_report(arch: int, components, dim: int, dtypes) -> list[dict]:
 
 def default_out(device: torch.device, quick: bool) -> Path:
     if device.type == "cuda" and not quick:
-        return ROOT / "gma_teach" / "results" / f"kernels_{gpu_slug()}.json"
+        return results_folder() / f"kernels_{gpu_slug()}.json"
     return gma_teach.cache_dir() / "benchmarks" / f"kernels_{device.type}{'_quick' if quick else ''}.json"
 
 

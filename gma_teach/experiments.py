@@ -10,7 +10,7 @@
 Sizes come from ``gma_teach.preset("listops" | "text" | "lm", scale)``. The chapters call the same functions as the
 command line::
 
-    python -m gma_teach.experiments listops --mixer gma --scale small --seeds 3 --out gma_teach/results/listops_gma.json
+    python -m gma_teach.experiments listops --mixer gma --scale small --seeds 3 --out book/results/listops_gma.json
 
 writes a JSON record: the configuration, per-epoch metrics and final test metric of every seed, their mean and
 standard deviation, training tokens per second, parameter counts and the provenance of

@@ -497,6 +497,11 @@ def provenance(command: str | None = None, device=None) -> dict:
 
 
 def results_folder() -> Path:
-    """The folder of recorded result files (``gma_teach/results``), shipped with the package so that a notebook
-    opened alone (on Colab, say) finds them too."""
-    return Path(__file__).resolve().parent / "results"
+    """The folder of recorded result files.
+
+    In a clone of the repository it is ``book/results/``, beside the chapters that read it. The wheel carries the
+    same files as ``gma_teach/results/`` (``pyproject.toml`` maps the one folder onto the other), so that an installed
+    package, and a notebook opened alone on Colab, finds them too. The clone's folder wins when both exist."""
+    package = Path(__file__).resolve().parent
+    in_the_clone = package.parent / "book" / "results"
+    return in_the_clone if in_the_clone.is_dir() else package / "results"

@@ -240,7 +240,7 @@ PRESETS: dict[str, dict[str, dict]] = {
     # files (under gma_teach.measure.results_folder()) the chapter shows. At full the paper's runs (6 mixers x 3 seeds
     # x 20 epochs on 96k trees: days of GPU time) are loaded, never trained live; they are recorded with
     #   python -m gma_teach.experiments listops --mixer M --scale full --seeds 3 \
-    #       --out gma_teach/results/listops_M_full.json
+    #       --out book/results/listops_M_full.json
     # for M in gma sdpa linformer linear performer mamba (and the same with text).
     "ch09": {
         "tiny": dict(mixers=["gma", "softmax", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
@@ -260,7 +260,7 @@ PRESETS: dict[str, dict[str, dict]] = {
     # ch10: the chapter's live runs (each run's sizes: preset "lm" at live_scale), generation and decoding-memory demo
     # lengths, and recorded_runs (as in ch09). At full the paper's WikiText-103 runs (20k steps at context 1024) are
     # loaded, recorded with python -m gma_teach.experiments lm --mixer M --scale full --out
-    # gma_teach/results/lm_M_full.json for M in gma sdpa linear performer mamba.
+    # book/results/lm_M_full.json for M in gma sdpa linear performer mamba.
     "ch10": {
         "tiny": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=24,
                      memory_steps=64, temperature=0.8, top_k=20, live_scale="tiny", recorded_runs=["lm_*_small.json"]),

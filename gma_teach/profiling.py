@@ -17,7 +17,7 @@ squares: ``p ~ 1`` is linear memory, ``p ~ 2`` quadratic.
 
 Command line (writes a JSON file with hardware, date, commit and command)::
 
-    python -m gma_teach.profiling --scale small --out gma_teach/results/profiling_cpu.json
+    python -m gma_teach.profiling --scale small --out book/results/profiling_cpu.json
 """
 from __future__ import annotations
 

@@ -366,7 +366,8 @@ def _write(file: Path, record: dict) -> None:
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m gma_teach.record_gpu", description=__doc__.split("\n\n")[0])
     parser.add_argument("--out", type=Path, default=None,
-                        help="folder of the result files (default: gma_teach/results, where the chapters read them)")
+                        help="folder of the result files (default: gma_teach.measure.results_folder(), where the "
+                             "chapters read them: book/results in a clone)")
     parser.add_argument("--quick", action="store_true", help="smoke-test sizes: every stage in about a minute")
     parser.add_argument("--dry-run", action="store_true", help="print the plan and exit (works without a GPU)")
     parser.add_argument("--only", nargs="+", choices=STAGES, default=None, help="run these stages only")

@@ -1,6 +1,6 @@
 """Chapter 11's recorded table: read the routing of chapter 10's language model and write it as a JSON record.
 
-``python -m gma_teach.routing_record --scale small --out gma_teach/results/routing_small.json`` loads (or trains) the
+``python -m gma_teach.routing_record --scale small --out book/results/routing_small.json`` loads (or trains) the
 model with :func:`gma_teach.experiments.load_or_train_lm`, reads its last GMA layer with
 :func:`gma_teach.diagnostics.lm_routing` on ``preset("ch11").n_tokens`` validation tokens, and writes
 :func:`gma_teach.diagnostics.routing_report` for it and for a freshly initialised copy of the same architecture (the

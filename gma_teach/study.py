@@ -746,7 +746,8 @@ def main(argv=None) -> dict:
                         help="a study, or init-scan: the untrained routing under several initialisations")
     parser.add_argument("--arms", nargs="*", default=None, help="arms to run (default: all)")
     parser.add_argument("--seeds", nargs="*", type=int, default=None, help="seeds (default: the study's)")
-    parser.add_argument("--out-dir", default=None, help="folder of the records (default: gma_teach/results)")
+    parser.add_argument("--out-dir", default=None,
+                        help="folder of the records (default: measure.results_folder(), book/results in a clone)")
     parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--summary", action="store_true", help="print the recorded table and run nothing")
     parser.add_argument("--save", action="store_true",

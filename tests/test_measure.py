@@ -3,6 +3,7 @@ are interleaved and fixed in threads, a slope outside what the cost allows becom
 one provenance schema. Timing logic is tested with fake callables and a fake clock, never by timing anything."""
 import json
 import math
+from pathlib import Path
 
 import numpy as np
 import pytest
@@ -306,10 +307,17 @@ def test_load_average_is_three_non_negative_numbers_or_none(monkeypatch):
     assert measure.load_average() is None and measure.provenance("x")["load"] is None
 
 
-def test_results_folder_ships_with_the_package():
-    folder = measure.results_folder()
-    assert folder.is_dir() and folder.parent.name == "gma_teach"
-    assert any(folder.glob("*.json"))
+def test_results_folder_is_the_clone_s_book_results_else_the_installed_package_s(tmp_path, monkeypatch):
+    root = Path(__file__).resolve().parents[1]
+    if Path(measure.__file__).resolve().parents[1] == root:  # the tests import this clone's package
+        assert measure.results_folder() == root / "book" / "results"
+    assert any(measure.results_folder().glob("*.json"))
+    # an installed package (site-packages/gma_teach/results), then a clone beside it (book/results) that wins
+    monkeypatch.setattr(measure, "__file__", str(tmp_path / "gma_teach" / "measure.py"))
+    (tmp_path / "gma_teach" / "results").mkdir(parents=True)
+    assert measure.results_folder() == tmp_path / "gma_teach" / "results"
+    (tmp_path / "book" / "results").mkdir(parents=True)
+    assert measure.results_folder() == tmp_path / "book" / "results"
 
 
 @pytest.mark.parametrize("kwargs, error, message", [

@@ -65,11 +65,22 @@ def test_wheel_installs_into_a_fresh_venv(tmp_path, wheel):
 
 @pytest.mark.slow
 def test_wheel_carries_the_package_data_and_its_version(wheel):
-    names = zipfile.ZipFile(wheel).namelist()
+    names = set(zipfile.ZipFile(wheel).namelist())
     assert "gma_teach/py.typed" in names
-    assert any(re.fullmatch(r"gma_teach/results/[^/]+\.json", name) for name in names)
+    # every module of the package, and every record of book/results/ as gma_teach/results/
+    modules = {path.relative_to(ROOT).as_posix() for path in (ROOT / "gma_teach").rglob("*.py")}
+    records = {f"gma_teach/results/{path.name}" for path in (ROOT / "book" / "results").glob("*.json")}
+    assert records and modules - names == set() and records - names == set(), (modules - names, records - names)
     assert {"gma_teach/data/gpt2.tiktoken", "gma_teach/data/gpt2.tiktoken.LICENSE"} <= set(names)
     assert f"-{gma_teach.__version__}-" in wheel.name, (wheel.name, gma_teach.__version__)
+
+
+def test_the_listed_packages_are_every_folder_of_the_package():
+    setuptools = pyproject()["tool"]["setuptools"]
+    folders = {"gma_teach." + path.parent.relative_to(ROOT / "gma_teach").as_posix().replace("/", ".")
+               for path in (ROOT / "gma_teach").rglob("__init__.py") if path.parent != ROOT / "gma_teach"}
+    assert set(setuptools["packages"]) == {"gma_teach", "gma_teach.results"} | folders
+    assert setuptools["package-dir"] == {"gma_teach.results": "book/results"}
 
 
 def test_version_has_one_source():

@@ -3,7 +3,7 @@
 The record is what :mod:`gma_teach.cost` calibrates its CPU profile against and what a chapter can show beside the
 model's prediction::
 
-    python tools/time_chapters.py --scale tiny --out gma_teach/results/chapter_seconds_cpu_tiny.json
+    python tools/time_chapters.py --scale tiny --out book/results/chapter_seconds_cpu_tiny.json
 
 Each notebook runs through nbval (``pytest --nbval-lax``), exactly as the test command does, so a time includes the
 kernel start, the imports and every figure. The load average before and after each chapter goes into the record.

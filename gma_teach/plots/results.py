@@ -1,4 +1,4 @@
-r"""Chapters 9-11: tables and figures read from the recorded result files (``gma_teach/results/*.json``).
+r"""Chapters 9-11: tables and figures read from the recorded result files (``book/results/*.json``).
 
 A record is what ``python -m gma_teach.experiments ... --out FILE`` writes (``experiment``, ``mixer``,
 ``n_components``, ``config`` with ``mixer_options``, ``runs``: one per seed, and the provenance) or what
