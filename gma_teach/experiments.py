@@ -15,7 +15,10 @@ command line::
 writes a JSON record: the configuration, per-epoch metrics and final test metric of every seed, their mean and
 standard deviation, training tokens per second, parameter counts and the provenance of
 :func:`gma_teach.measure.provenance` (hardware, threads, load, date, commit, command). The recorded studies (several
-arms, seeds resumed across sessions, paired intervals) are :mod:`gma_teach.study`.
+arms, seeds resumed across sessions, paired intervals) are :mod:`gma_teach.study`. Any recorded seed of either is
+re-run from the command its record stores, and compared number by number, with::
+
+    python -m gma_teach.experiments reproduce book/results/lm_study_sdpa.json --seed 1
 :func:`load_or_train_lm` keeps chapter 10's language model under ``gma_teach.cache_dir()`` for chapter 11.
 """
 from __future__ import annotations
@@ -24,8 +27,11 @@ import argparse
 import json
 import math
 import os
+import shlex
 import statistics
+import subprocess
 import sys
+import tempfile
 import time
 from dataclasses import dataclass
 from pathlib import Path
@@ -461,6 +467,134 @@ def load_results(pattern: str = "*.json", folder: str | os.PathLike | None = Non
     return [json.loads(path.read_text()) for path in sorted(folder.glob(pattern))]
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# Reproducing a record from the command it stores
+# ----------------------------------------------------------------------------------------------------------------
+RECORDING_MODULES = ("gma_teach.experiments", "gma_teach.study")
+"""The commands whose records :func:`reproduce` can re-run: this module's and :mod:`gma_teach.study`'s."""
+
+
+def _without_option(args: list[str], option: str, *, variadic: bool) -> list[str]:
+    """``args`` without ``option`` and its value (``variadic``: every value up to the next ``--`` option)."""
+    kept, i = [], 0
+    while i < len(args):
+        if args[i] != option:
+            kept.append(args[i])
+            i += 1
+            continue
+        i += 1
+        while i < len(args) and not args[i].startswith("--"):
+            i += 1
+            if not variadic:
+                break
+    return kept
+
+
+def reproduce_command(record: dict, seed: int, out_dir: str | os.PathLike) -> list[str]:
+    """The command that re-runs seed ``seed`` of ``record`` into ``out_dir``, rewritten from the command the record
+    stores (the one that made that seed): the same module, experiment or study, arms and options, with only the seeds
+    and the output changed. ``python -m gma_teach.experiments`` runs seeds ``0 .. n-1``, so seed ``s`` of its records
+    re-runs seeds ``0 .. s``; a study re-runs the one seed.
+
+    Returns ``[sys.executable, "-m", module, *arguments]``. Raises ``ValueError`` if the record has no such seed or
+    was not written by one of :data:`RECORDING_MODULES`.
+    """
+    _check_seed(seed)
+    runs = record.get("runs")
+    if not isinstance(runs, list) or not runs:
+        raise ValueError(f"record must hold the seeds it ran under 'runs'; got keys {sorted(record)}")
+    seeds = [run["seed"] for run in runs]
+    if seed not in seeds:
+        raise ValueError(f"seed {seed} is not in the record; it holds seeds {seeds}")
+    run = runs[seeds.index(seed)]
+    command = run.get("provenance", {}).get("command") or record.get("command", "")
+    words = shlex.split(command)
+    if words[:2] != ["python", "-m"] or len(words) < 4 or words[2] not in RECORDING_MODULES:
+        raise ValueError(f"record's command must be 'python -m <module> ...' with a module of {RECORDING_MODULES}, "
+                         f"got {command!r}")
+    module, args = words[2], words[3:]
+    if module == "gma_teach.study":
+        args = _without_option(_without_option(args, "--seeds", variadic=True), "--out-dir", variadic=False)
+        args += ["--seeds", str(seed), "--out-dir", str(out_dir)]
+    else:
+        args = _without_option(_without_option(args, "--seeds", variadic=False), "--out", variadic=False)
+        args += ["--seeds", str(seed + 1), "--out", str(Path(out_dir) / "reproduced.json")]
+    return [sys.executable, "-m", module, *args]
+
+
+def _final_numbers(run: dict) -> dict:
+    """The numbers a reproduced seed must match: the final metrics and the validation curve."""
+    numbers = {f"val_loss at step {step}": loss
+               for step, loss in zip(run["history"]["steps"], run["history"]["val_loss"])}
+    for part in ("val", "test"):
+        numbers.update({f"{part} {key}": value for key, value in run.get(part, {}).items()
+                        if isinstance(value, (int, float))})
+    return numbers
+
+
+def compare_seed(recorded: dict, reproduced: dict) -> list[dict]:
+    """Each number of :func:`_final_numbers` of two runs of one seed: ``{"name", "recorded", "reproduced",
+    "difference"}``, in the recorded run's order; a number missing from the reproduction has ``reproduced`` None."""
+    if recorded["seed"] != reproduced["seed"]:
+        raise ValueError(f"compare one seed with itself: recorded seed {recorded['seed']}, reproduced seed "
+                         f"{reproduced['seed']}")
+    again = _final_numbers(reproduced)
+    rows = []
+    for name, value in _final_numbers(recorded).items():
+        other = again.get(name)
+        rows.append({"name": name, "recorded": value, "reproduced": other,
+                     "difference": None if other is None else other - value})
+    return rows
+
+
+def reproduce(record_path: str | os.PathLike, *, seed: int | None = None,
+              out_dir: str | os.PathLike | None = None) -> dict:
+    """Re-run one recorded seed from the command its record stores and set the result beside the record.
+
+    Args:
+        record_path: a record of ``python -m gma_teach.experiments`` or ``python -m gma_teach.study``.
+        seed: the seed to re-run (default: the record's first).
+        out_dir: where the re-run writes its record (default: a new temporary folder); never the records' folder.
+
+    Returns ``{"record", "seed", "command", "recorded_commit", "rows"}``: ``rows`` from :func:`compare_seed`. On the
+    machine class and commit of the record every difference is zero; the record's provenance names both.
+    """
+    path = Path(record_path)
+    if not path.is_file():
+        raise ValueError(f"record_path must be a record file, got {str(path)!r}")
+    record = json.loads(path.read_text())
+    seed = record["runs"][0]["seed"] if seed is None and record.get("runs") else seed
+    out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="gma_teach_reproduce_"))
+    if out.resolve() == path.parent.resolve():
+        raise ValueError(f"out_dir must not be the records' folder {str(path.parent)!r}: the re-run would skip or "
+                         f"overwrite the recorded seeds")
+    command = reproduce_command(record, seed, out)
+    subprocess.run(command, check=True)
+    written = out / (path.name if command[2] == "gma_teach.study" else "reproduced.json")
+    again = next(run for run in json.loads(written.read_text())["runs"] if run["seed"] == seed)
+    recorded = next(run for run in record["runs"] if run["seed"] == seed)
+    commit = recorded.get("provenance", {}).get("commit") or record.get("commit")
+    return {"record": str(path), "seed": seed, "command": " ".join(command[1:]), "recorded_commit": commit,
+            "rows": compare_seed(recorded, again)}
+
+
+def _reproduce_main(argv: list[str]) -> dict:
+    parser = argparse.ArgumentParser(prog="python -m gma_teach.experiments reproduce",
+                                     description="Re-run one recorded seed from its stored command and compare.")
+    parser.add_argument("record", help="a record file, e.g. book/results/lm_study_sdpa.json")
+    parser.add_argument("--seed", type=int, default=None, help="the seed to re-run (default: the record's first)")
+    parser.add_argument("--out-dir", default=None, help="where the re-run writes (default: a temporary folder)")
+    args = parser.parse_args(argv)
+    result = reproduce(args.record, seed=args.seed, out_dir=args.out_dir)
+    print(f"seed {result['seed']} of {result['record']} (recorded at commit {result['recorded_commit']}), re-run as "
+          f"python {result['command']}")
+    for row in result["rows"]:
+        again = "missing" if row["reproduced"] is None else f"{row['reproduced']:.6g}"
+        change = "" if row["difference"] is None else f"  difference {row['difference']:+.3g}"
+        print(f"  {row['name']:<28} recorded {row['recorded']:.6g}  reproduced {again}{change}")
+    return result
+
+
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m gma_teach.experiments", description=__doc__.split("\n\n")[0])
     parser.add_argument("experiment", choices=EXPERIMENTS)
@@ -477,7 +611,11 @@ def _parser() -> argparse.ArgumentParser:
 
 
 def main(argv=None) -> dict:
-    """Command-line entry point: run, write the JSON record to ``--out`` and return it."""
+    """Command-line entry point: run, write the JSON record to ``--out`` and return it; or, as
+    ``python -m gma_teach.experiments reproduce RECORD [--seed S] [--out-dir D]``, :func:`reproduce`."""
+    words = list(argv) if argv is not None else sys.argv[1:]
+    if words[:1] == ["reproduce"]:
+        return _reproduce_main(words[1:])
     args = _parser().parse_args(argv)
     if args.seeds < 1:
         raise SystemExit(f"--seeds must be >= 1, got {args.seeds}")

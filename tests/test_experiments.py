@@ -1,11 +1,12 @@
 """The experiments' entry point at tiny: main(argv) writes a valid JSON record; the LM checkpoint round-trips."""
 import json
 import math
+import sys
 
 import pytest
 import torch
 
-from gma_teach import GaussianMixtureAttention, experiments
+from gma_teach import GaussianMixtureAttention, experiments, measure
 
 TINY_LM = dict(tokenizer="bytes", max_train_tokens=6000, max_val_tokens=2000, n_steps=6, eval_every=3)
 
@@ -137,3 +138,59 @@ def test_bad_arguments():
         experiments.build_lm(experiments.preset("lm", "tiny"), "linformer", 10)
     with pytest.raises(SystemExit):
         experiments.main(["listops", "--mixer", "nope", "--out", "x.json"])
+
+
+STUDY_COMMAND = "python -m gma_teach.study lm --arms sdpa --seeds 0 1 2 --threads 1"
+
+
+@pytest.mark.parametrize("record, seed, expected", [
+    ({"runs": [{"seed": 0, "provenance": {"command": STUDY_COMMAND}}, {"seed": 2, "provenance":
+                                                                         {"command": STUDY_COMMAND}}]},
+     2, ["gma_teach.study", "lm", "--arms", "sdpa", "--threads", "1", "--seeds", "2", "--out-dir", "D"]),
+    ({"runs": [{"seed": 0}], "command": "python -m gma_teach.study collapse --out-dir /x --arms default"},
+     0, ["gma_teach.study", "collapse", "--arms", "default", "--seeds", "0", "--out-dir", "D"]),
+    ({"runs": [{"seed": 0}, {"seed": 1}], "command": "python -m gma_teach.experiments lm --mixer gma --scale small "
+                                                     "--seeds 2 --out book/results/lm_gma_small.json"},
+     1, ["gma_teach.experiments", "lm", "--mixer", "gma", "--scale", "small", "--seeds", "2", "--out",
+         "D/reproduced.json"]),
+])
+def test_reproduce_command_changes_only_the_seeds_and_the_output(record, seed, expected):
+    command = experiments.reproduce_command(record, seed, "D")
+    assert command[:2] == [sys.executable, "-m"] and command[2:] == expected
+
+
+@pytest.mark.parametrize("record, seed, message", [
+    ({"runs": [{"seed": 0, "provenance": {"command": STUDY_COMMAND}}]}, 1, "seed 1 is not in the record; it holds "
+                                                                           r"seeds \[0\]"),
+    ({"runs": [{"seed": 0}], "command": "python -m gma_teach.bench --threads 1"}, 0, "gma_teach.bench"),
+    ({"command": STUDY_COMMAND}, 0, "record must hold the seeds it ran under 'runs'"),
+])
+def test_reproduce_command_rejects_what_it_cannot_re_run(record, seed, message):
+    with pytest.raises(ValueError, match=message):
+        experiments.reproduce_command(record, seed, "D")
+
+
+def test_every_recorded_seed_has_a_command_that_re_runs_it():
+    records = [(path, json.loads(path.read_text())) for path in measure.results_folder().glob("*.json")]
+    with_seeds = [(path, record) for path, record in records
+                  if record.get("runs") and str(record.get("command", "")).startswith(
+                      ("python -m gma_teach.experiments", "python -m gma_teach.study"))]
+    assert with_seeds
+    for path, record in with_seeds:
+        for run in record["runs"]:
+            command = experiments.reproduce_command(record, run["seed"], "D")
+            assert command[2] in experiments.RECORDING_MODULES, path.name
+
+
+@pytest.mark.slow
+def test_a_recorded_run_is_reproduced_number_for_number(tmp_path):
+    experiments.main(["listops", "--mixer", "linear", "--scale", "tiny", "--seeds", "2",
+                      "--out", str(tmp_path / "records" / "listops.json")])
+    result = experiments.reproduce(tmp_path / "records" / "listops.json", seed=1, out_dir=tmp_path / "again")
+    names = [row["name"] for row in result["rows"]]
+    assert "test accuracy" in names and any(name.startswith("val_loss at step") for name in names)
+    assert all(row["difference"] == 0 for row in result["rows"]), result["rows"]
+    with pytest.raises(ValueError, match="out_dir must not be the records' folder"):
+        experiments.reproduce(tmp_path / "records" / "listops.json", out_dir=tmp_path / "records")
+    with pytest.raises(ValueError, match="record_path must be a record file"):
+        experiments.reproduce(tmp_path / "nothing.json")
