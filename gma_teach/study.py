@@ -619,8 +619,9 @@ def ordering_at_last_evaluations(arms: dict) -> dict:
     over the seeds they all have (``seeds``; seeds differ a lot, so only common ones are compared) at the last
     evaluation and at the one before, whether the two orders agree (``None`` without a common seed), and
     ``swapped``: the pairs ``[a, b]`` (``a`` ahead at the last evaluation) that the evaluation before ordered the
-    other way. Only the arms with the most seeds are ordered; the others are listed in ``left_out``, so that an arm
-    with one seed recorded does not reduce the comparison to that seed.
+    other way. Only the arms with at least as many seeds as the typical arm (the lower median of the seed counts)
+    are ordered; the others are listed in ``left_out``. So an arm with one seed recorded does not reduce the
+    comparison to that seed, and a pair of arms given extra seeds does not leave out every other arm.
 
     Two arms whose means differ by less than the seed-to-seed noise can swap at every evaluation however long the
     training, so the ordering also reports ``told_apart``: the pairs ``[a, b]`` that the seeds order at the last
@@ -631,8 +632,8 @@ def ordering_at_last_evaluations(arms: dict) -> dict:
     Args:
         arms: ``{arm: record}`` of language-model arms.
     """
-    most = max(len(record["runs"]) for record in arms.values())
-    left_out = [arm for arm, record in arms.items() if len(record["runs"]) < most]
+    typical = statistics.median_low(len(record["runs"]) for record in arms.values())
+    left_out = [arm for arm, record in arms.items() if len(record["runs"]) < typical]
     arms = {arm: record for arm, record in arms.items() if arm not in left_out}
     seeds = sorted(set.intersection(*({r["seed"] for r in record["runs"]} for record in arms.values())))
 

@@ -326,6 +326,11 @@ def test_the_ordering_names_the_pairs_that_swapped_between_the_last_two_evaluati
                                      "ordering": ordering})
     assert "a < b was b < a" in text and "b < c was c < b" in text and "not ordered: d" in text
     assert ordering["told_apart"] == [["b", "c"]]  # c - b is +0.5 at both seeds; a - b is not told apart
+    # a and b given a third seed (whose numbers would reverse them) leave the others in, on the seeds all share
+    extra = {name: {"runs": arms[name]["runs"] + [{"seed": 2, "history": {"val_bits_per_byte": [9.0, 1.0, value]}}]}
+             for name, value in (("a", 5.0), ("b", 0.1))}
+    three = study.ordering_at_last_evaluations({**arms, **extra})
+    assert three["seeds"] == [0, 1] and three["left_out"] == ["d"] and three["last"] == ["a", "b", "c"]
 
 
 def test_the_ordering_says_which_pairs_the_seeds_tell_apart_and_whether_those_swapped():
