@@ -158,8 +158,8 @@ PRESETS: dict[str, dict[str, dict]] = {
     },
     # lm: causal LM. full = the paper's WikiText-103 setting (GPT-2 BPE, context 1024, ~46M parameters, K 128/256);
     # tiny/small/medium: the offline standard-library corpus with GPT-2 BPE compacted to the ids that occur. small
-    # trains 400 steps so that chapter 10's three live runs fit its ten minutes (the recorded lm_*_small.json runs
-    # are 600 steps, made before; their files say so).
+    # trains 400 steps so that chapter 10's three live runs fit its ten minutes; the recorded lm_*_small.json runs
+    # are this setting's (`python -m gma_teach.experiments lm --mixer M --scale small`).
     "lm": {
         "tiny": dict(source="stdlib", tokenizer="auto", seq_len=64, max_train_tokens=120_000,
                      max_val_tokens=8192, compact_vocab=True, data_seed=0, d_model=32, n_layers=1, n_heads=2,
