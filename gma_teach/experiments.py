@@ -19,6 +19,7 @@ arms, seeds resumed across sessions, paired intervals) are :mod:`gma_teach.study
 re-run from the command its record stores, and compared number by number, with::
 
     python -m gma_teach.experiments reproduce book/results/lm_study_sdpa.json --seed 1
+
 :func:`load_or_train_lm` keeps chapter 10's language model under ``gma_teach.cache_dir()`` for chapter 11.
 """
 from __future__ import annotations
@@ -497,7 +498,7 @@ def reproduce_command(record: dict, seed: int, out_dir: str | os.PathLike) -> li
     re-runs seeds ``0 .. s``; a study re-runs the one seed.
 
     Returns ``[sys.executable, "-m", module, *arguments]``. Raises ``ValueError`` if the record has no such seed or
-    was not written by one of :data:`RECORDING_MODULES`.
+    was not written by one of ``RECORDING_MODULES``.
     """
     _check_seed(seed)
     runs = record.get("runs")
@@ -523,7 +524,7 @@ def reproduce_command(record: dict, seed: int, out_dir: str | os.PathLike) -> li
 
 
 def _final_numbers(run: dict) -> dict:
-    """The numbers a reproduced seed must match: the final metrics and the validation curve."""
+    """``{name: value}`` of the numbers :func:`compare_seed` compares."""
     numbers = {f"val_loss at step {step}": loss
                for step, loss in zip(run["history"]["steps"], run["history"]["val_loss"])}
     for part in ("val", "test"):
@@ -533,8 +534,9 @@ def _final_numbers(run: dict) -> dict:
 
 
 def compare_seed(recorded: dict, reproduced: dict) -> list[dict]:
-    """Each number of :func:`_final_numbers` of two runs of one seed: ``{"name", "recorded", "reproduced",
-    "difference"}``, in the recorded run's order; a number missing from the reproduction has ``reproduced`` None."""
+    """The numbers a reproduced seed must match (the validation loss at every evaluation, and every number under
+    ``val`` and ``test``) for two runs of one seed: ``{"name", "recorded", "reproduced", "difference"}`` each, in the
+    recorded run's order; a number missing from the reproduction has ``reproduced`` None."""
     if recorded["seed"] != reproduced["seed"]:
         raise ValueError(f"compare one seed with itself: recorded seed {recorded['seed']}, reproduced seed "
                          f"{reproduced['seed']}")
