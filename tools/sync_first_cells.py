@@ -47,7 +47,7 @@ def main(argv=None) -> int:
     parser.add_argument("--check", action="store_true", help="report the notebooks that differ; change nothing")
     parser.add_argument("notebooks", nargs="*", type=Path, help="default: book/[0-9][0-9]_*.ipynb")
     args = parser.parse_args(argv)
-    paths = args.notebooks or sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+    paths = args.notebooks or sorted((ROOT / "book").glob("[0-9][0-9]*.ipynb"))  # every chapter, 07b included
     source = first_cell_source()
     differing = [path for path in paths if sync(path, source, check=args.check)]
     for path in differing:
