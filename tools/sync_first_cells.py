@@ -45,7 +45,7 @@ def sync(path: Path, source: str, *, check: bool = False) -> bool:
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--check", action="store_true", help="report the notebooks that differ; change nothing")
-    parser.add_argument("notebooks", nargs="*", type=Path, help="default: book/[0-9][0-9]_*.ipynb")
+    parser.add_argument("notebooks", nargs="*", type=Path, help="default: every chapter, book/[0-9][0-9]*.ipynb")
     args = parser.parse_args(argv)
     paths = args.notebooks or sorted((ROOT / "book").glob("[0-9][0-9]*.ipynb"))  # every chapter, 07b included
     source = first_cell_source()
