@@ -15,7 +15,7 @@ command line::
 writes a JSON record: the configuration, per-epoch metrics and final test metric of every seed, their mean and
 standard deviation, training tokens per second, parameter counts and the provenance of
 :func:`gma_teach.measure.provenance` (hardware, threads, load, date, commit, command). The recorded studies (several
-arms, seeds resumed across sessions, paired intervals) are :mod:`gma_teach.study`. Any recorded seed of either is
+arms, seeds resumed after an interruption, paired intervals) are :mod:`gma_teach.study`. Any recorded seed of either is
 re-run from the command its record stores, and compared number by number, with::
 
     python -m gma_teach.experiments reproduce book/results/lm_study_sdpa.json --seed 1
