@@ -473,6 +473,8 @@ def load_results(pattern: str = "*.json", folder: str | os.PathLike | None = Non
 # ----------------------------------------------------------------------------------------------------------------
 RECORDING_MODULES = ("gma_teach.experiments", "gma_teach.study")
 """The commands whose records :func:`reproduce` can re-run: this module's and :mod:`gma_teach.study`'s."""
+REPRODUCED_FILE = "reproduced.json"
+"""Where a re-run of a ``python -m gma_teach.experiments`` record writes, inside the re-run's folder."""
 
 
 def _without_option(args: list[str], option: str, *, variadic: bool) -> list[str]:
@@ -500,10 +502,10 @@ def reproduce_command(record: dict, seed: int, out_dir: str | os.PathLike) -> li
     Returns ``[sys.executable, "-m", module, *arguments]``. Raises ``ValueError`` if the record has no such seed or
     was not written by one of ``RECORDING_MODULES``.
     """
-    _check_seed(seed)
     runs = record.get("runs")
     if not isinstance(runs, list) or not runs:
         raise ValueError(f"record must hold the seeds it ran under 'runs'; got keys {sorted(record)}")
+    _check_seed(seed)
     seeds = [run["seed"] for run in runs]
     if seed not in seeds:
         raise ValueError(f"seed {seed} is not in the record; it holds seeds {seeds}")
@@ -519,7 +521,7 @@ def reproduce_command(record: dict, seed: int, out_dir: str | os.PathLike) -> li
         args += ["--seeds", str(seed), "--out-dir", str(out_dir)]
     else:
         args = _without_option(_without_option(args, "--seeds", variadic=False), "--out", variadic=False)
-        args += ["--seeds", str(seed + 1), "--out", str(Path(out_dir) / "reproduced.json")]
+        args += ["--seeds", str(seed + 1), "--out", str(Path(out_dir) / REPRODUCED_FILE)]
     return [sys.executable, "-m", module, *args]
 
 
@@ -558,6 +560,9 @@ def reproduce(record_path: str | os.PathLike, *, seed: int | None = None,
         seed: the seed to re-run (default: the record's first).
         out_dir: where the re-run writes its record (default: a new temporary folder); never the records' folder.
 
+    The re-run gets the record's torch thread count (through ``OMP_NUM_THREADS``), since how the work is split
+    between threads changes float sums in their last bits.
+
     Returns ``{"record", "seed", "command", "recorded_commit", "rows"}``: ``rows`` from :func:`compare_seed`. On the
     machine class and commit of the record every difference is zero; the record's provenance names both.
     """
@@ -571,11 +576,14 @@ def reproduce(record_path: str | os.PathLike, *, seed: int | None = None,
         raise ValueError(f"out_dir must not be the records' folder {str(path.parent)!r}: the re-run would skip or "
                          f"overwrite the recorded seeds")
     command = reproduce_command(record, seed, out)
-    subprocess.run(command, check=True)
-    written = out / (path.name if command[2] == "gma_teach.study" else "reproduced.json")
-    again = next(run for run in json.loads(written.read_text())["runs"] if run["seed"] == seed)
     recorded = next(run for run in record["runs"] if run["seed"] == seed)
-    commit = recorded.get("provenance", {}).get("commit") or record.get("commit")
+    origin = recorded.get("provenance", record)
+    # the recorded thread count (a study's command sets its own): float sums depend on how the work is split
+    threads = {"OMP_NUM_THREADS": str(origin["threads"])} if origin.get("threads") else {}
+    subprocess.run(command, check=True, env={**os.environ, **threads})
+    written = out / (path.name if command[2] == "gma_teach.study" else REPRODUCED_FILE)
+    again = next(run for run in json.loads(written.read_text())["runs"] if run["seed"] == seed)
+    commit = origin.get("commit")
     return {"record": str(path), "seed": seed, "command": " ".join(command[1:]), "recorded_commit": commit,
             "rows": compare_seed(recorded, again)}
 

@@ -529,6 +529,15 @@ METRICS = {"val_bits_per_byte": ("val", "bits_per_byte"), "val_loss": ("val", "l
 last evaluation (:func:`final_health`)."""
 
 
+def _metric_of(study: dict, metric: str | None) -> tuple[str, tuple[str, str]]:
+    """``metric`` (default: bits per byte for a language-model study, test accuracy for a classifier) and its
+    ``(part, key)`` of :data:`METRICS`."""
+    metric = metric or ("val_bits_per_byte" if study.get("experiment", "lm") == "lm" else "test_accuracy")
+    if metric not in METRICS:
+        raise ValueError(f"metric must be one of {sorted(METRICS)}, got {metric!r}")
+    return metric, METRICS[metric]
+
+
 def _run_value(run: dict, part: str, key: str):
     if part == "health":
         health = final_health(run)
@@ -541,10 +550,7 @@ def study_table(study: dict, folder=None, *, reference: str | None = None, metri
     arm) against every other arm, the paired per-seed difference of ``metric`` (default: bits per byte for a
     language model, test accuracy for a classifier) on their common seeds, with its interval at ``confidence``
     (0.95)."""
-    metric = metric or ("val_bits_per_byte" if study.get("experiment", "lm") == "lm" else "test_accuracy")
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {sorted(METRICS)}, got {metric!r}")
-    part, key = METRICS[metric]
+    metric, (part, key) = _metric_of(study, metric)
     arms = {arm: load_arm(study, arm, folder) for arm in study["arms"]}
     arms = {arm: record for arm, record in arms.items() if record is not None and record["runs"]}
     reference = reference or next(iter(study["arms"]))
@@ -592,10 +598,7 @@ def gma_against_baselines(study: dict, folder=None, *, metric: str | None = None
     Returns:
         ``{"metric", "pairs": {gma_arm: {other_arm: {"seeds", "differences", "mean", "std", "n", "ci95"}}}}``.
     """
-    metric = metric or ("val_bits_per_byte" if study.get("experiment", "lm") == "lm" else "test_accuracy")
-    if metric not in METRICS:
-        raise ValueError(f"metric must be one of {sorted(METRICS)}, got {metric!r}")
-    part, key = METRICS[metric]
+    metric, (part, key) = _metric_of(study, metric)
     records = {arm: load_arm(study, arm, folder) for arm in study["arms"]}
     values = {arm: _seed_values(record, part, key) for arm, record in records.items() if record is not None}
     gma_arms = [arm for arm, spec in study["arms"].items() if spec["mixer"] == "gma" and arm in values]

@@ -12,7 +12,7 @@ import gma_teach
 from gma_teach import colab
 
 ROOT = Path(__file__).resolve().parent.parent
-NOTEBOOKS = sorted(path for path in (ROOT / "book").glob("[0-9][0-9]*.ipynb"))  # the chapters, 07b included
+NOTEBOOKS = sorted((ROOT / "book").glob("[0-9][0-9]*.ipynb"))  # the chapters, 07b included
 
 
 class FakeImporter:

@@ -71,7 +71,7 @@ def test_wheel_carries_the_package_data_and_its_version(wheel):
     modules = {path.relative_to(ROOT).as_posix() for path in (ROOT / "gma_teach").rglob("*.py")}
     records = {f"gma_teach/results/{path.name}" for path in (ROOT / "book" / "results").glob("*.json")}
     assert records and modules - names == set() and records - names == set(), (modules - names, records - names)
-    assert {"gma_teach/data/gpt2.tiktoken", "gma_teach/data/gpt2.tiktoken.LICENSE"} <= set(names)
+    assert {"gma_teach/data/gpt2.tiktoken", "gma_teach/data/gpt2.tiktoken.LICENSE"} <= names
     assert f"-{gma_teach.__version__}-" in wheel.name, (wheel.name, gma_teach.__version__)
 
 
