@@ -447,16 +447,25 @@ def hardware(device=None) -> dict:
     return info
 
 
+#: Where a clone of the repository keeps the recorded result files, relative to its root.
+RECORDS_IN_THE_CLONE = "book/results"
+
+
 def git_commit() -> str:
-    """The commit of the package's checkout, with ``+dirty`` if tracked files changed; ``"unknown"`` outside one."""
+    """The commit of the package's checkout, with ``+dirty`` if tracked files other than the records changed;
+    ``"unknown"`` outside a checkout.
+
+    The records' folder (``book/results/``) is left out of the check: a study saves each seed's record as it
+    finishes, and that output must not mark the code of the next seed as changed."""
     import subprocess
 
     folder = Path(__file__).resolve().parent
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True,
                                 timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no"], cwd=folder,
-                               capture_output=True, text=True, timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ":(top)",
+                                f":(top,exclude){RECORDS_IN_THE_CLONE}"], cwd=folder, capture_output=True, text=True,
+                               timeout=10, check=True).stdout.strip()
     except (OSError, subprocess.SubprocessError):
         return "unknown"
     return commit + ("+dirty" if dirty else "")
@@ -503,5 +512,5 @@ def results_folder() -> Path:
     same files as ``gma_teach/results/`` (``pyproject.toml`` maps the one folder onto the other), so that an installed
     package, and a notebook opened alone on Colab, finds them too. The clone's folder wins when both exist."""
     package = Path(__file__).resolve().parent
-    in_the_clone = package.parent / "book" / "results"
+    in_the_clone = package.parent / RECORDS_IN_THE_CLONE
     return in_the_clone if in_the_clone.is_dir() else package / "results"

@@ -3,6 +3,8 @@ are interleaved and fixed in threads, a slope outside what the cost allows becom
 one provenance schema. Timing logic is tested with fake callables and a fake clock, never by timing anything."""
 import json
 import math
+import shutil
+import subprocess
 from pathlib import Path
 
 import numpy as np
@@ -318,6 +320,30 @@ def test_results_folder_is_the_clone_s_book_results_else_the_installed_package_s
     assert measure.results_folder() == tmp_path / "gma_teach" / "results"
     (tmp_path / "book" / "results").mkdir(parents=True)
     assert measure.results_folder() == tmp_path / "book" / "results"
+
+
+@pytest.mark.skipif(shutil.which("git") is None, reason="git is not installed")
+def test_git_commit_marks_changed_code_dirty_but_not_a_new_record(tmp_path, monkeypatch):
+    def git(*args):
+        subprocess.run(["git", "-c", "user.name=t", "-c", "user.email=t@t", *args], cwd=tmp_path, check=True,
+                       capture_output=True)
+
+    (tmp_path / "gma_teach").mkdir()
+    (tmp_path / "gma_teach" / "layer.py").write_text("K = 64\n")
+    (tmp_path / "book" / "results").mkdir(parents=True)
+    (tmp_path / "book" / "results" / "run.json").write_text("{}\n")
+    git("init", "-q")
+    git("add", ".")
+    git("commit", "-q", "-m", "first")
+    head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
+    monkeypatch.setattr(measure, "__file__", str(tmp_path / "gma_teach" / "measure.py"))
+    assert measure.git_commit() == head
+    (tmp_path / "book" / "results" / "run.json").write_text('{"seed": 0}\n')  # a study saved a seed
+    assert measure.git_commit() == head
+    (tmp_path / "gma_teach" / "layer.py").write_text("K = 32\n")  # the code changed
+    assert measure.git_commit() == head + "+dirty"
+    monkeypatch.setattr(measure, "__file__", str(tmp_path.parent / "elsewhere" / "measure.py"))
+    assert measure.git_commit() == "unknown"
 
 
 @pytest.mark.parametrize("kwargs, error, message", [
