@@ -214,6 +214,29 @@ def mean_std(values) -> dict:
             "n": len(values)}
 
 
+def fisher_exact_p(hits_a: int, runs_a: int, hits_b: int, runs_b: int) -> float:
+    """Two-sided p-value of Fisher's exact test: do two arms reach an outcome (say, leaving a plateau) in
+    ``hits_a`` of ``runs_a`` and ``hits_b`` of ``runs_b`` seeds at different rates?
+
+    A t-interval suits a metric that varies smoothly from seed to seed. When every seed either reaches an outcome or
+    does not, the count is what to compare. Given the total number of hits, ``hits_a`` follows a hypergeometric
+    law if both arms share one rate. The p-value adds the probabilities of every split no more likely than the one
+    observed (scipy's convention). A p-value below 0.05 tells the rates apart at the 5% level.
+    """
+    for name, value in (("runs_a", runs_a), ("runs_b", runs_b)):
+        _checks.integer(name, value, minimum=1)
+    _checks.integer("hits_a", hits_a, minimum=0, maximum=runs_a)
+    _checks.integer("hits_b", hits_b, minimum=0, maximum=runs_b)
+    hits = hits_a + hits_b
+
+    def probability(x):
+        return math.comb(runs_a, x) * math.comb(runs_b, hits - x) / math.comb(runs_a + runs_b, hits)
+
+    observed = probability(hits_a)
+    splits = range(max(0, hits - runs_b), min(runs_a, hits) + 1)
+    return min(1.0, sum(probability(x) for x in splits if probability(x) <= observed * (1 + 1e-7)))
+
+
 # ------------------------------------------------------------------------------------------------- one arm
 def _folder(folder) -> Path:
     return Path(folder) if folder is not None else measure.results_folder()

@@ -53,6 +53,31 @@ def test_paired_difference_by_hand_and_against_scipy():
         study.paired_difference([1], [2])
 
 
+def test_fisher_exact_p_by_hand_and_against_scipy():
+    # 5 of 5 against 1 of 5: of the C(10, 6) = 210 splits of six hits, 5 + 1 and 1 + 5 are the two least likely,
+    # each C(5, 5) C(5, 1) / 210 = 5 / 210
+    assert study.fisher_exact_p(5, 5, 1, 5) == pytest.approx(10 / 210)
+    assert study.fisher_exact_p(3, 3, 3, 3) == 1.0 and study.fisher_exact_p(0, 4, 0, 7) == 1.0
+    scipy_stats = pytest.importorskip("scipy.stats")
+    for runs_a, runs_b in [(3, 5), (5, 5), (2, 9), (7, 4)]:
+        for hits_a in range(runs_a + 1):
+            for hits_b in range(runs_b + 1):
+                table = [[hits_a, runs_a - hits_a], [hits_b, runs_b - hits_b]]
+                expected = scipy_stats.fisher_exact(table, alternative="two-sided").pvalue
+                assert study.fisher_exact_p(hits_a, runs_a, hits_b, runs_b) == pytest.approx(expected, rel=1e-9)
+
+
+@pytest.mark.parametrize("arguments, error, message", [
+    ((6, 5, 1, 5), ValueError, r"hits_a must be an int in \[0, 5\], got 6"),
+    ((1, 5, -1, 5), ValueError, r"hits_b must be an int in \[0, 5\], got -1"),
+    ((1, 0, 1, 5), ValueError, "runs_a must be >= 1, got 0"),
+    ((1.0, 5, 1, 5), TypeError, "hits_a must be an int, got float"),
+])
+def test_fisher_exact_p_rejects_impossible_counts(arguments, error, message):
+    with pytest.raises(error, match=message):
+        study.fisher_exact_p(*arguments)
+
+
 def test_run_arm_records_each_seed_and_skips_recorded_ones(tmp_path, capsys):
     record = study.run_arm(TINY_STUDY, "gma", seeds=(0,), folder=tmp_path, command="test")
     path = study.record_path(TINY_STUDY, "gma", tmp_path)
