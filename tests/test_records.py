@@ -1,0 +1,66 @@
+"""Every recorded result file states where, when, how and from which code it was made, with a command that runs.
+
+A reader who opens any file of :func:`gma_teach.measure.results_folder` must find the keys of
+:data:`gma_teach.measure.PROVENANCE_KEYS` at its top level: the hardware, the torch threads, the machine's load
+average, the date, the commit and the command. The command must name a module of this repository that still runs
+as a program, so that it can be typed again.
+
+A commit may end in ``+dirty``: tracked files had changed when the run started. Records made before
+:func:`gma_teach.measure.git_commit` left the records' folder out of that check carry it whenever an earlier seed's
+record had been saved in the same checkout.
+"""
+import ast
+import datetime
+import importlib.util
+import json
+import re
+from pathlib import Path
+
+import pytest
+
+from gma_teach import measure
+
+ROOT = Path(__file__).resolve().parents[1]
+RECORDS = sorted(measure.results_folder().glob("*.json"))
+COMMAND = re.compile(r"python (?:-m (?P<module>[\w.]+)|(?P<script>tools/\w+\.py))(?: |$)")
+
+
+def _runs_as_a_program(module: str) -> bool:
+    """Whether ``python -m module`` runs this repository's code: a module with an ``if __name__ == "__main__"``
+    block, or a package with a ``__main__`` module."""
+    spec = importlib.util.find_spec(module)
+    if spec is None or not module.startswith("gma_teach"):
+        return False
+    if spec.submodule_search_locations is not None:
+        return importlib.util.find_spec(module + ".__main__") is not None
+    tree = ast.parse(Path(spec.origin).read_text())
+    return any(isinstance(node, ast.If) and "__main__" in ast.unparse(node.test) for node in tree.body)
+
+
+def test_there_are_records():
+    assert len(RECORDS) >= 30, measure.results_folder()
+
+
+@pytest.mark.parametrize("path", RECORDS, ids=[path.name for path in RECORDS])
+def test_each_record_states_its_provenance_and_a_command_that_runs(path):
+    record = json.loads(path.read_text())
+    missing = [key for key in measure.PROVENANCE_KEYS if key not in record]
+    assert not missing, f"{path.name} lacks {missing}"
+    assert isinstance(record["hardware"], dict) and {"cpu", "torch", "device"} <= set(record["hardware"])
+    assert isinstance(record["threads"], int) and record["threads"] >= 1
+    assert record["load"] is None or (len(record["load"]) == 3 and all(value >= 0 for value in record["load"]))
+    assert datetime.datetime.fromisoformat(record["date"]).tzinfo is not None
+    assert re.fullmatch(r"[0-9a-f]{7,40}(\+dirty)?", record["commit"]), f"{path.name}: commit {record['commit']!r}"
+    found = COMMAND.match(record["command"])
+    assert found, f"{path.name}: command {record['command']!r}"
+    if found["module"]:
+        assert _runs_as_a_program(found["module"]), f"{path.name}: python -m {found['module']} does not run"
+    else:
+        assert (ROOT / found["script"]).is_file() or not (ROOT / "tools").is_dir()
+
+
+def test_the_command_check_tells_a_program_from_a_library_module():
+    assert _runs_as_a_program("gma_teach.study") and _runs_as_a_program("gma_teach.routing_record")
+    assert not _runs_as_a_program("gma_teach.measure")  # a library module: no __main__ block
+    assert not _runs_as_a_program("gma_teach.diagnostics")  # a package without __main__
+    assert not _runs_as_a_program("json.tool")  # runs, but is not this repository's code
