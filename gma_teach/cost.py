@@ -18,10 +18,12 @@ The formulas are deliberately simple and each is written next to the work it des
   weights, gradients and AdamW moments (16 bytes a parameter) plus the activations of every layer.
 
 The CPU profile ``"cpu-2core"`` is calibrated on recorded measurements (the profiling sweep and the LM runs in
-:func:`gma_teach.measure.results_folder`); :func:`compare_with_record` sets the model beside any record. (The ListOps
-records ran with two threads on an oversubscribed machine, whose OpenMP stalls made them 10-30 times slower than the
-model: a record's load matters as much as its hardware.) The GPU
-profiles are spec-sheet rates times fixed efficiencies until a GPU record exists.
+:func:`gma_teach.measure.results_folder`); :func:`compare_with_record` sets the model beside any record. It predicts
+the recorded GMA ListOps runs at 0.6 of their time, but eager softmax's ListOps runs at 0.3: their ``N x N``
+products over 16-wide heads, with a padding mask, run far below the matrix-product rate the model assumes. A
+record's load matters as much as its hardware: two OpenMP threads on an oversubscribed machine stall at every
+parallel region, so a run that shares the machine uses one thread. The GPU profiles are spec-sheet rates times fixed
+efficiencies until a GPU record exists.
 
 API: :func:`predict` (a chapter or an experiment at a scale on a device profile), :func:`fits` (within the
 profile's memory and a time budget), :func:`point_fits` (would one sweep point fit: for skipping it before it runs
@@ -286,7 +288,7 @@ def attention_work(form: str, batch_size: int, n_heads: int, seq_len: int, d_rou
 
 # Peak bytes of one mixing block (projections + mixer), forward + backward, per float32 value of each shape; fitted
 # to profiling_cpu_small.json (every mixer, N = 512..8192, K = 16..256; see tests/test_cost.py).
-BLOCK_PEAK_PER_TOKEN_WIDTH = {"softmax": 4.0, "sdpa": 6.0, "linear": 9.0, "performer": 10.0, "linformer": 12.0,
+BLOCK_PEAK_PER_TOKEN_WIDTH = {"softmax": 4.0, "sdpa": 6.0, "linear": 10.0, "performer": 10.0, "linformer": 12.0,
                               "mamba": 182.0, "gma": 11.8}
 BLOCK_OPS = {"softmax": 40, "sdpa": 30, "linear": 60, "performer": 80, "linformer": 45, "mamba": 400, "gma": 110}
 MAMBA_FLOPS_PER_TOKEN_WIDTH = 40_000  # the chunked selective scan in pure PyTorch, fitted to the CPU sweep (its

@@ -104,8 +104,9 @@ def test_the_cpu_profile_reproduces_the_recorded_sweep():
         assert 0.9 < row["predicted_bytes"] / row["measured_bytes"] < 1.7, row["label"]
 
 
-@pytest.mark.parametrize("name", ["lm_gma_small.json", "lm_linear_small.json", "lm_performer_small.json"])
-def test_the_cpu_profile_reproduces_the_recorded_language_models(name):
+@pytest.mark.parametrize("name", ["lm_gma_small.json", "lm_linear_small.json", "lm_performer_small.json",
+                                  "listops_gma_small.json"])
+def test_the_cpu_profile_reproduces_the_recorded_training_runs(name):
     for row in cost.compare_with_record(_record(name)):
         assert 0.5 < row["predicted_seconds"] / row["measured_seconds"] < 2.0, row
 
