@@ -5,9 +5,9 @@ A reader who opens any file of :func:`gma_teach.measure.results_folder` must fin
 average, the date, the commit and the command. The command must name a module of this repository that still runs
 as a program, so that it can be typed again.
 
-A commit may end in ``+dirty``: tracked files had changed when the run started. Records made before
-:func:`gma_teach.measure.git_commit` left the records' folder out of that check carry it whenever an earlier seed's
-record had been saved in the same checkout.
+A commit may end in ``+dirty``: tracked files had changed when the run started. Before
+:func:`gma_teach.measure.git_commit` left the records' folder out of that check, a study's own saved seeds were
+enough to mark every later seed of the same checkout so; those records keep the mark they were written with.
 """
 import ast
 import datetime
