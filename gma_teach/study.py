@@ -229,12 +229,11 @@ def fisher_exact_p(hits_a: int, runs_a: int, hits_b: int, runs_b: int) -> float:
     _checks.integer("hits_b", hits_b, minimum=0, maximum=runs_b)
     hits = hits_a + hits_b
 
-    def probability(x):
-        return math.comb(runs_a, x) * math.comb(runs_b, hits - x) / math.comb(runs_a + runs_b, hits)
-
-    observed = probability(hits_a)
-    splits = range(max(0, hits - runs_b), min(runs_a, hits) + 1)
-    return min(1.0, sum(probability(x) for x in splits if probability(x) <= observed * (1 + 1e-7)))
+    splits = range(max(0, hits - runs_b), min(runs_a, hits) + 1)  # the possible hits of arm a
+    probability = {x: math.comb(runs_a, x) * math.comb(runs_b, hits - x) / math.comb(runs_a + runs_b, hits)
+                   for x in splits}
+    observed = probability[hits_a]
+    return min(1.0, sum(p for p in probability.values() if p <= observed * (1 + 1e-7)))
 
 
 # ------------------------------------------------------------------------------------------------- one arm
