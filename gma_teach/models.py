@@ -211,11 +211,26 @@ class DecoderLM(_RoutingRemedies, nn.Module):
 
     def forward(self, tokens):
         """``tokens (B, N)`` int64 -> next-token logits ``(B, N, vocab_size)``."""
+        return self.hidden_states(tokens) @ self.embedding.weight.T
+
+    def hidden_states(self, tokens):
+        """``tokens (B, N)`` int64 -> the final normalized hidden states ``(B, N, d_model)`` (before the output
+        embedding)."""
         _check_tokens(tokens, self.vocab_size, self.max_seq_len)
         x = self.embedding(tokens) + self.positions.weight[: tokens.shape[1]]
         for block in self.blocks:
             x = block(x)
-        return self.norm(x) @ self.embedding.weight.T
+        return self.norm(x)
+
+    def logits_at(self, tokens, where):
+        """Next-token logits at the selected positions only: ``tokens (B, N)``, ``where (B, N)`` bool ->
+        ``(M, vocab_size)`` for the ``M = where.sum()`` positions, in row-major order. A task scored at a few
+        positions (associative recall) pays for ``M`` rows of the output layer instead of ``B N``."""
+        if not isinstance(where, torch.Tensor) or where.dtype != torch.bool or where.shape != tokens.shape:
+            got = (f"{where.dtype} {tuple(where.shape)}" if isinstance(where, torch.Tensor)
+                   else type(where).__name__)
+            raise ValueError(f"where must be a bool tensor of the tokens' shape {tuple(tokens.shape)}, got {got}")
+        return self.hidden_states(tokens)[where] @ self.embedding.weight.T
 
     def _step_logits(self, token, position, states):
         x = self.embedding(token) + self.positions.weight[position]
