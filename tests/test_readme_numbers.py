@@ -147,7 +147,8 @@ def check(text: str, bindings: dict[str, list[Binding]], records: Records, *, sl
         for position, quoted in quoted_here:
             if position in skipped:
                 continue
-            problem = bound.pop(position) if position in bound else "no binding (add one to tests/readme_bindings.py)"
+            problem = bound.pop(position) if position in bound else (
+                f"no binding in tests/readme_bindings.py for '...{item[max(0, position - 40):position + 20]}...'")
             findings.append(Finding(key, position, quoted, problem, position in slow_here))
         for position in bound:
             findings.append(Finding(key, position, "", "a template binds a number that is not a quoted one"))
