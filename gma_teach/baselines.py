@@ -16,6 +16,7 @@ name           what it computes                                                 
 ``mamba``      selective state-space block (Mamba-1), pure PyTorch chunked scan       linear
 ``uniform``    control: the mean of the values of all (causal: past) tokens           linear
 ``none``       control: no mixing at all, the mixer returns zeros                     none
+``conv``       gated short causal convolution (Zoology's BaseConv; chapter 12)        none (fixed k)
 =============  =====================================================================  ==================
 
 The two controls bracket what a mixer buys: ``none`` is a model with no context (each position sees only itself),
@@ -39,6 +40,7 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import _checks
+from .convolution import ShortConvolution
 from .layer import GaussianMixtureAttention
 from .mamba import MambaMixer
 from .mixing import DecodingState, GMAState, gma_from_responsibilities, recurrent_step
@@ -438,6 +440,7 @@ MIXERS = {
     "mamba": MambaMixer,
     "uniform": UniformAverage,
     "none": NoMixing,
+    "conv": ShortConvolution,
 }
 """Every sequence mixer by name, ``name -> class``, each built as ``cls(d_model, n_heads, causal=..., **options)``."""
 

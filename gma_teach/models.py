@@ -80,14 +80,15 @@ class _RoutingRemedies:
 
 
 class Block(nn.Module):
-    """One pre-LayerNorm block: ``x + drop(mixer(LN(x)))``, then ``x + drop(FFN(LN(x)))`` (FFN: GELU, width d_ff)."""
+    """One pre-LayerNorm block: ``x + drop(mixer(LN(x)))``, then ``x + drop(FFN(LN(x)))`` (FFN: GELU, width d_ff;
+    ``d_ff=0``: no FFN, the block is its mixer alone, as in Zoology's recall models)."""
 
     def __init__(self, d_model, n_heads, *, mixer, causal, d_ff, dropout, mixer_options):
         super().__init__()
         self.mixer_norm = nn.LayerNorm(d_model)
         self.mixer = make_mixer(mixer, d_model, n_heads, causal=causal, **dict(mixer_options or {}))
-        self.ffn_norm = nn.LayerNorm(d_model)
-        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+        self.ffn_norm = nn.LayerNorm(d_model) if d_ff else None
+        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model)) if d_ff else None
         self.dropout = nn.Dropout(dropout)
         self._mixer_takes_mask = "key_padding_mask" in inspect.signature(self.mixer.forward).parameters
 
@@ -100,13 +101,13 @@ class Block(nn.Module):
         else:
             h = self.mixer(h)
         x = x + self.dropout(h)
-        return x + self.dropout(self.ffn(self.ffn_norm(x)))
+        return x if self.ffn is None else x + self.dropout(self.ffn(self.ffn_norm(x)))
 
     def step(self, x_t, state):
         """Decoding form: ``x_t (B, d_model)`` -> ``(y_t, state)`` through the mixer's ``step``."""
         h, state = self.mixer.step(self.mixer_norm(x_t), state)
         x_t = x_t + h
-        return x_t + self.ffn(self.ffn_norm(x_t)), state
+        return (x_t if self.ffn is None else x_t + self.ffn(self.ffn_norm(x_t))), state
 
 
 def _check_common(vocab_size, d_model, n_layers, n_heads, max_seq_len, dropout, d_ff):
@@ -114,9 +115,9 @@ def _check_common(vocab_size, d_model, n_layers, n_heads, max_seq_len, dropout, 
                         ("n_heads", n_heads), ("max_seq_len", max_seq_len)):
         _checks.positive_int(name, value)
     if d_ff is not None:
-        _checks.positive_int("d_ff", d_ff)
+        _checks.integer("d_ff", d_ff, minimum=0)
     _checks.fraction("dropout", dropout)
-    return d_ff or 4 * d_model
+    return 4 * d_model if d_ff is None else d_ff
 
 
 def _check_tokens(tokens, vocab_size, max_len):
@@ -188,24 +189,36 @@ class EncoderClassifier(_RoutingRemedies, nn.Module):
         return self.head((x * weights).sum(1) / weights.sum(1).clamp_min(1.0))
 
 
+def _per_layer(name, value, n_layers) -> list:
+    """One entry per layer: ``value`` repeated, or a list/tuple of exactly ``n_layers`` entries as given."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != n_layers:
+            raise ValueError(f"{name} as a sequence needs one entry per layer ({n_layers}), got {len(value)}")
+        return list(value)
+    return [value] * n_layers
+
+
 class DecoderLM(_RoutingRemedies, nn.Module):
     """Causal language model: token + learned position embeddings, causal blocks, tied output embedding.
 
     ``forward(tokens (B, N)) -> logits (B, N, vocab_size)``; :meth:`generate` samples continuations.
+    ``mixer`` names every layer's mixer, or is a list of one name per layer (chapter 12's recall models put a
+    short convolution under the mixer they study); ``mixer_options`` is likewise a dict or a list of dicts.
     """
 
     def __init__(self, vocab_size, d_model, n_layers, n_heads, *, mixer="gma", max_seq_len, d_ff=None,
                  dropout=0.0, mixer_options=None):
         super().__init__()
         d_ff = _check_common(vocab_size, d_model, n_layers, n_heads, max_seq_len, dropout, d_ff)
-        if mixer == "linformer":
+        mixers, options = _per_layer("mixer", mixer, n_layers), _per_layer("mixer_options", mixer_options, n_layers)
+        if "linformer" in mixers:
             raise ValueError("DecoderLM needs a causal mixer; linformer is bidirectional only")
         self.vocab_size, self.max_seq_len = vocab_size, max_seq_len
         self.embedding = nn.Embedding(vocab_size, d_model)
         self.positions = nn.Embedding(max_seq_len, d_model)
         self.blocks = nn.ModuleList(
-            Block(d_model, n_heads, mixer=mixer, causal=True, d_ff=d_ff, dropout=dropout, mixer_options=mixer_options)
-            for _ in range(n_layers))
+            Block(d_model, n_heads, mixer=name, causal=True, d_ff=d_ff, dropout=dropout, mixer_options=layer_options)
+            for name, layer_options in zip(mixers, options))
         self.norm = nn.LayerNorm(d_model)
         nn.init.normal_(self.embedding.weight, std=0.02)
 

@@ -32,7 +32,8 @@ def test_the_splits_come_from_different_seeds_and_mix_the_kv_counts_equally():
 def test_the_model_is_a_two_layer_causal_decoder_scored_at_the_queries_only():
     study = tiny_study()
     model = recall.build_model(study, "sdpa", 16)
-    assert len(model.blocks) == 2 and all(block.mixer.causal for block in model.blocks)
+    assert len(model.blocks) == 2 and all(block.mixer.causal and block.ffn is None for block in model.blocks)
+    assert [type(block.mixer).__name__ for block in model.blocks] == ["ShortConvolution", "SDPAttention"]
     data = recall.split(study, "val")
     where = data.labels != IGNORE_INDEX
     logits = model.logits_at(data.inputs, where)
@@ -45,10 +46,12 @@ def test_the_model_is_a_two_layer_causal_decoder_scored_at_the_queries_only():
 def test_state_bytes_grow_with_the_sequence_for_attention_and_not_for_gma():
     study = tiny_study()
     sdpa, gma = recall.build_model(study, "sdpa", 16), recall.build_model(study, "gma_k8", 16)
-    # A KV cache holds keys and values (2 x 16 float32) per token and layer; GMA holds K (d_v + 1) per layer.
-    assert recall.state_bytes(sdpa, 10) == 2 * 10 * 2 * 16 * 4
+    # The convolution keeps its last 2 inputs (2 x 16 float32); a KV cache holds a key and a value (2 x 16
+    # float32) per token; GMA holds K (d_v + 1) whatever the length.
+    conv = 2 * 16 * 4
+    assert recall.state_bytes(sdpa, 10) == conv + 10 * 2 * 16 * 4
     assert recall.state_bytes(sdpa, 12) > recall.state_bytes(sdpa, 10)
-    assert recall.state_bytes(gma, 10) == recall.state_bytes(gma, 12) == 2 * 8 * (16 + 1) * 4
+    assert recall.state_bytes(gma, 10) == recall.state_bytes(gma, 12) == conv + 8 * (16 + 1) * 4
 
 
 @pytest.mark.slow

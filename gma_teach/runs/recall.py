@@ -5,8 +5,9 @@ The design is declared here, before any run, in :data:`RECALL_STUDY`:
 * **Task.** :func:`gma_teach.tasks.mqar` at one sequence length; every model trains on an equal mixture of the
   study's kv-pair counts and is tested on each count separately (Zoology's protocol). Train, validation and test
   examples come from different seeds.
-* **Model.** A 2-layer causal decoder (Zoology's setting) of pre-norm :class:`gma_teach.models.Block` s, one head,
-  scored only at the query positions (:meth:`gma_teach.models.DecoderLM.logits_at`).
+* **Model.** Zoology's 2-layer causal decoder of pre-norm :class:`gma_teach.models.Block` s without FFNs: a short
+  convolution, then the mixer under study (one head), scored only at the query positions
+  (:meth:`gma_teach.models.DecoderLM.logits_at`).
 * **Learning rate.** Every arm and width trains seed 0 at each rate of ``learning_rates``; the rate with the best
   mean *validation* accuracy is kept, and the other seeds train at it. The test split never chooses anything.
 * **Metric.** Test accuracy over the queries of each kv-pair count, and the decoding state's bytes after
@@ -60,7 +61,6 @@ RECALL_STUDY = {
     "n_test": 1_000,
     "data_seeds": {"train": 1_000, "val": 2_000, "test": 3_000},
     "widths": (64, 128),
-    "n_layers": 2,
     "n_heads": 1,
     "batch_size": 64,
     "steps": 3_000,
@@ -91,12 +91,18 @@ def split(study: dict, name: str) -> MQARData:
 
 
 def build_model(study: dict, arm: str, width: int) -> DecoderLM:
-    """The study's 2-layer causal decoder of width ``width`` with ``arm``'s mixer."""
+    """The study's causal decoder of width ``width``: Zoology's recall model, a short convolution
+    (:class:`gma_teach.convolution.ShortConvolution`) then ``arm``'s mixer, each block without an FFN.
+
+    The position embeddings start at standard deviation 0.02 like the tokens' (GPT-2's initialization; the
+    language model's default of 1 drowns the tokens and stalls recall)."""
     if arm not in study["arms"]:
         raise ValueError(f"arm must be one of {sorted(study['arms'])}, got {arm!r}")
     spec = study["arms"][arm]
-    return DecoderLM(study["vocab_size"], width, study["n_layers"], study["n_heads"], mixer=spec["mixer"],
-                     max_seq_len=study["seq_len"], mixer_options=spec.get("options"))
+    model = DecoderLM(study["vocab_size"], width, 2, study["n_heads"], mixer=["conv", spec["mixer"]],
+                      max_seq_len=study["seq_len"], mixer_options=[{}, spec.get("options") or {}], d_ff=0)
+    torch.nn.init.normal_(model.positions.weight, std=0.02)
+    return model
 
 
 def _loss(model: DecoderLM, inputs: torch.Tensor, labels: torch.Tensor):
@@ -202,7 +208,7 @@ def run_arm(study: dict, arm: str, width: int, *, seeds=None, folder=None, comma
     path = record_path(study, arm, width, folder)
     seeds = tuple(study["seeds"] if seeds is None else seeds)
     design = {key: study[key] for key in ("seq_len", "vocab_size", "kv_pairs", "n_train", "n_val", "n_test",
-                                          "data_seeds", "n_layers", "n_heads", "batch_size", "steps", "warmup",
+                                          "data_seeds", "n_heads", "batch_size", "steps", "warmup",
                                           "weight_decay", "learning_rates")}
     design = json.loads(json.dumps({**design, "lr_seed": study["seeds"][0], "arm": study["arms"][arm]}))
     record = json.loads(path.read_text()) if path.exists() else None
