@@ -55,7 +55,7 @@ DECAYED_IMPLS = ("naive", "chunked", "recurrent")
 
 def retnet_decays(n_heads: int) -> tuple[float, ...]:
     """RetNet's fixed per-head decays ``g_h = 1 - 2^(-5-h)``, ``h = 0..n_heads-1`` (float64 values; in float32 the
-    heads beyond ``h = 18`` round to 1, no forgetting)."""
+    heads from ``h = 20`` on round to 1, no forgetting, and in bfloat16 those from ``h = 4`` on)."""
     n_heads = _checks.positive_int("n_heads", n_heads)
     return tuple(1.0 - 2.0 ** (-5 - h) for h in range(n_heads))
 
@@ -266,7 +266,8 @@ class DecayedLinearAttention(nn.Module):
         chunk_size: tokens per chunk.
 
     Decodes with a constant-size :class:`~gma_teach.mixing.GMAState`: ``(B, H, d_head, d_head)`` and ``(B, H,
-    d_head)``. The decays are a buffer ``decay`` ``(H,)`` (not trained).
+    d_head)``. The decays are a buffer ``decay`` ``(H,)`` (not trained; it takes the module's dtype, see
+    :func:`retnet_decays` for what rounds to 1).
     """
 
     def __init__(self, d_model, n_heads, *, causal=True, decay=None, eps=1e-6, impl="chunked", chunk_size=64):
@@ -339,7 +340,8 @@ class DecayedGaussianMixtureAttention(GaussianMixtureAttention):
         d_route, d_value, eps, min_variance, chunk_size, init_variance, init_mean_std, balance_weight, balance_form:
             as in :class:`~gma_teach.GaussianMixtureAttention` (so ``**LM_ROUTING_REMEDY`` applies).
 
-    Decodes with the layer's constant-size :class:`~gma_teach.mixing.GMAState` ``(B, H, K, d_value)``.
+    Decodes with the layer's constant-size :class:`~gma_teach.mixing.GMAState` ``(B, H, K, d_value)``. The decays
+    are a buffer ``decay`` ``(H,)``, as in :class:`DecayedLinearAttention`.
     """
 
     def __init__(self, d_model, n_heads, *, causal=True, n_components=64, decay=None, impl="chunked",
