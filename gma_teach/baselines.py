@@ -4,7 +4,6 @@ Every mixer maps ``x (B, N, d_model) -> (B, N, d_model)`` and is built by one fa
 
     mixer = gma_teach.make_mixer("performer", d_model=256, n_heads=4, causal=True, n_features=128)
 
-=============  =====================================================================  ==================
 name           what it computes                                                       memory in N
 =============  =====================================================================  ==================
 ``gma``        :class:`gma_teach.GaussianMixtureAttention` (options passed through)    linear (fixed K)
@@ -18,6 +17,25 @@ name           what it computes                                                 
 ``none``       control: no mixing at all, the mixer returns zeros                     none
 ``conv``       gated short causal convolution (Zoology's BaseConv; chapter 12)        none (fixed k)
 =============  =====================================================================  ==================
+=======
+================  ==========================================================================  ====================
+name              what it computes                                                            memory in N
+================  ==========================================================================  ====================
+``gma``           :class:`gma_teach.GaussianMixtureAttention` (options passed through)        linear (fixed K)
+``softmax``       eager softmax attention: the ``(B, H, N, N)`` matrix is materialized        quadratic
+``sdpa``          ``torch.nn.functional.scaled_dot_product_attention`` (fused kernels)        linear on GPU
+``linear``        Linear Transformer, feature map ``elu(x) + 1``                              linear
+``performer``     FAVOR+ with positive orthogonal random features                             linear
+``linformer``     keys and values projected along the sequence to length ``k``                linear (params too)
+``mamba``         selective state-space block (Mamba-1), pure PyTorch chunked scan            linear
+``uniform``       control: the mean of the values of all (causal: past) tokens                linear
+``none``          control: no mixing at all, the mixer returns zeros                          none
+``window``        :class:`gma_teach.local.SlidingWindowAttention`: softmax over ``w`` keys    linear (fixed w)
+``local_gma``     :class:`gma_teach.local.LocalGMA`: window heads + GMA heads (split)         linear
+``decay_linear``  :class:`gma_teach.forgetting.DecayedLinearAttention` (RetNet decay)         linear (causal only)
+``decay_gma``     :class:`gma_teach.forgetting.DecayedGaussianMixtureAttention`               linear (causal only)
+``conv``          gated short causal convolution (Zoology's BaseConv; chapter 12)             none (fixed k)
+================  ==========================================================================  ====================
 
 The two controls bracket what a mixer buys: ``none`` is a model with no context (each position sees only itself),
 ``uniform`` the simplest context (a bag of the past). A mixer is worth what it recovers of SDPA's gain over them.
@@ -25,7 +43,9 @@ The two controls bracket what a mixer buys: ``none`` is a model with no context 
 Bidirectional mixers accept ``key_padding_mask (B, N)`` (``True`` = real token) so that padding cannot leak into
 real tokens. Causal mixers other than GMA also decode one token at a time with ``state = mixer.init_state(B)``
 and ``y_t, state = mixer.step(x_t (B, d_model), state)``: a growing key/value cache for ``softmax``/``sdpa``,
-a constant-size state for ``linear``, ``performer``, ``mamba`` and ``uniform`` (``none`` keeps an empty one).
+a constant-size state for ``linear``, ``performer``, ``mamba`` and ``uniform`` (``none`` keeps an empty one), and
+for ``window`` (the last ``w`` keys and values), ``local_gma``, ``decay_linear`` and ``decay_gma``.
+Every state's ``nbytes()`` counts its bytes; :func:`mixer_state_bytes` gives the same count from the formula.
 
 :data:`MIXERS` maps every name to its class; :func:`make_mixer` builds from it.
 """
@@ -41,7 +61,9 @@ from torch import nn
 
 from . import _checks
 from .convolution import ShortConvolution
+from .forgetting import DecayedGaussianMixtureAttention, DecayedLinearAttention
 from .layer import GaussianMixtureAttention
+from .local import LocalGMA, SlidingWindowAttention
 from .mamba import MambaMixer
 from .mixing import DecodingState, GMAState, gma_from_responsibilities, recurrent_step
 
@@ -440,6 +462,10 @@ MIXERS = {
     "mamba": MambaMixer,
     "uniform": UniformAverage,
     "none": NoMixing,
+    "window": SlidingWindowAttention,
+    "local_gma": LocalGMA,
+    "decay_linear": DecayedLinearAttention,
+    "decay_gma": DecayedGaussianMixtureAttention,
     "conv": ShortConvolution,
 }
 """Every sequence mixer by name, ``name -> class``, each built as ``cls(d_model, n_heads, causal=..., **options)``."""
@@ -466,7 +492,13 @@ def make_mixer(name, d_model, n_heads, *, causal=False, **options):
             remedies ``init_variance``, ``init_mean_std``, ``balance_weight``, ``balance_form``);
             ``linear``: ``eps``, ``chunk_size``; ``performer``: ``n_features`` (256), ``eps``, ``chunk_size``;
             ``linformer``: ``max_seq_len`` (required), ``k`` (256); ``mamba``: ``d_state`` (16), ``d_conv`` (4),
-            ``expand`` (2), ``dt_rank``, ``chunk_size``; ``softmax``, ``sdpa``, ``uniform``, ``none``: none.
+            ``expand`` (2), ``dt_rank``, ``chunk_size``; ``softmax``, ``sdpa``, ``uniform``, ``none``: none;
+            ``window``: ``window`` (64), ``head_dim``; ``local_gma``: ``window`` (64), ``local_heads``
+            (``n_heads // 2``), ``n_components`` (64) and the other keywords of GMA, routing remedies included;
+            ``decay_linear`` (causal only): ``decay`` (``None``: RetNet's ``1 - 2^(-5-h)``; a number or a list of
+            ``n_heads`` numbers in ``(0, 1]``), ``eps``, ``impl`` (``"chunked"``, ``"recurrent"``, ``"naive"``),
+            ``chunk_size``; ``decay_gma`` (causal only): ``decay``, ``impl`` as ``decay_linear``,
+            ``n_components`` (64) and the other keywords of GMA.
 
     Returns:
         an ``nn.Module``.
@@ -489,3 +521,70 @@ def _keyword_options(cls) -> set:
     """The keyword-only options of a mixer class's constructor, besides ``causal``."""
     parameters = inspect.signature(cls.__init__).parameters.values()
     return {p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "causal"}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Decoding-state bytes from the formulas
+# ----------------------------------------------------------------------------------------------------------------
+def mixer_state_bytes(mixer, seq_len, *, batch_size=1) -> int:
+    """Bytes of a causal mixer's decoding state after ``seq_len`` tokens, from its sizes (nothing is run).
+
+    It equals ``state.nbytes()`` of the state that ``mixer.init_state(batch_size)`` and ``seq_len`` calls of
+    ``mixer.step`` produce (per batch row, with ``e`` the bytes of the state's dtype):
+
+    * ``softmax``, ``sdpa`` (KV cache): ``2 H N d_head e``, growing with ``N``;
+    * ``linear``, ``performer``: ``H (m d_head + m) e`` (``m`` features: ``d_head`` for ``linear``);
+      ``decay_linear``: the same with ``m = d_head``;
+    * ``gma``, ``decay_gma``: ``H K (d_value + 1) e``;
+    * ``window``: ``2 H w d_head e`` (the window is allocated whole from the first token);
+    * ``local_gma``: its window's plus its GMA heads';
+    * ``mamba``: ``d_inner (d_conv - 1 + d_state) e``; ``conv``: ``(k - 1) d_model e``; ``uniform``: ``d_model e``;
+      ``none``: 0.
+
+    Args:
+        mixer: a causal mixer from :func:`make_mixer` (``mamba`` and ``conv`` decode whatever their ``causal``).
+        seq_len: tokens decoded, ``N >= 0``.
+        batch_size: ``B >= 1``.
+
+    Returns:
+        an int.
+    """
+    seq_len = _checks.integer("seq_len", seq_len, minimum=0)
+    batch_size = _checks.positive_int("batch_size", batch_size)
+    if not isinstance(mixer, mixer_types()):
+        raise TypeError(f"mixer must be a mixer of gma_teach.baselines.MIXERS, got {type(mixer).__name__}")
+    if not isinstance(mixer, (MambaMixer, ShortConvolution)) and not mixer.causal:
+        raise ValueError(f"{type(mixer).__name__} was built with causal=False and has no decoding state")
+    return batch_size * _state_bytes_per_row(mixer, seq_len)
+
+
+def _element_size(dtype) -> int:
+    return torch.empty((), dtype=dtype).element_size()
+
+
+def _state_bytes_per_row(mixer, seq_len) -> int:
+    """The formulas of :func:`mixer_state_bytes` for one batch row."""
+    if isinstance(mixer, LocalGMA):
+        return _state_bytes_per_row(mixer.local, seq_len) + _state_bytes_per_row(mixer.gma, seq_len)
+    if isinstance(mixer, GaussianMixtureAttention):  # decay_gma too; the layer keeps float32 or float64
+        dtype = torch.float64 if mixer.v_proj.weight.dtype == torch.float64 else torch.float32
+        return mixer.n_heads * mixer.n_components * (mixer.d_value + 1) * _element_size(dtype)
+    if isinstance(mixer, NoMixing):
+        return 0
+    if isinstance(mixer, UniformAverage):
+        return mixer.d_model * _element_size(torch.promote_types(mixer.v_proj.weight.dtype, torch.float32))
+    if isinstance(mixer, ShortConvolution):
+        return (mixer.kernel_size - 1) * mixer.d_model * _element_size(mixer.in_proj.weight.dtype)
+    if isinstance(mixer, MambaMixer):
+        return mixer.d_inner * (mixer.d_conv - 1 + mixer.d_state) * _element_size(mixer.in_proj.weight.dtype)
+    size = _element_size(mixer.k_proj.weight.dtype)
+    if isinstance(mixer, SoftmaxAttention):
+        return 2 * mixer.n_heads * seq_len * mixer.head_dim * size
+    if isinstance(mixer, SlidingWindowAttention):
+        return 2 * mixer.n_heads * mixer.window * mixer.head_dim * size
+    if isinstance(mixer, DecayedLinearAttention):
+        size = _element_size(torch.promote_types(mixer.k_proj.weight.dtype, torch.float32))
+        return mixer.n_heads * (mixer.head_dim + 1) * mixer.head_dim * size
+    if isinstance(mixer, _KernelAttention):
+        return mixer.n_heads * mixer._n_features() * (mixer.head_dim + 1) * size
+    raise ValueError(f"{type(mixer).__name__} has no decoding state")

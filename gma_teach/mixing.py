@@ -92,9 +92,10 @@ class DecodingState:
     """Base of every decoding state (GMA's and the baselines'): :meth:`nbytes` counts its tensors' bytes."""
 
     def nbytes(self) -> int:
-        """Bytes held by the state's tensors (its other fields, like a position counter, are not counted)."""
-        return sum(value.numel() * value.element_size() for value in vars(self).values()
-                   if isinstance(value, torch.Tensor))
+        """Bytes held by the state's tensors and by the decoding states it holds (a hybrid's parts); its other
+        fields, like a position counter, are not counted."""
+        return sum(value.numel() * value.element_size() if isinstance(value, torch.Tensor) else value.nbytes()
+                   for value in vars(self).values() if isinstance(value, (torch.Tensor, DecodingState)))
 
 
 @dataclass
