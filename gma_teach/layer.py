@@ -61,8 +61,8 @@ def routing_balance_loss(gamma: torch.Tensor, *, form: str = "switch", mask: tor
             over the batch and the tokens, computed per head, and the heads' losses are averaged.
         form: ``"switch"`` or ``"entropy"``.
         mask: ``(B, N)`` bool, ``True`` for tokens to count (padding excluded; the opposite of
-            ``torch.nn.MultiheadAttention``'s ``True`` = padding), or ``None``. A row with no ``True`` entry is
-            refused (see :func:`gma_teach._checks.real_token_mask`).
+            ``torch.nn.MultiheadAttention``'s ``True`` = padding), or ``None``. A row with no ``True`` entry (no token
+            to count, or a mask in torch's convention) is refused.
 
     Returns:
         a 0-dim tensor.

@@ -12,7 +12,8 @@ which equals :math:`A V` for the row-normalized affinity :math:`A_{ij} = \gamma^
 (\sum_{j'} \gamma^Q_i\cdot\gamma^K_{j'} + \varepsilon)`. Causal GMA replaces :math:`\tilde V, Z` at position ``i`` by
 their prefix sums over ``j <= i``. The implementations (``impl=``) all compute this same function:
 
-* ``"naive"``: materializes the ``N_q x N_k`` affinity -- the spec, ``O(N^2)`` memory;
+* ``"naive"``: materializes the ``N_q x N_k`` affinity -- the spec, ``O(N^2)`` memory (refused, before anything
+  is allocated, above :data:`NAIVE_MAX_BYTES` unless a call's ``max_naive_bytes`` raises the limit);
 * ``"linear"``: the associative order, memory ``(K, d_v)`` -- bidirectional only;
 * ``"cumsum"``: the paper's prefix sums over a materialized ``(N, K, d_v)`` tensor;
 * ``"chunked"``: chunks of ``chunk_size`` tokens; a masked ``C x C`` block inside each chunk and a carried
@@ -31,7 +32,8 @@ float32, float64 if any is float64) and returned in the values' dtype.
 
 The same forms compute any *normalized kernel attention* ``phi(Q) [phi(K)^T V] / (phi(Q) [phi(K)^T 1] + eps)``
 with non-negative features in place of responsibilities: :func:`gma_teach.baselines.linear_attention` is
-:func:`gma_from_responsibilities` with feature maps.
+:func:`normalized_kernel_attention` (the forms of :func:`gma_from_responsibilities` without its check that every
+row sums to 1) with feature maps.
 """
 from __future__ import annotations
 
@@ -88,7 +90,8 @@ def affinity(gamma_q, gamma_k, *, causal: bool = False, eps: float = 1e-6,
     _check_options(causal, eps, "auto", 1)
     _check_responsibilities(gamma_q, gamma_k, None, causal=causal)
     _check_distributions(gamma_q=gamma_q, gamma_k=gamma_k)
-    _check_naive_memory(gamma_q, gamma_k, None, max_naive_bytes, "affinity")
+    _check_naive_memory(gamma_q, gamma_k, None, max_naive_bytes, "affinity",
+                        dtype=torch.promote_types(gamma_q.dtype, gamma_k.dtype))
     scores = _scores(gamma_q, gamma_k, causal)
     return scores / (scores.sum(-1, keepdim=True) + eps)
 
@@ -292,12 +295,13 @@ def _check_distributions(**named: torch.Tensor) -> None:
                              f"{row} summing to {float(sums[row]):.6g}; normalize the rows (softmax over the last dim)")
 
 
-def _check_naive_memory(gamma_q, gamma_k, v, max_naive_bytes, caller) -> None:
-    """Refuse to materialize a ``(..., N_q, N_k)`` matrix larger than ``max_naive_bytes`` (default
-    :data:`NAIVE_MAX_BYTES`), before anything is allocated, naming the memory it needs."""
+def _check_naive_memory(gamma_q, gamma_k, v, max_naive_bytes, caller, dtype=None) -> None:
+    """Refuse to materialize a ``(..., N_q, N_k)`` matrix (in ``dtype``, default the inputs' compute dtype) larger
+    than ``max_naive_bytes`` (default :data:`NAIVE_MAX_BYTES`), before anything is allocated, naming the memory it
+    needs."""
     limit = NAIVE_MAX_BYTES if max_naive_bytes is None else _checks.positive_int("max_naive_bytes", max_naive_bytes)
     shapes = [t.shape[:-2] for t in (gamma_q, gamma_k, v) if t is not None]
-    dtype = compute_dtype(*(t.dtype for t in (gamma_q, gamma_k, v) if t is not None))
+    dtype = dtype or compute_dtype(*(t.dtype for t in (gamma_q, gamma_k, v) if t is not None))
     lead = torch.broadcast_shapes(*shapes)
     n_bytes = lead.numel() * gamma_q.shape[-2] * gamma_k.shape[-2] * torch.finfo(dtype).bits // 8
     if n_bytes > limit:
@@ -411,7 +415,7 @@ def gma(q, k, v, means, variances, log_priors, *, causal: bool = False, eps: flo
         key_padding_mask: ``(B, N_k)`` bool, ``True`` for real keys (the opposite of
             ``torch.nn.MultiheadAttention``, where ``True`` marks padding), with ``B`` the first dim of ``k``; padded
             keys get responsibility 0, so they write nothing into the memory. A row with no ``True`` entry is
-            refused (see :func:`gma_teach._checks.real_token_mask`).
+            refused: it has no real key, and a batch padded to its longest sequence in torch's convention has one.
         return_responsibilities: also return ``(gamma_q, gamma_k)`` (``gamma_k`` with padded keys zeroed); on the
             kernel path they are computed after the kernel, for diagnostics and auxiliary losses.
         check_values: validate the mixture's values (see :func:`gma_teach.gmm.check_mixture`); ``False`` for
@@ -451,7 +455,7 @@ def gma(q, k, v, means, variances, log_priors, *, causal: bool = False, eps: flo
         if impl == "triton":
             raise ValueError("impl='triton' takes no key_padding_mask (the kernels never store Gamma^K); "
                              "use impl='auto' or a torch form")
-    if impl == "naive":  # before the responsibilities are computed
+    if impl == "naive":  # before the responsibilities are computed (and again, in their dtype, in _mix)
         _check_naive_memory(q, k, v, max_naive_bytes, "impl='naive'")
     if impl == "auto":
         fused = key_padding_mask is None and _kernels_take(q, k, v, means, variances, chunk_size)
