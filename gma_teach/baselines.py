@@ -40,8 +40,10 @@ name              what it computes                                              
 The two controls bracket what a mixer buys: ``none`` is a model with no context (each position sees only itself),
 ``uniform`` the simplest context (a bag of the past). A mixer is worth what it recovers of SDPA's gain over them.
 
-Bidirectional mixers accept ``key_padding_mask (B, N)`` (``True`` = real token) so that padding cannot leak into
-real tokens. Causal mixers other than GMA also decode one token at a time with ``state = mixer.init_state(B)``
+Bidirectional mixers accept ``key_padding_mask (B, N)`` (``True`` = real token, the opposite of
+``torch.nn.MultiheadAttention``'s ``True`` = padding) so that padding cannot leak into real tokens; a row with no
+``True`` entry (no real token, or a mask in torch's convention) is refused.
+Causal mixers other than GMA also decode one token at a time with ``state = mixer.init_state(B)``
 and ``y_t, state = mixer.step(x_t (B, d_model), state)``: a growing key/value cache for ``softmax``/``sdpa``,
 a constant-size state for ``linear``, ``performer``, ``mamba`` and ``uniform`` (``none`` keeps an empty one), and
 for ``window`` (the last ``w`` keys and values), ``local_gma``, ``decay_linear`` and ``decay_gma``.
@@ -65,7 +67,7 @@ from .forgetting import DecayedGaussianMixtureAttention, DecayedLinearAttention
 from .layer import GaussianMixtureAttention
 from .local import LocalGMA, SlidingWindowAttention
 from .mamba import MambaMixer
-from .mixing import DecodingState, GMAState, gma_from_responsibilities, recurrent_step
+from .mixing import DecodingState, GMAState, normalized_kernel_attention, recurrent_step
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -77,7 +79,9 @@ def softmax_attention(q, k, v, *, causal=False, key_padding_mask=None):
     Args:
         q, k: ``(B, H, N, d)``; v: ``(B, H, N, d_v)``.
         causal: mask out keys after the query.
-        key_padding_mask: ``(B, N)`` bool, ``True`` for real tokens, or ``None``.
+        key_padding_mask: ``(B, N)`` bool, ``True`` for real tokens (the opposite of
+            ``torch.nn.MultiheadAttention``), or ``None``. Not read here (the mixers check it): every row needs a
+            ``True`` entry, or its queries get NaN.
 
     Returns:
         ``(B, H, N, d_v)``. The ``(B, H, N, N)`` score matrix is stored, hence quadratic memory.
@@ -109,7 +113,8 @@ def linear_attention(phi_q, phi_k, v, *, causal=False, eps=1e-6, chunk_size=64):
     """Normalized kernel attention ``phi(q) [phi(k)^T v] / (phi(q) [phi(k)^T 1] + eps)`` without an N x N matrix.
 
     The same algorithm as GMA with features in place of responsibilities, so it *is*
-    :func:`gma_teach.gma_from_responsibilities`: the associative form (``impl="linear"``) when bidirectional, the
+    :func:`gma_teach.mixing.normalized_kernel_attention` (:func:`gma_teach.gma_from_responsibilities` without its
+    check that rows sum to 1): the associative form (``impl="linear"``) when bidirectional, the
     chunked prefix sums (``impl="chunked"``: a masked ``(C, C)`` product inside each chunk of ``chunk_size``
     tokens, a running ``(m, d_v)`` state across chunks) when causal.
 
@@ -121,8 +126,8 @@ def linear_attention(phi_q, phi_k, v, *, causal=False, eps=1e-6, chunk_size=64):
     Returns:
         ``(B, H, N, d_v)`` in ``v``'s dtype.
     """
-    return gma_from_responsibilities(phi_q, phi_k, v, causal=causal, eps=eps, chunk_size=chunk_size,
-                                     impl="chunked" if causal else "linear")
+    return normalized_kernel_attention(phi_q, phi_k, v, causal=causal, eps=eps, chunk_size=chunk_size,
+                                       impl="chunked" if causal else "linear")
 
 
 def orthogonal_random_features(n_features, dim, *, generator=None, dtype=torch.float32, device=None):
@@ -208,10 +213,12 @@ class MultiHeadMixer(nn.Module):
         return self.out_proj(y.transpose(1, 2).reshape(b, n, self.d_model))
 
     def forward(self, x, key_padding_mask=None):
-        """``x (B, N, d_model)``, ``key_padding_mask (B, N)`` bool (``True`` = real) -> ``(B, N, d_model)``."""
+        """``x (B, N, d_model)``, ``key_padding_mask (B, N)`` bool (``True`` = real, the opposite of
+        ``torch.nn.MultiheadAttention``; a row with no ``True`` entry is refused) -> ``(B, N, d_model)``."""
         _checks.sequence("x", x, self.d_model)
+        _checks.matching_dtype("x", x, self.q_proj.weight, "the mixer")
         if key_padding_mask is not None:
-            _checks.bool_mask("key_padding_mask", key_padding_mask, tuple(x.shape[:2]), "(B, N)")
+            _checks.real_token_mask("key_padding_mask", key_padding_mask, tuple(x.shape[:2]), "(B, N)")
         q, k, v = (self._heads(p, x) for p in (self.q_proj, self.k_proj, self.v_proj))
         return self._merge(self._mix(q, k, v, key_padding_mask))
 
@@ -219,6 +226,7 @@ class MultiHeadMixer(nn.Module):
         if not self.causal:
             raise ValueError("step() needs a causal mixer (built with causal=True)")
         _checks.token("x_t", x_t, self.d_model)
+        _checks.matching_dtype("x_t", x_t, self.q_proj.weight, "the mixer")
 
 
 class SoftmaxAttention(MultiHeadMixer):
@@ -231,7 +239,8 @@ class SoftmaxAttention(MultiHeadMixer):
         return softmax_attention(q, k, v, causal=self.causal, key_padding_mask=key_padding_mask)
 
     def init_state(self, batch_size):
-        """An empty key/value cache."""
+        """An empty key/value cache (``batch_size`` >= 0)."""
+        _checks.batch_size("batch_size", batch_size)
         weight = self.k_proj.weight
         empty = weight.new_zeros(batch_size, self.n_heads, 0, self.head_dim)
         return KVCache(empty, empty.clone())
@@ -272,11 +281,13 @@ class _KernelAttention(MultiHeadMixer):
         return linear_attention(phi_q, phi_k, v, causal=self.causal, eps=self.eps, chunk_size=self.chunk_size)
 
     def init_state(self, batch_size):
-        """Zero memory and normalizer: constant size, whatever the position."""
+        """Zero memory and normalizer: constant size, whatever the position (``batch_size`` >= 0). In float32 at
+        least: a half-precision layer's running sums would drift over a long generation."""
+        _checks.batch_size("batch_size", batch_size)
         m = self._n_features()
         weight = self.k_proj.weight
-        return LinearAttentionState.zeros((batch_size, self.n_heads), m, self.head_dim, dtype=weight.dtype,
-                                          device=weight.device)
+        return LinearAttentionState.zeros((batch_size, self.n_heads), m, self.head_dim,
+                                          dtype=torch.promote_types(weight.dtype, torch.float32), device=weight.device)
 
     def step(self, x_t, state):
         """One decoding step: ``x_t (B, d_model)`` -> ``(y_t (B, d_model), state)``."""
@@ -388,7 +399,8 @@ class NoMixing(nn.Module):
         return x * 0
 
     def init_state(self, batch_size):
-        """The empty state."""
+        """The empty state (``batch_size`` >= 0)."""
+        _checks.batch_size("batch_size", batch_size)
         return EmptyState()
 
     def step(self, x_t, state):
@@ -413,10 +425,12 @@ class UniformAverage(nn.Module):
         self.out_proj = nn.Linear(d_model, d_model)
 
     def forward(self, x, key_padding_mask=None):
-        """``x (B, N, d_model)``, ``key_padding_mask (B, N)`` bool (``True`` = real) -> ``(B, N, d_model)``."""
+        """``x (B, N, d_model)``, ``key_padding_mask (B, N)`` bool (``True`` = real, the opposite of
+        ``torch.nn.MultiheadAttention``; a row with no ``True`` entry is refused) -> ``(B, N, d_model)``."""
         _checks.sequence("x", x, self.d_model)
+        _checks.matching_dtype("x", x, self.v_proj.weight, "the mixer")
         if key_padding_mask is not None:
-            _checks.bool_mask("key_padding_mask", key_padding_mask, tuple(x.shape[:2]), "(B, N)")
+            _checks.real_token_mask("key_padding_mask", key_padding_mask, tuple(x.shape[:2]), "(B, N)")
         v = self.v_proj(x)
         dtype = torch.promote_types(v.dtype, torch.float32)
         with torch.autocast(device_type=x.device.type, enabled=False):
@@ -434,7 +448,8 @@ class UniformAverage(nn.Module):
         return self.out_proj(mean.to(v.dtype).expand_as(v))
 
     def init_state(self, batch_size):
-        """A zero running sum."""
+        """A zero running sum (``batch_size`` >= 0)."""
+        _checks.batch_size("batch_size", batch_size)
         weight = self.v_proj.weight
         return UniformAverageState(weight.new_zeros(batch_size, self.d_model, dtype=torch.promote_types(
             weight.dtype, torch.float32)))
@@ -444,6 +459,7 @@ class UniformAverage(nn.Module):
         if not self.causal:
             raise ValueError("step() needs a causal mixer (built with causal=True)")
         _checks.token("x_t", x_t, self.d_model)
+        _checks.matching_dtype("x_t", x_t, self.v_proj.weight, "the mixer")
         v = self.v_proj(x_t)
         state = UniformAverageState(state.total + v.to(state.total.dtype), state.position + 1)
         return self.out_proj((state.total / state.position).to(v.dtype)), state

@@ -93,8 +93,8 @@ class Block(nn.Module):
         self._mixer_takes_mask = "key_padding_mask" in inspect.signature(self.mixer.forward).parameters
 
     def forward(self, x, key_padding_mask=None):
-        """``x (B, N, d_model)``; ``key_padding_mask (B, N)`` bool (``True`` = real token), passed to mixers that
-        accept one."""
+        """``x (B, N, d_model)``; ``key_padding_mask (B, N)`` bool (``True`` = real token, the opposite of
+        ``torch.nn.MultiheadAttention``), passed to mixers that accept one (they refuse a row with no ``True``)."""
         h = self.mixer_norm(x)
         if key_padding_mask is not None and self._mixer_takes_mask:
             h = self.mixer(h, key_padding_mask=key_padding_mask)
@@ -143,7 +143,9 @@ class EncoderClassifier(_RoutingRemedies, nn.Module):
         max_seq_len: longest input ``N`` (learned positions).
         pooling: ``"cls"`` (a learned token prepended, its final state classifies) or ``"mean"`` (mean over real
             tokens). Padding (``tokens == pad_id``) is excluded from pooling and from the mixers' keys where the mixer
-            takes a ``key_padding_mask``, so appending padding does not change the logits. ``mamba`` reads left to
+            takes a ``key_padding_mask`` (built here, ``True`` = real token), so appending padding does not change
+            the logits. With ``"mean"`` a row of ``tokens`` that is all padding has nothing to classify and is
+            refused. ``mamba`` reads left to
             right: use ``pooling="mean"`` with it and pad on the right.
         d_ff: FFN width (default ``4 * d_model``); dropout; pad_id.
 
@@ -175,6 +177,12 @@ class EncoderClassifier(_RoutingRemedies, nn.Module):
         """``tokens (B, N)`` int64 -> logits ``(B, n_classes)``."""
         _check_tokens(tokens, self.vocab_size, self.max_seq_len)
         real = tokens != self.pad_id  # (B, N)
+        if self.cls is None and real.numel() and not torch.compiler.is_compiling():
+            has_real = real.any(dim=1)
+            if not bool(has_real.all()):
+                row = int((~has_real).nonzero()[0, 0])
+                raise ValueError(f"tokens row {row} is all padding (pad_id={self.pad_id}): with pooling='mean' "
+                                 "every row needs a real token (pooling='cls' prepends one)")
         x = self.embedding(tokens)
         if self.cls is not None:
             x = torch.cat([self.cls.expand(x.shape[0], 1, -1).to(x.dtype), x], dim=1)
