@@ -6,7 +6,8 @@ The design is declared here, before any run, in :data:`RECALL_STUDY`:
   study's kv-pair counts and is tested on each count separately (Zoology's protocol). Train, validation and test
   examples come from different seeds.
 * **Model.** Zoology's 2-layer causal decoder of pre-norm :class:`gma_teach.models.Block` s without FFNs: a short
-  convolution, then the mixer under study (one head), scored only at the query positions
+  convolution, then the mixer under study (one head; the hybrid splits two: one window head, one GMA head),
+  scored only at the query positions
   (:meth:`gma_teach.models.DecoderLM.logits_at`).
 * **Learning rate.** Every arm and width trains seed 0 at each rate of ``learning_rates``; the rate with the best
   mean *validation* accuracy is kept, and the other seeds train at it. The test split never chooses anything.
@@ -41,20 +42,29 @@ from ..train import lr_at
 GMA_SIZES = (8, 16, 32, 64, 128, 256)
 
 
+WINDOW = 8
+
+
 def _arms() -> dict:
+    """Every arm: its mixer, the mixer's options and (the hybrid only, which splits its heads) its head count."""
     arms = {"sdpa": {"mixer": "sdpa"}, "linear": {"mixer": "linear"},
             "performer": {"mixer": "performer", "options": {"n_features": 64}},
             "mamba": {"mixer": "mamba"}}
     for k in GMA_SIZES:
         arms[f"gma_k{k}"] = {"mixer": "gma", "options": {"n_components": k}}
         arms[f"gma_k{k}_remedy"] = {"mixer": "gma", "options": {"n_components": k, **LM_ROUTING_REMEDY}}
+    arms["window"] = {"mixer": "window", "options": {"window": WINDOW}}
+    arms["local_gma"] = {"mixer": "local_gma", "n_heads": 2,
+                         "options": {"window": WINDOW, "local_heads": 1, "n_components": 32}}
+    arms["decay_linear"] = {"mixer": "decay_linear"}
+    arms["decay_gma"] = {"mixer": "decay_gma", "options": {"n_components": 32}}
     return arms
 
 
 RECALL_STUDY = {
     "name": "recall",
     "seq_len": 64,
-    "vocab_size": 512,
+    "vocab_size": 256,
     "kv_pairs": (4, 6, 8, 12, 16),
     "n_train": 20_000,
     "n_val": 500,
@@ -63,8 +73,8 @@ RECALL_STUDY = {
     "widths": (64, 128),
     "n_heads": 1,
     "batch_size": 64,
-    "steps": 3_000,
-    "warmup": 150,
+    "steps": 1_000,
+    "warmup": 100,
     "weight_decay": 0.1,
     "learning_rates": (1e-3, 3e-3),
     "seeds": (0, 1, 2),
@@ -99,8 +109,9 @@ def build_model(study: dict, arm: str, width: int) -> DecoderLM:
     if arm not in study["arms"]:
         raise ValueError(f"arm must be one of {sorted(study['arms'])}, got {arm!r}")
     spec = study["arms"][arm]
-    model = DecoderLM(study["vocab_size"], width, 2, study["n_heads"], mixer=["conv", spec["mixer"]],
-                      max_seq_len=study["seq_len"], mixer_options=[{}, spec.get("options") or {}], d_ff=0)
+    n_heads = spec.get("n_heads", study["n_heads"])
+    model = DecoderLM(study["vocab_size"], width, 2, n_heads, mixer=["conv", spec["mixer"]], d_ff=0,
+                      max_seq_len=study["seq_len"], mixer_options=[{}, spec.get("options") or {}])
     torch.nn.init.normal_(model.positions.weight, std=0.02)
     return model
 
