@@ -4,20 +4,6 @@ Every mixer maps ``x (B, N, d_model) -> (B, N, d_model)`` and is built by one fa
 
     mixer = gma_teach.make_mixer("performer", d_model=256, n_heads=4, causal=True, n_features=128)
 
-name           what it computes                                                       memory in N
-=============  =====================================================================  ==================
-``gma``        :class:`gma_teach.GaussianMixtureAttention` (options passed through)    linear (fixed K)
-``softmax``    eager softmax attention: the ``(B, H, N, N)`` matrix is materialized   quadratic
-``sdpa``       ``torch.nn.functional.scaled_dot_product_attention`` (fused kernels)   linear on GPU
-``linear``     Linear Transformer, feature map ``elu(x) + 1``                         linear
-``performer``  FAVOR+ with positive orthogonal random features                        linear
-``linformer``  keys and values projected along the sequence to length ``k``           linear (params too)
-``mamba``      selective state-space block (Mamba-1), pure PyTorch chunked scan       linear
-``uniform``    control: the mean of the values of all (causal: past) tokens           linear
-``none``       control: no mixing at all, the mixer returns zeros                     none
-``conv``       gated short causal convolution (Zoology's BaseConv; chapter 12)        none (fixed k)
-=============  =====================================================================  ==================
-=======
 ================  ==========================================================================  ====================
 name              what it computes                                                            memory in N
 ================  ==========================================================================  ====================
