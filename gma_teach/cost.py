@@ -32,8 +32,13 @@ out of memory), :func:`current_profile` (the profile closest to this machine).
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
+
+import torch
+
+from .environment import SCALES, preset
 
 FLOAT32 = 4
 GiB = 2**30
@@ -126,10 +131,6 @@ def profile(name_or_profile) -> DeviceProfile:
 def current_profile() -> DeviceProfile:
     """A profile for this machine: on a CUDA GPU the listed GPU of the nearest memory size with this GPU's memory
     (budget: 85% of it, 12 GiB on a 16 GB card); on a CPU ``"cpu-2core"`` with this machine's core count."""
-    import os
-
-    import torch
-
     if not torch.cuda.is_available():
         cores = os.cpu_count() or 2
         base = PROFILES["cpu-2core"]
@@ -512,8 +513,6 @@ def _classification_points(experiment, q, mixers, seeds, on_cuda, n_classes):
 
 
 def _ch09(p, on_cuda):
-    from .environment import preset
-
     lp, tp = preset("listops", p.live_scale), preset("text", p.live_scale)
     stats = Work(seconds=p.n_stats * (lp.min_length + lp.max_length) / 2 * LISTOPS_SECONDS_PER_TOKEN)
     return [Point("ListOps statistics", stats, on="host"),
@@ -541,8 +540,6 @@ def _lm_points(q, runs, on_cuda, *, cached_first=False):
 
 
 def _ch10(p, on_cuda):
-    from .environment import preset
-
     q = preset("lm", p.live_scale)
     runs = [(f"lm gma K={q.n_components}", "gma", q.n_components)]
     runs += [(f"lm gma K={k}", "gma", k) for k in q.n_components_sweep if k != q.n_components]
@@ -551,8 +548,6 @@ def _ch10(p, on_cuda):
 
 
 def _ch11(p, on_cuda):
-    from .environment import preset
-
     q = preset("lm", p.lm_scale)
     points = _lm_points(q, [(f"lm gma K={q.n_components} (chapter 10's)", "gma", q.n_components)], on_cuda,
                         cached_first=True)
@@ -583,8 +578,6 @@ CHAPTERS = {"ch01": _ch01, "ch02": _ch02, "ch03": _ch03, "ch04": _ch04, "ch05": 
 def points(chapter: str, scale: str, on_cuda: bool) -> list[Point]:
     """The :class:`Point` list of ``chapter`` (a key of :data:`CHAPTERS`) at ``scale`` (``on_cuda``: the device is a
     GPU, so training uses mixed precision and chapter 7 its compiled kernels)."""
-    from .environment import SCALES, preset
-
     if not isinstance(chapter, str) or chapter not in CHAPTERS:
         raise ValueError(f"chapter must be one of {sorted(CHAPTERS)}, got {chapter!r}")
     if scale not in SCALES:
