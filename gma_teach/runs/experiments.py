@@ -36,7 +36,7 @@ from types import SimpleNamespace
 
 import torch
 
-from .. import _checks, diagnostics
+from .. import _checks, diagnostics, mixers
 from ..baselines import MIXER_NAMES
 from ..data import DataUnavailableError, listops, text, wikitext
 from ..data.wikitext import bits_per_byte
@@ -49,7 +49,8 @@ from .reproduce import reproduce_main
 
 EXPERIMENTS = ("listops", "text", "lm")
 CLASSIFIER_MIXERS = MIXER_NAMES
-LM_MIXERS = tuple(name for name in MIXER_NAMES if name != "linformer")
+LM_MIXERS = tuple(name for name in MIXER_NAMES if mixers.entry(name).causal_lm)
+"""The mixers a causal language model can use, as registered when the package was imported."""
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -57,22 +58,20 @@ LM_MIXERS = tuple(name for name in MIXER_NAMES if name != "linformer")
 # ----------------------------------------------------------------------------------------------------------------
 def mixer_options(p: SimpleNamespace, mixer: str, n_components: int | None = None,
                   gma_options: dict | None = None) -> dict:
-    """The options :func:`gma_teach.make_mixer` gets for ``mixer`` under preset ``p``; for GMA, ``n_components`` and
-    any ``gma_options`` (keyword options of :class:`~gma_teach.GaussianMixtureAttention`, e.g. a routing remedy)."""
-    if mixer not in MIXER_NAMES:
-        raise ValueError(f"mixer must be one of {MIXER_NAMES}, got {mixer!r}")
+    """The options :func:`gma_teach.make_mixer` gets for ``mixer`` under preset ``p``: its registered
+    ``options(p)`` (:class:`gma_teach.mixers.MixerEntry`); for GMA, ``n_components`` and any ``gma_options``
+    (keyword options of :class:`~gma_teach.GaussianMixtureAttention`, e.g. a routing remedy)."""
+    if mixer not in mixers.registered_names():
+        raise ValueError(f"mixer must be one of {mixers.registered_names()}, got {mixer!r}")
     if gma_options is not None and not isinstance(gma_options, dict):
         raise TypeError(f"gma_options must be a dict of GaussianMixtureAttention options, got "
                         f"{type(gma_options).__name__}")
     if gma_options and mixer != "gma":
         raise ValueError(f"gma_options apply to mixer='gma' only, got mixer={mixer!r}")
+    options = mixers.entry(mixer).options(p)
     if mixer == "gma":
-        return {"n_components": int(n_components or p.n_components), **(gma_options or {})}
-    if mixer == "performer":
-        return {"n_features": p.n_features}
-    if mixer == "linformer":
-        return {"k": p.linformer_k}
-    return {}
+        return {**options, "n_components": int(n_components or p.n_components), **(gma_options or {})}
+    return options
 
 
 def _check_seed(seed) -> int:
@@ -210,8 +209,9 @@ def lm_data(p: SimpleNamespace, *, source: str | None = None):
 def build_lm(p: SimpleNamespace, mixer: str, vocab_size: int, *, n_components: int | None = None,
              gma_options: dict | None = None) -> DecoderLM:
     """A :class:`~gma_teach.models.DecoderLM` sized by preset ``p``."""
-    if mixer not in LM_MIXERS:
-        raise ValueError(f"LM mixer must be one of {LM_MIXERS}, got {mixer!r}")
+    lm_mixers = tuple(name for name in mixers.registered_names() if mixers.entry(name).causal_lm)
+    if mixer not in lm_mixers:
+        raise ValueError(f"LM mixer must be one of {lm_mixers}, got {mixer!r}")
     return DecoderLM(vocab_size, p.d_model, p.n_layers, p.n_heads, mixer=mixer, max_seq_len=p.seq_len,
                      d_ff=p.d_ff, dropout=p.dropout, mixer_options=mixer_options(p, mixer, n_components, gma_options))
 

@@ -31,6 +31,7 @@ import torch
 from tqdm.auto import tqdm
 
 from .. import cost
+from .. import mixers as mixer_registry  # `mixers` is sweep()'s argument
 from ..baselines import MIXER_NAMES, make_mixer
 from ..environment import SCALES, preset, seed_everything
 from ..measure import peak_memory, run_point, time_call
@@ -47,17 +48,14 @@ DEFAULT_MIXERS = tuple(name for name in MIXER_NAMES if name in {label.split()[0]
 
 
 def table1_options(name, *, seq_len, n_components=64, n_features=256, linformer_k=256):
-    """The options the Table 1 protocol gives mixer ``name`` at length ``seq_len`` (for :func:`gma_teach.make_mixer`):
-    GMA's K, Performer's features, Linformer's ``k`` and ``max_seq_len = N`` (so its parameters grow with N, as in
-    the paper); ``{}`` for the others. (The experiments' options, sized by a chapter's preset, are
-    :func:`gma_teach.experiments.mixer_options`.)"""
-    if name == "gma":
-        return {"n_components": n_components}
-    if name == "performer":
-        return {"n_features": n_features}
-    if name == "linformer":
-        return {"max_seq_len": seq_len, "k": min(linformer_k, seq_len)}
-    return {}
+    """The options the Table 1 protocol gives mixer ``name`` at length ``seq_len`` (for :func:`gma_teach.make_mixer`),
+    as its registry entry states them (:class:`gma_teach.mixers.MixerEntry`): GMA's K, Performer's features,
+    Linformer's ``k`` and ``max_seq_len = N`` (so its parameters grow with N, as in the paper); ``{}`` for the others.
+    (The experiments' options, sized by a chapter's preset, are :func:`gma_teach.experiments.mixer_options`.)"""
+    options = mixer_registry.entry(name).table1_options
+    if options is None:
+        return {}
+    return options(seq_len=seq_len, n_components=n_components, n_features=n_features, linformer_k=linformer_k)
 
 
 def profile_mixer(name, *, d_model, n_heads, seq_len, batch_size=1, repeat=3, device=None, dtype=torch.float32,
@@ -76,8 +74,8 @@ def profile_mixer(name, *, d_model, n_heads, seq_len, batch_size=1, repeat=3, de
         a dict with ``mixer, label, seq_len, n_components, batch_size, d_model, n_heads, params,
         peak_memory_bytes, seconds, tokens_per_second, device, dtype``.
     """
-    if name not in MIXER_NAMES:
-        raise ValueError(f"unknown mixer name {name!r}; known names: {', '.join(MIXER_NAMES)}")
+    if name not in mixer_registry.registered_names():
+        raise ValueError(f"unknown mixer name {name!r}; known names: {', '.join(mixer_registry.registered_names())}")
     device = torch.device(device) if device is not None else torch.device("cpu")
     options = table1_options(name, seq_len=seq_len) if options is None else dict(options)
     seed_everything(seed)
@@ -128,9 +126,10 @@ def sweep(*, mixers=DEFAULT_MIXERS, seq_lens, d_model, n_heads, batch_size=1, n_
         fits: ``None``, or a cost model's predicate ``fits(point) -> bool`` given each point as a dict
             ``{"mixer", "seq_len", "n_components", "batch_size", "d_model", "n_heads", "dtype", "device"}``.
     """
-    unknown = set(mixers) - set(MIXER_NAMES)
+    unknown = set(mixers) - set(mixer_registry.registered_names())
     if unknown:
-        raise ValueError(f"unknown mixer names {sorted(unknown)}; known names: {', '.join(MIXER_NAMES)}")
+        raise ValueError(f"unknown mixer names {sorted(unknown)}; known names: "
+                         f"{', '.join(mixer_registry.registered_names())}")
     if not seq_lens:
         raise ValueError("seq_lens must name at least one sequence length")
     if fits is not None and not callable(fits):
