@@ -363,6 +363,28 @@ def _sweep_point(label, work, calls, *, single_thread=True):
     return Point(label, work * calls, single_thread=single_thread)
 
 
+class PresetSizes:
+    """A preset's sizes as the cost model reads them (``sizes.seq_lens``, ...): the one accessor through which every
+    chapter's model reads :data:`gma_teach.presets.PRESETS`, so that a key the model needs and the preset lacks (a
+    renamed key) fails here, naming the preset, the scale and the key."""
+
+    def __init__(self, name: str, scale_name: str):
+        self.name, self.sizes = name, preset(name, scale_name)
+
+    def __getattr__(self, key):  # called only for a key that is not an attribute of this object
+        try:
+            return getattr(self.sizes, key)
+        except AttributeError:
+            raise AttributeError(f"the cost model reads key {key!r} of preset {self.name!r} at scale "
+                                 f"{self.sizes.scale!r}, which has no such key; its keys: "
+                                 f"{sorted(vars(self.sizes))}") from None
+
+
+def preset_sizes(name: str, scale_name: str) -> PresetSizes:
+    """The sizes of preset ``name`` at ``scale_name``, read through :class:`PresetSizes`."""
+    return PresetSizes(name, scale_name)
+
+
 def _ch01(p, on_cuda):
     points = []
     for n in p.seq_lens:
@@ -498,7 +520,7 @@ def _classification_points(experiment, q, mixers, seeds, on_cuda, n_classes):
 
 
 def _ch09(p, on_cuda):
-    lp, tp = preset("listops", p.live_scale), preset("text", p.live_scale)
+    lp, tp = preset_sizes("listops", p.live_scale), preset_sizes("text", p.live_scale)
     stats = Work(seconds=p.n_stats * (lp.min_length + lp.max_length) / 2 * LISTOPS_SECONDS_PER_TOKEN)
     return [Point("ListOps statistics", stats, on="host"),
             *_classification_points("listops", lp, p.mixers, p.seeds, on_cuda, 10),
@@ -525,7 +547,7 @@ def _lm_points(q, runs, on_cuda, *, cached_first=False):
 
 
 def _ch10(p, on_cuda):
-    q = preset("lm", p.live_scale)
+    q = preset_sizes("lm", p.live_scale)
     runs = [(f"lm gma K={q.n_components}", "gma", q.n_components)]
     runs += [(f"lm gma K={k}", "gma", k) for k in q.n_components_sweep if k != q.n_components]
     runs += [(f"lm {mixer}", mixer, q.n_components) for mixer in p.mixers]
@@ -533,7 +555,7 @@ def _ch10(p, on_cuda):
 
 
 def _ch11(p, on_cuda):
-    q = preset("lm", p.lm_scale)
+    q = preset_sizes("lm", p.lm_scale)
     points = _lm_points(q, [(f"lm gma K={q.n_components} (chapter 10's)", "gma", q.n_components)], on_cuda,
                         cached_first=True)
     forward = training_work(n_steps=0, batch_size=q.batch_size, seq_len=q.seq_len, d_model=q.d_model,
@@ -567,7 +589,7 @@ def points(chapter: str, scale: str, on_cuda: bool) -> list[Point]:
         raise ValueError(f"chapter must be one of {sorted(CHAPTERS)}, got {chapter!r}")
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
-    return CHAPTERS[chapter](preset(chapter, scale), on_cuda)
+    return CHAPTERS[chapter](preset_sizes(chapter, scale), on_cuda)
 
 
 def predict(chapter: str, scale: str, device_profile="cpu-2core") -> Prediction:
