@@ -32,8 +32,15 @@ out of memory), :func:`current_profile` (the profile closest to this machine).
 from __future__ import annotations
 
 import math
+import os
 from dataclasses import dataclass, field, replace
 from types import SimpleNamespace
+
+import torch
+
+from . import mixers
+from .environment import SCALES, preset
+from .mixers import GMA_TENSORS_AT_PEAK, SOFTMAX_FLOPS_PER_SCORE  # kept with the mixers' cost entries
 
 FLOAT32 = 4
 GiB = 2**30
@@ -126,10 +133,6 @@ def profile(name_or_profile) -> DeviceProfile:
 def current_profile() -> DeviceProfile:
     """A profile for this machine: on a CUDA GPU the listed GPU of the nearest memory size with this GPU's memory
     (budget: 85% of it, 12 GiB on a 16 GB card); on a CPU ``"cpu-2core"`` with this machine's core count."""
-    import os
-
-    import torch
-
     if not torch.cuda.is_available():
         cores = os.cpu_count() or 2
         base = PROFILES["cpu-2core"]
@@ -238,10 +241,7 @@ def point_seconds(point: Point, device: DeviceProfile) -> float:
 # ----------------------------------------------------------------------------------------------------------------
 # The work of the book's operations (float32, one call)
 # ----------------------------------------------------------------------------------------------------------------
-SOFTMAX_FLOPS_PER_SCORE = 15  # scale, max, subtract, exp (about 10), sum, divide
 ELEMENTWISE_PASSES_SOFTMAX = 6  # write scores, scale (read + write), softmax (read + write), read for A V
-GMA_TENSORS_AT_PEAK = 4.0  # (B, H, N, K) float32 tensors alive in the forward (logits, two Gammas, a temporary)
-GMA_TENSORS_AT_PEAK_BACKWARD = 3.2  # measured with the backward (profiling_cpu_small.json, K sweep)
 
 
 def attention_work(form: str, batch_size: int, n_heads: int, seq_len: int, d_route: int, d_value: int,
@@ -286,48 +286,34 @@ def attention_work(form: str, batch_size: int, n_heads: int, seq_len: int, d_rou
     return work
 
 
-# Peak bytes of one mixing block (projections + mixer), forward + backward, per float32 value of each shape; fitted
-# to profiling_cpu_small.json (every mixer, N = 512..8192, K = 16..256; see tests/test_cost.py).
-BLOCK_PEAK_PER_TOKEN_WIDTH = {"softmax": 4.0, "sdpa": 6.0, "linear": 10.0, "performer": 10.0, "linformer": 12.0,
-                              "mamba": 182.0, "gma": 11.8}
-BLOCK_OPS = {"softmax": 40, "sdpa": 30, "linear": 60, "performer": 80, "linformer": 45, "mamba": 400, "gma": 110}
-MAMBA_FLOPS_PER_TOKEN_WIDTH = 40_000  # the chunked selective scan in pure PyTorch, fitted to the CPU sweep (its
-# exp and products over (B, N, 2D, 16) tensors run far below the matrix-product rate)
+def _block_cost(mixer: str):
+    """The cost-model entry of ``mixer`` (:class:`gma_teach.mixers.BlockCost`, registered with the mixer)."""
+    found = mixers.entry(mixer).cost
+    if found is None:
+        raise ValueError(f"the cost model has no entry for mixer {mixer!r}; it knows "
+                         f"{[name for name in mixers.registered_names() if mixers.entry(name).cost is not None]}")
+    return found
+
+
+def _sizes(batch_size, seq_len, d_model, n_heads, n_components, n_features, linformer_k) -> SimpleNamespace:
+    return SimpleNamespace(b=batch_size, n=seq_len, d=d_model, h=n_heads, n_components=n_components,
+                           n_features=n_features, linformer_k=linformer_k)
 
 
 def mixer_flops(mixer: str, batch_size: int, seq_len: int, d_model: int, n_heads: int, *, n_components: int = 64,
                 n_features: int = 256, linformer_k: int = 256) -> float:
-    """Forward FLOPs of a mixer's core (without its four projections) on ``(B, N, D)``."""
-    b, n, d = batch_size, seq_len, d_model
-    if mixer in ("softmax", "sdpa"):
-        return 4 * b * n * n * d + SOFTMAX_FLOPS_PER_SCORE * b * n_heads * n * n
-    if mixer == "gma":
-        return 12 * b * n * n_components * d + 20 * b * n_heads * n * n_components
-    if mixer == "linear":
-        return 4 * b * n * d * (d // n_heads)
-    if mixer == "performer":
-        return 8 * b * n * n_features * d
-    if mixer == "linformer":
-        return 4 * b * n * linformer_k * d + 2 * b * n * linformer_k * d
-    if mixer == "mamba":
-        return MAMBA_FLOPS_PER_TOKEN_WIDTH * b * n * d
-    raise ValueError(f"unknown mixer {mixer!r}")
+    """Forward FLOPs of a mixer's core (without its four projections) on ``(B, N, D)``: its registered
+    :class:`~gma_teach.mixers.BlockCost`."""
+    return _block_cost(mixer).flops(_sizes(batch_size, seq_len, d_model, n_heads, n_components, n_features,
+                                           linformer_k))
 
 
 def _mixer_peak_values(mixer: str, batch_size: int, seq_len: int, d_model: int, n_heads: int, *, n_components: int,
                        n_features: int, linformer_k: int) -> float:
     """Float32 values a mixing block holds at its forward + backward peak."""
-    b, n = batch_size, seq_len
-    values = BLOCK_PEAK_PER_TOKEN_WIDTH[mixer] * b * n * d_model
-    if mixer == "softmax":
-        values += 2 * b * n_heads * n * n
-    elif mixer == "gma":
-        values += GMA_TENSORS_AT_PEAK_BACKWARD * b * n_heads * n * n_components
-    elif mixer == "performer":
-        values += 6 * b * n_heads * n * n_features
-    elif mixer == "linformer":
-        values += 2 * b * n_heads * n * linformer_k
-    return values
+    entry = _block_cost(mixer)
+    sizes = _sizes(batch_size, seq_len, d_model, n_heads, n_components, n_features, linformer_k)
+    return entry.peak_per_token_width * batch_size * seq_len * d_model + entry.extra_peak_values(sizes)
 
 
 def block_work(mixer: str, *, d_model: int, n_heads: int, seq_len: int, batch_size: int = 1, n_components: int = 64,
@@ -341,7 +327,7 @@ def block_work(mixer: str, *, d_model: int, n_heads: int, seq_len: int, batch_si
     streamed = 3 * peak  # every saved value is written, read back and its gradient written
     if mixer == "softmax":  # and eight more passes over the N x N matrices (scale, softmax, their backward)
         streamed += 8 * FLOAT32 * batch_size * n_heads * seq_len**2
-    return Work(24 * tokens * d_model**2 + 3 * core, streamed, BLOCK_OPS[mixer], peak)
+    return Work(24 * tokens * d_model**2 + 3 * core, streamed, _block_cost(mixer).ops, peak)
 
 
 def training_work(*, n_steps: int, batch_size: int, seq_len: int, d_model: int, n_layers: int, d_ff: int,
@@ -361,7 +347,7 @@ def training_work(*, n_steps: int, batch_size: int, seq_len: int, d_model: int, 
     logits = 3 * FLOAT32 * batch_size * seq_len * vocab_size
     peak = 16 * params + activations + logits
     steps = n_steps + n_eval_tokens / max(batch_size * seq_len, 1) / 3
-    ops_per_step = 3 * n_layers * (30 + BLOCK_OPS[mixer]) + 60
+    ops_per_step = 3 * n_layers * (30 + _block_cost(mixer).ops) + 60
     return Work(flops, 3 * activations * steps, ops_per_step * steps, peak)
 
 
@@ -375,6 +361,28 @@ CHAPTER_FIXED_SECONDS = 25.0  # a kernel start, the imports and the figures of a
 
 def _sweep_point(label, work, calls, *, single_thread=True):
     return Point(label, work * calls, single_thread=single_thread)
+
+
+class PresetSizes:
+    """A preset's sizes as the cost model reads them (``sizes.seq_lens``, ...): the one accessor through which every
+    chapter's model reads :data:`gma_teach.presets.PRESETS`, so that a key the model needs and the preset lacks (a
+    renamed key) fails here, naming the preset, the scale and the key."""
+
+    def __init__(self, name: str, scale_name: str):
+        self.name, self.sizes = name, preset(name, scale_name)
+
+    def __getattr__(self, key):  # called only for a key that is not an attribute of this object
+        try:
+            return getattr(self.sizes, key)
+        except AttributeError:
+            raise AttributeError(f"the cost model reads key {key!r} of preset {self.name!r} at scale "
+                                 f"{self.sizes.scale!r}, which has no such key; its keys: "
+                                 f"{sorted(vars(self.sizes))}") from None
+
+
+def preset_sizes(name: str, scale_name: str) -> PresetSizes:
+    """The sizes of preset ``name`` at ``scale_name``, read through :class:`PresetSizes`."""
+    return PresetSizes(name, scale_name)
 
 
 def _ch01(p, on_cuda):
@@ -512,9 +520,7 @@ def _classification_points(experiment, q, mixers, seeds, on_cuda, n_classes):
 
 
 def _ch09(p, on_cuda):
-    from .environment import preset
-
-    lp, tp = preset("listops", p.live_scale), preset("text", p.live_scale)
+    lp, tp = preset_sizes("listops", p.live_scale), preset_sizes("text", p.live_scale)
     stats = Work(seconds=p.n_stats * (lp.min_length + lp.max_length) / 2 * LISTOPS_SECONDS_PER_TOKEN)
     return [Point("ListOps statistics", stats, on="host"),
             *_classification_points("listops", lp, p.mixers, p.seeds, on_cuda, 10),
@@ -541,9 +547,7 @@ def _lm_points(q, runs, on_cuda, *, cached_first=False):
 
 
 def _ch10(p, on_cuda):
-    from .environment import preset
-
-    q = preset("lm", p.live_scale)
+    q = preset_sizes("lm", p.live_scale)
     runs = [(f"lm gma K={q.n_components}", "gma", q.n_components)]
     runs += [(f"lm gma K={k}", "gma", k) for k in q.n_components_sweep if k != q.n_components]
     runs += [(f"lm {mixer}", mixer, q.n_components) for mixer in p.mixers]
@@ -551,9 +555,7 @@ def _ch10(p, on_cuda):
 
 
 def _ch11(p, on_cuda):
-    from .environment import preset
-
-    q = preset("lm", p.lm_scale)
+    q = preset_sizes("lm", p.lm_scale)
     points = _lm_points(q, [(f"lm gma K={q.n_components} (chapter 10's)", "gma", q.n_components)], on_cuda,
                         cached_first=True)
     forward = training_work(n_steps=0, batch_size=q.batch_size, seq_len=q.seq_len, d_model=q.d_model,
@@ -583,13 +585,11 @@ CHAPTERS = {"ch01": _ch01, "ch02": _ch02, "ch03": _ch03, "ch04": _ch04, "ch05": 
 def points(chapter: str, scale: str, on_cuda: bool) -> list[Point]:
     """The :class:`Point` list of ``chapter`` (a key of :data:`CHAPTERS`) at ``scale`` (``on_cuda``: the device is a
     GPU, so training uses mixed precision and chapter 7 its compiled kernels)."""
-    from .environment import SCALES, preset
-
     if not isinstance(chapter, str) or chapter not in CHAPTERS:
         raise ValueError(f"chapter must be one of {sorted(CHAPTERS)}, got {chapter!r}")
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
-    return CHAPTERS[chapter](preset(chapter, scale), on_cuda)
+    return CHAPTERS[chapter](preset_sizes(chapter, scale), on_cuda)
 
 
 def predict(chapter: str, scale: str, device_profile="cpu-2core") -> Prediction:
@@ -633,9 +633,9 @@ def point_fits(form: str, *, batch_size: int, n_heads: int, seq_len: int, d_rout
 
     Args:
         form: an attention form of :func:`attention_work` (``"softmax"``, ``"sdpa"``, ``"gma_naive"``,
-            ``"gma_naive_causal"``, ``"gma_linear"``, ``"gma_cumsum"``, ``"gma_chunked"``) or a mixer name of
-            ``BLOCK_OPS`` prefixed with ``"block:"`` (chapter 8's forward + backward block; ``d_route`` is then
-            the block's width ``d_model``).
+            ``"gma_naive_causal"``, ``"gma_linear"``, ``"gma_cumsum"``, ``"gma_chunked"``) or a mixer name with a
+            cost-model entry (:mod:`gma_teach.mixers`) prefixed with ``"block:"`` (chapter 8's forward + backward
+            block; ``d_route`` is then the block's width ``d_model``).
         batch_size, n_heads, seq_len, d_route, d_value, n_components, chunk_size, backward: the point's sizes.
         device_profile: a profile name or :class:`DeviceProfile`; default :func:`current_profile`.
         free_bytes: the memory available (default: the profile's budget).

@@ -21,8 +21,8 @@ the experiments measure, fit and record the same way:
 * fits that only see points that ran: :func:`loglog_slope`, :func:`crossover`, and :func:`check_slope` /
   :func:`checked_slopes`, which print a note instead of a wrong claim when a fitted slope is not what the cost
   model allows;
-* records: :func:`provenance` (one schema for every result file), :func:`hardware`, :func:`load_average`,
-  :func:`git_commit`, :func:`results_folder`.
+* records: :func:`provenance` (one schema for every result file) and :func:`results_folder` live in
+  :mod:`gma_teach.records` (with :func:`~gma_teach.records.write_record`) and are readable here too.
 """
 from __future__ import annotations
 
@@ -34,12 +34,25 @@ import sys
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
-from pathlib import Path
 
 import numpy as np
 import torch
+from torch.profiler import ProfilerActivity, profile
 
 from . import _checks
+from .records import (  # provenance lives in gma_teach.records; its names stay readable here, as the book uses them
+    PROVENANCE_KEYS,
+    RECORDS_IN_THE_CLONE,
+    git_commit,
+    hardware,
+    load_average,
+    provenance,
+    results_folder,
+)
+
+__all__ = ["PROVENANCE_KEYS", "RECORDS_IN_THE_CLONE", "SlopeCheck", "check_slope", "checked_slopes", "compare_timings",
+           "crossover", "git_commit", "hardware", "is_out_of_memory", "load_average", "loglog_slope", "peak_memory",
+           "provenance", "results_folder", "run_point", "time_call"]
 
 
 def _synchronize(device: torch.device | None) -> None:
@@ -79,8 +92,6 @@ def peak_memory(fn: Callable[[], object], *, device=None) -> int:
         return max(0, torch.cuda.max_memory_allocated(device) - before)
     if device.type != "cpu":
         raise ValueError(f"device must be 'cpu' or 'cuda', got {device}")
-    from torch.profiler import ProfilerActivity, profile
-
     with _native_stderr_silenced(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
     events = [
@@ -425,92 +436,3 @@ def checked_slopes(measure: Callable[[], Mapping[str, Sequence[float]]], sizes: 
              for name in outside(slopes)}
     return SlopeCheck(values=values, slopes=slopes, notes=notes, remeasured=remeasured)
 
-
-def hardware(device=None) -> dict:
-    """What a number was measured on: CPU model, cores and torch threads; GPU name, capability and CUDA version."""
-    import platform
-
-    device = torch.device(device) if device is not None else torch.device("cpu")
-    cpu = platform.processor() or platform.machine()
-    try:
-        with open("/proc/cpuinfo", encoding="utf-8") as handle:
-            names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
-        cpu = names[0] if names else cpu
-    except OSError:
-        pass
-    info = {"cpu": cpu, "logical_cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
-            "torch": torch.__version__, "python": platform.python_version(), "platform": platform.platform(),
-            "device": str(device)}
-    if device.type == "cuda":
-        major, minor = torch.cuda.get_device_capability(device)
-        info.update(gpu=torch.cuda.get_device_name(device), capability=f"sm_{major}{minor}", cuda=torch.version.cuda)
-    return info
-
-
-#: Where a clone of the repository keeps the recorded result files, relative to its root.
-RECORDS_IN_THE_CLONE = "book/results"
-
-
-def git_commit() -> str:
-    """The commit of the package's checkout, with ``+dirty`` if tracked files other than the records changed;
-    ``"unknown"`` outside a checkout.
-
-    The records' folder (``book/results/``) is left out of the check: a study saves each seed's record as it
-    finishes, and that output must not mark the code of the next seed as changed."""
-    import subprocess
-
-    folder = Path(__file__).resolve().parent
-    try:
-        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True,
-                                timeout=10, check=True).stdout.strip()
-        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ":(top)",
-                                f":(top,exclude){RECORDS_IN_THE_CLONE}"], cwd=folder, capture_output=True, text=True,
-                               timeout=10, check=True).stdout.strip()
-    except (OSError, subprocess.SubprocessError):
-        return "unknown"
-    return commit + ("+dirty" if dirty else "")
-
-
-def load_average() -> list[float] | None:
-    """The system's 1, 5 and 15 minute load averages (runnable processes; compare with the core count), rounded to
-    0.01; ``None`` where the system has none (Windows). Record it before and after a run on a shared machine."""
-    try:
-        return [round(value, 2) for value in os.getloadavg()]
-    except (AttributeError, OSError):
-        return None
-
-
-#: The keys every recorded result file starts with (:func:`provenance`).
-PROVENANCE_KEYS = ("hardware", "threads", "load", "date", "commit", "command")
-
-
-def provenance(command: str | None = None, device=None) -> dict:
-    """Where, when, how and from which code a recorded result was made: one schema for every result file.
-
-    Take it *before* the run, so that ``commit`` and ``load`` describe the code that ran and the machine as the
-    run found it.
-
-    Returns:
-        ``{"hardware": dict (see :func:`hardware`), "threads": torch's CPU threads, "load": the 1, 5 and 15 minute
-        load averages (``None`` where the system has none), "date": UTC ISO 8601, "commit": :func:`git_commit`,
-        "command": the command line}`` -- the keys of :data:`PROVENANCE_KEYS`, in that order.
-    """
-    import datetime
-
-    return {"hardware": hardware(device),
-            "threads": torch.get_num_threads(),
-            "load": load_average(),
-            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "commit": git_commit(),
-            "command": command or " ".join(["python"] + sys.argv)}
-
-
-def results_folder() -> Path:
-    """The folder of recorded result files.
-
-    In a clone of the repository it is ``book/results/``, beside the chapters that read it. The wheel carries the
-    same files as ``gma_teach/results/`` (``pyproject.toml`` maps the one folder onto the other), so that an installed
-    package, and a notebook opened alone on Colab, finds them too. The clone's folder wins when both exist."""
-    package = Path(__file__).resolve().parent
-    in_the_clone = package.parent / RECORDS_IN_THE_CLONE
-    return in_the_clone if in_the_clone.is_dir() else package / "results"

@@ -14,6 +14,39 @@ in ``tests/test_cost.py`` hold every scale to its budget.
 """
 
 PRESETS: dict[str, dict[str, dict]] = {
+    # ch01: the quadratic wall -- softmax attention's time and memory against N (GMA and SDPA alongside).
+    "ch01": {
+        "tiny": dict(seq_lens=[256, 512, 1024, 2048], batch_size=1, n_heads=2, d_head=32, n_components=16, repeat=5,
+                     n_demo=10, d_demo=4),
+        "small": dict(seq_lens=[256, 512, 1024, 2048, 4096, 8192], batch_size=1, n_heads=4, d_head=64,
+                      n_components=32, repeat=5, n_demo=10, d_demo=4),
+        "medium": dict(seq_lens=[1024, 2048, 4096, 8192, 16384], batch_size=1, n_heads=4, d_head=64,
+                       n_components=64, repeat=10, n_demo=10, d_demo=4),
+        "full": dict(seq_lens=[1024, 2048, 4096, 8192, 16384], batch_size=1, n_heads=8, d_head=64, n_components=64,
+                     repeat=10, n_demo=10, d_demo=4),
+    },
+    # ch02: diagonal GMMs -- the cancellation trap, scikit-learn agreement, EM against Adam.
+    "ch02": {
+        "tiny": dict(n_samples=600, dim=2, n_components=3, n_em_iter=60, n_adam_steps=300, lr=0.05,
+                     trap_points=512, trap_dim=8, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0]),
+        "small": dict(n_samples=3000, dim=2, n_components=4, n_em_iter=200, n_adam_steps=1500, lr=0.05,
+                      trap_points=4096, trap_dim=16, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
+        "medium": dict(n_samples=6000, dim=2, n_components=5, n_em_iter=300, n_adam_steps=2000, lr=0.05,
+                       trap_points=8192, trap_dim=16, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
+        "full": dict(n_samples=20000, dim=2, n_components=5, n_em_iter=300, n_adam_steps=3000, lr=0.05,
+                     trap_points=16384, trap_dim=32, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
+    },
+    # ch03: the induced affinity -- heatmaps against softmax, rank and sign checks.
+    "ch03": {
+        "tiny": dict(n_tokens=48, d_route=2, n_components=4, rank_tokens=64, rank_components=[1, 2, 4, 8, 16, 32],
+                     d_value=8),
+        "small": dict(n_tokens=64, d_route=2, n_components=4, rank_tokens=128,
+                      rank_components=[1, 2, 4, 8, 16, 32, 64], d_value=8),
+        "medium": dict(n_tokens=64, d_route=2, n_components=4, rank_tokens=256,
+                       rank_components=[1, 2, 4, 8, 16, 32, 64, 128], d_value=8),
+        "full": dict(n_tokens=64, d_route=2, n_components=4, rank_tokens=256,
+                     rank_components=[1, 2, 4, 8, 16, 32, 64, 128], d_value=8),
+    },
     # ch04: sequence lengths of the time/memory sweep (naive stops at naive_max_len: its N x N matrix), routing
     # and value widths per head, K, and timing repeats.
     "ch04": {
@@ -67,51 +100,84 @@ PRESETS: dict[str, dict[str, dict]] = {
                      chunk_size=64, chunk_sizes=[16, 32, 64, 128, 256], d_model=256, decode_len=1024, repeat=10,
                      demo=dict(n_tokens=9, n_components=3, d_value=2)),
     },
-    # ch01: the quadratic wall -- softmax attention's time and memory against N (GMA and SDPA alongside).
-    "ch01": {
-        "tiny": dict(seq_lens=[256, 512, 1024, 2048], batch_size=1, n_heads=2, d_head=32, n_components=16, repeat=5,
-                     n_demo=10, d_demo=4),
-        "small": dict(seq_lens=[256, 512, 1024, 2048, 4096, 8192], batch_size=1, n_heads=4, d_head=64,
-                      n_components=32, repeat=5, n_demo=10, d_demo=4),
-        "medium": dict(seq_lens=[1024, 2048, 4096, 8192, 16384], batch_size=1, n_heads=4, d_head=64,
-                       n_components=64, repeat=10, n_demo=10, d_demo=4),
-        "full": dict(seq_lens=[1024, 2048, 4096, 8192, 16384], batch_size=1, n_heads=8, d_head=64, n_components=64,
-                     repeat=10, n_demo=10, d_demo=4),
+    # ch07: the Triton chapter. demo = the step-by-step kernels; cases = odd (n_q, n_k, d, d_v, K, causal) sizes
+    # checked against chapter 3's spec; precision = the cancellation table; timing = the live comparison.
+    "ch07": {
+        "tiny": dict(vector_len=1000, vector_block=256,
+                     demo=dict(batch_size=1, n_heads=2, n_tokens=100, d_route=16, d_value=16, n_components=40,
+                               chunk_size=32),
+                     cases=[(17, 17, 5, 7, 3, False), (1, 100, 16, 5, 40, False), (100, 17, 5, 16, 3, False),
+                            (17, 17, 16, 7, 40, True), (100, 100, 5, 16, 3, True)],
+                     precision=dict(n_tokens=1024, d_route=64, n_components=128),
+                     timing=dict(seq_lens=[128, 256], batch_size=1, n_heads=2, d_route=16, d_value=16,
+                                 n_components=32, repeat=2)),
+        "small": dict(vector_len=1000, vector_block=256,
+                      demo=dict(batch_size=2, n_heads=2, n_tokens=200, d_route=16, d_value=16, n_components=40,
+                                chunk_size=32),
+                      cases=[(17, 17, 5, 7, 3, False), (1, 100, 16, 5, 40, False), (100, 17, 5, 16, 3, False),
+                             (17, 17, 16, 7, 40, True), (100, 100, 5, 16, 3, True), (300, 300, 16, 16, 40, True)],
+                      precision=dict(n_tokens=4096, d_route=64, n_components=128),
+                      timing=dict(seq_lens=[256, 512, 1024], batch_size=1, n_heads=2, d_route=32, d_value=32,
+                                  n_components=64, repeat=3)),
+        "medium": dict(vector_len=1000, vector_block=256,
+                       demo=dict(batch_size=2, n_heads=4, n_tokens=1000, d_route=64, d_value=64, n_components=128,
+                                 chunk_size=64),
+                       cases=[(17, 17, 5, 7, 3, False), (1, 100, 16, 5, 40, False), (100, 17, 5, 16, 3, False),
+                              (17, 17, 16, 7, 40, True), (100, 100, 5, 16, 3, True), (1000, 1000, 64, 64, 128, True),
+                              (1000, 3000, 64, 64, 256, False)],
+                       precision=dict(n_tokens=4096, d_route=64, n_components=128),
+                       timing=dict(seq_lens=[1024, 2048, 4096, 8192], batch_size=2, n_heads=8, d_route=64, d_value=64,
+                                   n_components=128, repeat=10)),
+        "full": dict(vector_len=1000, vector_block=256,
+                     demo=dict(batch_size=2, n_heads=4, n_tokens=1000, d_route=64, d_value=64, n_components=128,
+                               chunk_size=64),
+                     cases=[(17, 17, 5, 7, 3, False), (1, 100, 16, 5, 40, False), (100, 17, 5, 16, 3, False),
+                            (17, 17, 16, 7, 40, True), (100, 100, 5, 16, 3, True), (1000, 1000, 64, 64, 128, True),
+                            (1000, 3000, 64, 64, 256, False)],
+                     precision=dict(n_tokens=4096, d_route=64, n_components=128),
+                     timing=dict(seq_lens=[1024, 4096, 16384], batch_size=8, n_heads=8, d_route=64, d_value=64,
+                                 n_components=128, repeat=10)),
     },
-    # ch02: diagonal GMMs -- the cancellation trap, scikit-learn agreement, EM against Adam.
-    "ch02": {
-        "tiny": dict(n_samples=600, dim=2, n_components=3, n_em_iter=60, n_adam_steps=300, lr=0.05,
-                     trap_points=512, trap_dim=8, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0]),
-        "small": dict(n_samples=3000, dim=2, n_components=4, n_em_iter=200, n_adam_steps=1500, lr=0.05,
-                      trap_points=4096, trap_dim=16, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
-        "medium": dict(n_samples=6000, dim=2, n_components=5, n_em_iter=300, n_adam_steps=2000, lr=0.05,
-                       trap_points=8192, trap_dim=16, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
-        "full": dict(n_samples=20000, dim=2, n_components=5, n_em_iter=300, n_adam_steps=3000, lr=0.05,
-                     trap_points=16384, trap_dim=32, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
+    # ch08: the Table 1 protocol (gma_teach.profiling): one block of width d_model, forward + backward, every mixer
+    # over seq_lens (GMA with n_components), GMA over k_values at k_sweep_len; full = the paper's width 768.
+    "ch08": {
+        "tiny": dict(d_model=64, n_heads=2, batch_size=1, seq_lens=[128, 256, 512], n_components=16,
+                     k_values=[8, 32, 64], k_sweep_len=256, n_features=32, linformer_k=32, softmax_max_len=512,
+                     repeat=1, mixers=["softmax", "sdpa", "linear", "performer", "linformer", "mamba", "gma"]),
+        "small": dict(d_model=256, n_heads=4, batch_size=1, seq_lens=[512, 1024, 2048, 4096, 8192], n_components=64,
+                      k_values=[16, 32, 128, 256], k_sweep_len=2048, n_features=256, linformer_k=256,
+                      softmax_max_len=8192, repeat=3,
+                      mixers=["softmax", "sdpa", "linear", "performer", "linformer", "mamba", "gma"]),
+        "medium": dict(d_model=512, n_heads=8, batch_size=2, seq_lens=[1024, 2048, 4096, 8192], n_components=128,
+                       k_values=[32, 64, 256, 512], k_sweep_len=4096, n_features=256, linformer_k=256,
+                       softmax_max_len=4096, repeat=5,
+                       mixers=["softmax", "sdpa", "linear", "performer", "linformer", "mamba", "gma"]),
+        "full": dict(d_model=768, n_heads=12, batch_size=8, seq_lens=[1024, 2048, 4096, 8192], n_components=128,
+                     k_values=[64, 256, 512], k_sweep_len=4096, n_features=256, linformer_k=256,
+                     softmax_max_len=4096, repeat=10,
+                     mixers=["softmax", "sdpa", "linear", "performer", "linformer", "mamba", "gma"]),
     },
-    # ch03: the induced affinity -- heatmaps against softmax, rank and sign checks.
-    "ch03": {
-        "tiny": dict(n_tokens=48, d_route=2, n_components=4, rank_tokens=64, rank_components=[1, 2, 4, 8, 16, 32],
-                     d_value=8),
-        "small": dict(n_tokens=64, d_route=2, n_components=4, rank_tokens=128,
-                      rank_components=[1, 2, 4, 8, 16, 32, 64], d_value=8),
-        "medium": dict(n_tokens=64, d_route=2, n_components=4, rank_tokens=256,
-                       rank_components=[1, 2, 4, 8, 16, 32, 64, 128], d_value=8),
-        "full": dict(n_tokens=64, d_route=2, n_components=4, rank_tokens=256,
-                     rank_components=[1, 2, 4, 8, 16, 32, 64, 128], d_value=8),
-    },
-    # ch11: reading the routing of chapter 10's LM -- validation tokens analysed (the paper: 65,536), permutation
-    # shuffles, the sizes of the pictures (tokens in the heatmap/strip, points in the PCA, components shown), and
-    # lm_scale: the scale of chapter 10's LM that is read (at full: the live demo's, not the days-long run).
-    "ch11": {
-        "tiny": dict(n_tokens=4096, n_shuffles=30, heatmap_tokens=48, strip_tokens=96, pca_points=1500,
-                     top_components=16, seed=0, lm_scale="tiny"),
-        "small": dict(n_tokens=16384, n_shuffles=100, heatmap_tokens=64, strip_tokens=160, pca_points=4000,
-                      top_components=20, seed=0, lm_scale="small"),
-        "medium": dict(n_tokens=32768, n_shuffles=100, heatmap_tokens=64, strip_tokens=160, pca_points=5000,
-                       top_components=24, seed=0, lm_scale="medium"),
-        "full": dict(n_tokens=65536, n_shuffles=100, heatmap_tokens=64, strip_tokens=160, pca_points=6000,
-                     top_components=24, seed=0, lm_scale="medium"),
+    # ch09: the chapter's live runs (mixers x seeds; each run's sizes: presets "listops" and "text" at live_scale),
+    # the demo trees, how many generated trees the statistics use, and recorded_runs: glob patterns of the result
+    # files (under gma_teach.measure.results_folder()) the chapter shows. At full the paper's runs (6 mixers x 3 seeds
+    # x 20 epochs on 96k trees: days of GPU time) are loaded, never trained live; they are recorded with
+    #   python -m gma_teach.experiments listops --mixer M --scale full --seeds 3 \
+    #       --out book/results/listops_M_full.json
+    # for M in gma sdpa linformer linear performer mamba (and the same with text).
+    "ch09": {
+        "tiny": dict(mixers=["gma", "softmax", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
+                     demo_args=4, demo_seed=1, n_stats=300, live_scale="tiny",
+                     recorded_runs=["listops_*_small.json", "text_*_small.json"]),
+        "small": dict(mixers=["gma", "softmax", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
+                      demo_args=4, demo_seed=1, n_stats=2000, live_scale="small",
+                      recorded_runs=["listops_*_small.json", "text_*_small.json"]),
+        "medium": dict(mixers=["gma", "sdpa", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
+                       demo_args=4, demo_seed=1, n_stats=2000, live_scale="medium",
+                       recorded_runs=["listops_*_medium.json", "text_*_medium.json", "listops_*_small.json",
+                                      "text_*_small.json"]),
+        "full": dict(mixers=["gma", "sdpa", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
+                     demo_args=4, demo_seed=1, n_stats=2000, live_scale="medium",
+                     recorded_runs=["listops_*_full.json", "text_*_full.json"]),
     },
     # Experiments of chapters 9-10 (gma_teach.experiments). listops: LRA's generator settings and split sizes
     # (full = LRA: depth 10, 500 < length < 2000, 96k/2k/2k, 4 layers, width 512, 8 heads, MLP 1024), the encoder,
@@ -156,6 +222,23 @@ PRESETS: dict[str, dict[str, dict]] = {
                      n_features=256, linformer_k=256, batch_size=32, epochs=20, lr=1e-4, weight_decay=0.01,
                      warmup_fraction=0.05, length_buckets=0),
     },
+    # ch10: the chapter's live runs (each run's sizes: preset "lm" at live_scale), generation and decoding-memory demo
+    # lengths, and recorded_runs (as in ch09). At full the paper's WikiText-103 runs (20k steps at context 1024) are
+    # loaded, recorded with python -m gma_teach.experiments lm --mixer M --scale full --out
+    # book/results/lm_M_full.json for M in gma sdpa linear performer mamba.
+    "ch10": {
+        "tiny": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=24,
+                     memory_steps=64, temperature=0.8, top_k=20, live_scale="tiny", recorded_runs=["lm_*_small.json"]),
+        "small": dict(mixers=["sdpa", "linear"], seeds=[0], prompt="The Python", n_generate=48,
+                      memory_steps=128, temperature=0.8, top_k=40, live_scale="small",
+                      recorded_runs=["lm_*_small.json"]),
+        "medium": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=64,
+                       memory_steps=256, temperature=0.8, top_k=40, live_scale="medium",
+                       recorded_runs=["lm_*_medium.json", "lm_*_small.json"]),
+        "full": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=128,
+                     memory_steps=256, temperature=0.8, top_k=40, live_scale="medium",
+                     recorded_runs=["lm_*_full.json"]),
+    },
     # lm: causal LM. full = the paper's WikiText-103 setting (GPT-2 BPE, context 1024, ~46M parameters, K 128/256);
     # tiny/small/medium: the offline standard-library corpus with GPT-2 BPE compacted to the ids that occur. small
     # trains 400 steps so that chapter 10's three live runs fit its ten minutes; the recorded lm_*_small.json runs
@@ -178,100 +261,17 @@ PRESETS: dict[str, dict[str, dict]] = {
                      d_ff=2048, dropout=0.1, n_components=256, n_components_sweep=[128, 256], n_features=256,
                      batch_size=16, n_steps=20000, eval_every=2000, lr=6e-4, weight_decay=0.1, warmup_fraction=0.02),
     },
-    # ch08: the Table 1 protocol (gma_teach.profiling): one block of width d_model, forward + backward, every mixer
-    # over seq_lens (GMA with n_components), GMA over k_values at k_sweep_len; full = the paper's width 768.
-    "ch08": {
-        "tiny": dict(d_model=64, n_heads=2, batch_size=1, seq_lens=[128, 256, 512], n_components=16,
-                     k_values=[8, 32, 64], k_sweep_len=256, n_features=32, linformer_k=32, softmax_max_len=512,
-                     repeat=1, mixers=["softmax", "sdpa", "linear", "performer", "linformer", "mamba", "gma"]),
-        "small": dict(d_model=256, n_heads=4, batch_size=1, seq_lens=[512, 1024, 2048, 4096, 8192], n_components=64,
-                      k_values=[16, 32, 128, 256], k_sweep_len=2048, n_features=256, linformer_k=256,
-                      softmax_max_len=8192, repeat=3,
-                      mixers=["softmax", "sdpa", "linear", "performer", "linformer", "mamba", "gma"]),
-        "medium": dict(d_model=512, n_heads=8, batch_size=2, seq_lens=[1024, 2048, 4096, 8192], n_components=128,
-                       k_values=[32, 64, 256, 512], k_sweep_len=4096, n_features=256, linformer_k=256,
-                       softmax_max_len=4096, repeat=5,
-                       mixers=["softmax", "sdpa", "linear", "performer", "linformer", "mamba", "gma"]),
-        "full": dict(d_model=768, n_heads=12, batch_size=8, seq_lens=[1024, 2048, 4096, 8192], n_components=128,
-                     k_values=[64, 256, 512], k_sweep_len=4096, n_features=256, linformer_k=256,
-                     softmax_max_len=4096, repeat=10,
-                     mixers=["softmax", "sdpa", "linear", "performer", "linformer", "mamba", "gma"]),
-    },
-    # ch07: the Triton chapter. demo = the step-by-step kernels; cases = odd (n_q, n_k, d, d_v, K, causal) sizes
-    # checked against chapter 3's spec; precision = the cancellation table; timing = the live comparison.
-    "ch07": {
-        "tiny": dict(vector_len=1000, vector_block=256,
-                     demo=dict(batch_size=1, n_heads=2, n_tokens=100, d_route=16, d_value=16, n_components=40,
-                               chunk_size=32),
-                     cases=[(17, 17, 5, 7, 3, False), (1, 100, 16, 5, 40, False), (100, 17, 5, 16, 3, False),
-                            (17, 17, 16, 7, 40, True), (100, 100, 5, 16, 3, True)],
-                     precision=dict(n_tokens=1024, d_route=64, n_components=128),
-                     timing=dict(seq_lens=[128, 256], batch_size=1, n_heads=2, d_route=16, d_value=16,
-                                 n_components=32, repeat=2)),
-        "small": dict(vector_len=1000, vector_block=256,
-                      demo=dict(batch_size=2, n_heads=2, n_tokens=200, d_route=16, d_value=16, n_components=40,
-                                chunk_size=32),
-                      cases=[(17, 17, 5, 7, 3, False), (1, 100, 16, 5, 40, False), (100, 17, 5, 16, 3, False),
-                             (17, 17, 16, 7, 40, True), (100, 100, 5, 16, 3, True), (300, 300, 16, 16, 40, True)],
-                      precision=dict(n_tokens=4096, d_route=64, n_components=128),
-                      timing=dict(seq_lens=[256, 512, 1024], batch_size=1, n_heads=2, d_route=32, d_value=32,
-                                  n_components=64, repeat=3)),
-        "medium": dict(vector_len=1000, vector_block=256,
-                       demo=dict(batch_size=2, n_heads=4, n_tokens=1000, d_route=64, d_value=64, n_components=128,
-                                 chunk_size=64),
-                       cases=[(17, 17, 5, 7, 3, False), (1, 100, 16, 5, 40, False), (100, 17, 5, 16, 3, False),
-                              (17, 17, 16, 7, 40, True), (100, 100, 5, 16, 3, True), (1000, 1000, 64, 64, 128, True),
-                              (1000, 3000, 64, 64, 256, False)],
-                       precision=dict(n_tokens=4096, d_route=64, n_components=128),
-                       timing=dict(seq_lens=[1024, 2048, 4096, 8192], batch_size=2, n_heads=8, d_route=64, d_value=64,
-                                   n_components=128, repeat=10)),
-        "full": dict(vector_len=1000, vector_block=256,
-                     demo=dict(batch_size=2, n_heads=4, n_tokens=1000, d_route=64, d_value=64, n_components=128,
-                               chunk_size=64),
-                     cases=[(17, 17, 5, 7, 3, False), (1, 100, 16, 5, 40, False), (100, 17, 5, 16, 3, False),
-                            (17, 17, 16, 7, 40, True), (100, 100, 5, 16, 3, True), (1000, 1000, 64, 64, 128, True),
-                            (1000, 3000, 64, 64, 256, False)],
-                     precision=dict(n_tokens=4096, d_route=64, n_components=128),
-                     timing=dict(seq_lens=[1024, 4096, 16384], batch_size=8, n_heads=8, d_route=64, d_value=64,
-                                 n_components=128, repeat=10)),
-    },
-    # ch09: the chapter's live runs (mixers x seeds; each run's sizes: presets "listops" and "text" at live_scale),
-    # the demo trees, how many generated trees the statistics use, and recorded_runs: glob patterns of the result
-    # files (under gma_teach.measure.results_folder()) the chapter shows. At full the paper's runs (6 mixers x 3 seeds
-    # x 20 epochs on 96k trees: days of GPU time) are loaded, never trained live; they are recorded with
-    #   python -m gma_teach.experiments listops --mixer M --scale full --seeds 3 \
-    #       --out book/results/listops_M_full.json
-    # for M in gma sdpa linformer linear performer mamba (and the same with text).
-    "ch09": {
-        "tiny": dict(mixers=["gma", "softmax", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
-                     demo_args=4, demo_seed=1, n_stats=300, live_scale="tiny",
-                     recorded_runs=["listops_*_small.json", "text_*_small.json"]),
-        "small": dict(mixers=["gma", "softmax", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
-                      demo_args=4, demo_seed=1, n_stats=2000, live_scale="small",
-                      recorded_runs=["listops_*_small.json", "text_*_small.json"]),
-        "medium": dict(mixers=["gma", "sdpa", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
-                       demo_args=4, demo_seed=1, n_stats=2000, live_scale="medium",
-                       recorded_runs=["listops_*_medium.json", "text_*_medium.json", "listops_*_small.json",
-                                      "text_*_small.json"]),
-        "full": dict(mixers=["gma", "sdpa", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
-                     demo_args=4, demo_seed=1, n_stats=2000, live_scale="medium",
-                     recorded_runs=["listops_*_full.json", "text_*_full.json"]),
-    },
-    # ch10: the chapter's live runs (each run's sizes: preset "lm" at live_scale), generation and decoding-memory demo
-    # lengths, and recorded_runs (as in ch09). At full the paper's WikiText-103 runs (20k steps at context 1024) are
-    # loaded, recorded with python -m gma_teach.experiments lm --mixer M --scale full --out
-    # book/results/lm_M_full.json for M in gma sdpa linear performer mamba.
-    "ch10": {
-        "tiny": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=24,
-                     memory_steps=64, temperature=0.8, top_k=20, live_scale="tiny", recorded_runs=["lm_*_small.json"]),
-        "small": dict(mixers=["sdpa", "linear"], seeds=[0], prompt="The Python", n_generate=48,
-                      memory_steps=128, temperature=0.8, top_k=40, live_scale="small",
-                      recorded_runs=["lm_*_small.json"]),
-        "medium": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=64,
-                       memory_steps=256, temperature=0.8, top_k=40, live_scale="medium",
-                       recorded_runs=["lm_*_medium.json", "lm_*_small.json"]),
-        "full": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=128,
-                     memory_steps=256, temperature=0.8, top_k=40, live_scale="medium",
-                     recorded_runs=["lm_*_full.json"]),
+    # ch11: reading the routing of chapter 10's LM -- validation tokens analysed (the paper: 65,536), permutation
+    # shuffles, the sizes of the pictures (tokens in the heatmap/strip, points in the PCA, components shown), and
+    # lm_scale: the scale of chapter 10's LM that is read (at full: the live demo's, not the days-long run).
+    "ch11": {
+        "tiny": dict(n_tokens=4096, n_shuffles=30, heatmap_tokens=48, strip_tokens=96, pca_points=1500,
+                     top_components=16, seed=0, lm_scale="tiny"),
+        "small": dict(n_tokens=16384, n_shuffles=100, heatmap_tokens=64, strip_tokens=160, pca_points=4000,
+                      top_components=20, seed=0, lm_scale="small"),
+        "medium": dict(n_tokens=32768, n_shuffles=100, heatmap_tokens=64, strip_tokens=160, pca_points=5000,
+                       top_components=24, seed=0, lm_scale="medium"),
+        "full": dict(n_tokens=65536, n_shuffles=100, heatmap_tokens=64, strip_tokens=160, pca_points=6000,
+                     top_components=24, seed=0, lm_scale="medium"),
     },
 }

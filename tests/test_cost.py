@@ -204,3 +204,13 @@ def test_current_profile_follows_the_machine(monkeypatch):
     h200 = cost.current_profile()
     assert h200.capability == (9, 0) and h200.memory_budget_bytes == pytest.approx(0.85 * 150_119_997_440)
     assert "h200" in h200.name
+
+
+def test_a_key_the_model_reads_fails_in_one_place_naming_the_preset(monkeypatch):
+    from gma_teach.presets import PRESETS
+
+    renamed = {key: value for key, value in PRESETS["ch02"]["tiny"].items() if key != "dim"}
+    monkeypatch.setitem(PRESETS["ch02"], "tiny", {**renamed, "d_data": PRESETS["ch02"]["tiny"]["dim"]})
+    with pytest.raises(AttributeError, match=r"reads key 'dim' of preset 'ch02' at scale 'tiny'.*'d_data'"):
+        cost.predict("ch02", "tiny")
+    assert cost.predict("ch02", "small").seconds > 0  # the other scales read as before

@@ -2,11 +2,13 @@
 import json
 import math
 import sys
+from types import SimpleNamespace
 
 import pytest
 import torch
 
 from gma_teach import GaussianMixtureAttention, experiments, measure
+from gma_teach.runs import experiments as runner  # the code behind gma_teach.experiments, patched here
 
 TINY_LM = dict(tokenizer="bytes", max_train_tokens=6000, max_val_tokens=2000, n_steps=6, eval_every=3)
 
@@ -18,14 +20,14 @@ def _cache(tmp_path, monkeypatch):
 
 
 def test_main_listops_tiny_writes_valid_json(tmp_path, monkeypatch):
-    real_preset = experiments.preset
+    real_preset = runner.preset
 
     def smaller(name, scale_name=None):  # the tiny preset with fewer examples, to keep the test fast
         p = real_preset(name, scale_name)
         p.n_train, p.n_val, p.n_test = 128, 32, 64
         return p
 
-    monkeypatch.setattr(experiments, "preset", smaller)
+    monkeypatch.setattr(runner, "preset", smaller)
     out = tmp_path / "results" / "listops.json"
     record = experiments.main(["listops", "--mixer", "gma", "--scale", "tiny", "--seeds", "2", "--out", str(out)])
     loaded = json.loads(out.read_text())
@@ -62,10 +64,10 @@ def test_lm_record_and_checkpoint_roundtrip(monkeypatch):
     assert record["summary"]["bits_per_byte_values"] == [run["val"]["bits_per_byte"]]
     assert record["summary"]["tokenizer"] == run["tokenizer"]
     assert run["history"]["steps"] == [3, 6] and run["tokenizer"].startswith("bytes")
-    tiny = experiments.preset("lm", "tiny")
+    tiny = runner.preset("lm", "tiny")
     for key, value in TINY_LM.items():
         setattr(tiny, key, value)
-    monkeypatch.setattr(experiments, "preset", lambda name, scale_name=None: tiny)
+    monkeypatch.setattr(runner, "preset", lambda name, scale_name=None: tiny)
     first = experiments.load_or_train_lm("tiny", n_components=8)
     assert first.path.exists() and first.val_ids.dim() == 1
     assert first.tokenizer.token_strings(first.val_ids[:3]) == [first.tokenizer.decode([i]) for i in
@@ -77,7 +79,7 @@ def test_lm_record_and_checkpoint_roundtrip(monkeypatch):
 
 
 def test_lm_record_reports_bits_per_byte_and_routing_health():
-    data = experiments.lm_data(experiments.SimpleNamespace(**{**vars(experiments.preset("lm", "tiny")), **TINY_LM}))
+    data = experiments.lm_data(SimpleNamespace(**{**vars(runner.preset("lm", "tiny")), **TINY_LM}))
     record = experiments.run_lm("gma", scale_name="tiny", n_components=8, data=data, **TINY_LM)
     # bits per byte = summed token loss / UTF-8 bytes of the validation targets / ln 2 (byte tokens: 1 byte each
     # except end-of-text)
@@ -99,7 +101,7 @@ def test_lm_record_reports_bits_per_byte_and_routing_health():
 
 
 def test_gma_options_reach_the_layer_and_are_refused_elsewhere():
-    p = experiments.preset("lm", "tiny")
+    p = runner.preset("lm", "tiny")
     model = experiments.build_lm(p, "gma", 30, n_components=8, gma_options={"init_variance": 5.0})
     layer = model.blocks[0].mixer
     variances = layer.mixture.variances
@@ -108,7 +110,7 @@ def test_gma_options_reach_the_layer_and_are_refused_elsewhere():
         experiments.build_lm(p, "sdpa", 30, gma_options={"init_variance": 5.0})
     with pytest.raises(TypeError, match="gma_options"):
         experiments.mixer_options(p, "gma", 8, gma_options=[("init_variance", 5.0)])
-    text = experiments.preset("text", "tiny")
+    text = runner.preset("text", "tiny")
     data = {"vocab_size": 40, "n_classes": 2, "pad_id": 0, "train": (torch.zeros(4, 16, dtype=torch.long), None)}
     classifier = experiments.build_classifier(text, "gma", data, n_components=5, gma_options={"init_variance": 3.0})
     mixers = [m for m in classifier.modules() if isinstance(m, GaussianMixtureAttention)]
@@ -135,7 +137,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="override"):
         experiments.run_classification("listops", "gma", scale_name="tiny", n_epochs=3)
     with pytest.raises(ValueError, match="LM mixer"):
-        experiments.build_lm(experiments.preset("lm", "tiny"), "linformer", 10)
+        experiments.build_lm(runner.preset("lm", "tiny"), "linformer", 10)
     with pytest.raises(SystemExit):
         experiments.main(["listops", "--mixer", "nope", "--out", "x.json"])
 

@@ -17,6 +17,12 @@ The rules, each a test below:
 4. **Private modules stay in their package**: a module whose file name starts with an underscore
    (``_checks``, ``_style``, ``_base``, ``_common``, ``kernels/_ops``...) is private to the package that holds it:
    only modules of that package and of its subpackages may import it, and they use its public names (rule 3).
+5. **The views never reach the runner**: no module of ``plots`` or ``widgets`` reaches, through any chain of
+   imports, a module of the run wing (``gma_teach.runs``) other than its reading modules (:data:`RUN_READERS`), or
+   a command module kept at an old path (``gma_teach.study``, ...). Figures read :mod:`gma_teach.stats` and the
+   tables; they never train.
+6. **Statistics and records are leaves**: ``gma_teach.stats`` and ``gma_teach.records`` import nothing of the
+   package above them (:data:`LEAVES` lists what each may import).
 
 The last test runs the same checks on a small package written for the purpose, so each rule is seen to fail.
 """
@@ -211,6 +217,79 @@ def test_no_private_name_crosses_a_file():
 def test_private_modules_stay_in_their_package():
     found = private_module_imports(EDGES)
     assert not found, "private modules imported from outside their package:\n" + "\n".join(found)
+
+
+RUN_READERS = {"gma_teach.runs", "gma_teach.runs.settings", "gma_teach.runs.arm_records", "gma_teach.runs.tables",
+               "gma_teach.runs.profile_tables", "gma_teach.runs.recall_tables"}
+"""The run wing's modules that only read records or declare settings: what the views may import."""
+COMMAND_MODULES = {"gma_teach.study", "gma_teach.experiments", "gma_teach.profiling", "gma_teach.bench",
+                   "gma_teach.record_gpu", "gma_teach.routing_record"}
+"""The thin modules at the old paths that the records' commands name (``python -m gma_teach.study``...)."""
+VIEWS = ("gma_teach.plots", "gma_teach.widgets")
+LEAVES = {"gma_teach.stats": {"gma_teach._checks"}, "gma_teach.records": set()}
+"""Each leaf module and the package modules it may import."""
+
+
+def reachable(edges, start: str) -> dict[str, str]:
+    """``{module: where the first import on a chain from start to it sits}`` for every module ``start`` reaches."""
+    graph: dict[str, list] = {}
+    for edge in edges:
+        graph.setdefault(edge.source, []).append(edge)
+    found, todo = {}, [start]
+    while todo:
+        for edge in graph.get(todo.pop(), []):
+            if edge.target not in found and edge.target != start:
+                found[edge.target] = edge.where
+                todo.append(edge.target)
+    return found
+
+
+def views_reaching_the_runner(edges, modules, views=VIEWS, readers=RUN_READERS, commands=COMMAND_MODULES,
+                              wing="gma_teach.runs"):
+    found = []
+    for module in sorted(modules):
+        if not any(module == view or module.startswith(view + ".") for view in views):
+            continue
+        for target, where in sorted(reachable(edges, module).items()):
+            runner = (target == wing or target.startswith(wing + ".")) and target not in readers
+            if runner or target in commands:
+                found.append(f"{module} reaches {target} (first step {where})")
+    return found
+
+
+def leaves_importing_above(edges, leaves=LEAVES):
+    return sorted(f"{e.where}: {e.source} imports {e.target}" for e in edges
+                  if e.source in leaves and e.target not in leaves[e.source] and e.target != e.source)
+
+
+def test_the_views_never_reach_the_runner():
+    assert "gma_teach.runs.study_cli" in MODULES and RUN_READERS <= set(MODULES) and COMMAND_MODULES <= set(MODULES)
+    found = views_reaching_the_runner(EDGES, MODULES)
+    assert not found, "plots/widgets import the run wing's runner:\n" + "\n".join(found)
+
+
+def test_stats_and_records_are_leaves():
+    assert set(LEAVES) <= set(MODULES)
+    found = leaves_importing_above(EDGES)
+    assert not found, "stats/records import the package above them:\n" + "\n".join(found)
+
+
+def test_the_view_and_leaf_rules_catch_what_they_forbid():
+    edges = [Edge("p.plots.figure", "p.runs.tables", None, "p/plots/figure.py:1"),
+             Edge("p.runs.tables", "p.stats", None, "p/runs/tables.py:1"),
+             Edge("p.widgets.explorer", "p.helpers", None, "p/widgets/explorer.py:1"),
+             Edge("p.helpers", "p.runs.arm", None, "p/helpers.py:3"),
+             Edge("p.plots.other", "p.study", None, "p/plots/other.py:2"),
+             Edge("p.stats", "p._checks", None, "p/stats.py:1"),
+             Edge("p.records", "p.layer", None, "p/records.py:4")]
+    modules = {"p.plots.figure", "p.plots.other", "p.widgets.explorer", "p.helpers", "p.runs.tables", "p.runs.arm",
+               "p.stats", "p.study", "p.records", "p.layer", "p._checks"}
+    found = views_reaching_the_runner(edges, modules, views=("p.plots", "p.widgets"), readers={"p.runs.tables"},
+                                      commands={"p.study"}, wing="p.runs")
+    assert found == ["p.plots.other reaches p.study (first step p/plots/other.py:2)",
+                     "p.widgets.explorer reaches p.runs.arm (first step p/helpers.py:3)"], found
+    assert leaves_importing_above(edges, {"p.stats": {"p._checks"}, "p.records": set()}) == [
+        "p/records.py:4: p.records imports p.layer"]
 
 
 FAKE = {

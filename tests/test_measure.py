@@ -11,7 +11,7 @@ import numpy as np
 import pytest
 import torch
 
-from gma_teach import measure
+from gma_teach import measure, records
 
 
 def least_squares_slope(xs, ys):
@@ -305,7 +305,7 @@ def test_load_average_is_three_non_negative_numbers_or_none(monkeypatch):
     def no_load_average():
         raise OSError("not available")
 
-    monkeypatch.setattr(measure.os, "getloadavg", no_load_average)
+    monkeypatch.setattr(records.os, "getloadavg", no_load_average)
     assert measure.load_average() is None and measure.provenance("x")["load"] is None
 
 
@@ -315,7 +315,7 @@ def test_results_folder_is_the_clone_s_book_results_else_the_installed_package_s
         assert measure.results_folder() == root / "book" / "results"
     assert any(measure.results_folder().glob("*.json"))
     # an installed package (site-packages/gma_teach/results), then a clone beside it (book/results) that wins
-    monkeypatch.setattr(measure, "__file__", str(tmp_path / "gma_teach" / "measure.py"))
+    monkeypatch.setattr(records, "__file__", str(tmp_path / "gma_teach" / "records.py"))
     (tmp_path / "gma_teach" / "results").mkdir(parents=True)
     assert measure.results_folder() == tmp_path / "gma_teach" / "results"
     (tmp_path / "book" / "results").mkdir(parents=True)
@@ -336,13 +336,13 @@ def test_git_commit_marks_changed_code_dirty_but_not_a_new_record(tmp_path, monk
     git("add", ".")
     git("commit", "-q", "-m", "first")
     head = subprocess.run(["git", "rev-parse", "HEAD"], cwd=tmp_path, capture_output=True, text=True).stdout.strip()
-    monkeypatch.setattr(measure, "__file__", str(tmp_path / "gma_teach" / "measure.py"))
+    monkeypatch.setattr(records, "__file__", str(tmp_path / "gma_teach" / "records.py"))
     assert measure.git_commit() == head
     (tmp_path / "book" / "results" / "run.json").write_text('{"seed": 0}\n')  # a study saved a seed
     assert measure.git_commit() == head
     (tmp_path / "gma_teach" / "layer.py").write_text("K = 32\n")  # the code changed
     assert measure.git_commit() == head + "+dirty"
-    monkeypatch.setattr(measure, "__file__", str(tmp_path.parent / "elsewhere" / "measure.py"))
+    monkeypatch.setattr(records, "__file__", str(tmp_path.parent / "elsewhere" / "records.py"))
     assert measure.git_commit() == "unknown"
 
 

@@ -5,7 +5,7 @@ import math
 import matplotlib
 import pytest
 
-from gma_teach import experiments
+from gma_teach import experiments, stats
 from gma_teach.plots import results
 
 matplotlib.use("Agg")
@@ -45,17 +45,17 @@ def classify_record(mixer, accuracies, k=None):
             "hardware": "CPU: test"}
 
 
-def test_mean_interval_is_the_student_t_interval():
-    stats = pytest.importorskip("scipy.stats")  # scikit-learn brings scipy: an independent reference
+def test_error_bars_are_the_student_t_interval():
+    scipy_stats = pytest.importorskip("scipy.stats")  # scikit-learn brings scipy: an independent reference
     for n in (2, 3, 5, 12, 31, 40, 200):
         values = [math.sin(1.7 * i) + 0.1 * i for i in range(n)]
-        mean, half = results.mean_interval(values)
-        low, high = stats.t.interval(0.95, n - 1, loc=stats.tmean(values), scale=stats.sem(values))
+        mean, half = stats.mean_half_width(values)
+        low, high = scipy_stats.t.interval(0.95, n - 1, loc=scipy_stats.tmean(values), scale=scipy_stats.sem(values))
         assert math.isclose(mean, (low + high) / 2, rel_tol=1e-12)
         assert math.isclose(half, (high - low) / 2, rel_tol=1e-4), n
-    assert results.mean_interval([3.0]) == (3.0, None)
+    assert stats.mean_half_width([3.0]) == (3.0, None)
     with pytest.raises(ValueError, match="at least one"):
-        results.mean_interval([])
+        stats.mean_half_width([])
 
 
 def test_values_units_and_labels():

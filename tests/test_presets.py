@@ -53,3 +53,10 @@ def test_the_runs_of_chapters_9_and_10_exist_at_their_live_scale():
         assert lm.n_components in lm.n_components_sweep
         for mixer in preset("ch10", scale).mixers:
             assert mixer != "linformer", "the LM has no Linformer (it is not causal)"
+
+
+def test_presets_follow_the_chapters():
+    """Chapters in order; each experiment's sizes right after the chapter that runs it live (listops and text after
+    chapter 9, lm after chapter 10)."""
+    assert list(PRESETS) == ["ch01", "ch02", "ch03", "ch04", "ch05", "ch06", "ch07", "ch08", "ch09", "listops", "text",
+                             "ch10", "lm", "ch11"]

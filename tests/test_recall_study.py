@@ -7,11 +7,12 @@ import pytest
 import torch
 
 from gma_teach.runs import recall
+from gma_teach.runs.settings import RECALL_STUDY
 from gma_teach.tasks import IGNORE_INDEX
 
 
 def tiny_study(**changes) -> dict:
-    study = dict(recall.RECALL_STUDY)
+    study = dict(RECALL_STUDY)
     study.update(seq_len=16, vocab_size=32, kv_pairs=(2, 3), n_train=64, n_val=16, n_test=16, steps=3, warmup=1,
                  batch_size=8, learning_rates=(1e-3, 3e-3), seeds=(0, 1), widths=(16,))
     study.update(changes)

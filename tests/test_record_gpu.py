@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from gma_teach import record_gpu
+from gma_teach.runs import record_gpu as runner  # the code behind gma_teach.record_gpu, patched here
 
 
 def test_dry_run_prints_every_stage_within_ten_minutes(tmp_path, capsys):
@@ -37,7 +38,7 @@ def test_quick_plan_uses_small_sizes_and_its_own_files(tmp_path):
 
 
 def test_without_the_test_folder_the_gpu_tests_are_skipped_with_a_note(tmp_path, monkeypatch):
-    monkeypatch.setattr(record_gpu, "GPU_TESTS", tmp_path / "missing" / "test_kernels_gpu.py")
+    monkeypatch.setattr(runner, "GPU_TESTS", tmp_path / "missing" / "test_kernels_gpu.py")
     gpu_tests = record_gpu.plan(tmp_path, slug="GPU")[0]
     assert gpu_tests["command"] is None and "skipped" in gpu_tests["note"]
 
@@ -64,7 +65,7 @@ def test_roofline_model():
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_the_benchmarked_forms_compute_the_same_attention(causal):
-    inputs = record_gpu._inputs(1, 2, 33, 5, 8, 8, torch.float32, torch.device("cpu"), False)
+    inputs = runner._inputs(1, 2, 33, 5, 8, 8, torch.float32, torch.device("cpu"), False)
     reference = record_gpu.run_torch(*inputs, causal)
     torch.testing.assert_close(record_gpu.run_paper(*inputs, causal), reference, atol=1e-5, rtol=1e-4)
     torch.testing.assert_close(record_gpu.run_triton(*inputs, causal), reference, atol=1e-5, rtol=1e-4)
@@ -88,4 +89,4 @@ def test_kernel_benchmark_at_tiny_sizes_writes_rows_with_provenance():
 
 def test_an_unknown_stage_is_refused(tmp_path):
     with pytest.raises(ValueError, match="stage must be one of"):
-        record_gpu._run_stage("profiling", tmp_path, quick=True)
+        runner._run_stage("profiling", tmp_path, quick=True)

@@ -18,7 +18,7 @@ from pathlib import Path
 
 import pytest
 
-from gma_teach import measure
+from gma_teach import measure, records
 
 ROOT = Path(__file__).resolve().parents[1]
 RECORDS = sorted(measure.results_folder().glob("*.json"))
@@ -64,3 +64,42 @@ def test_the_command_check_tells_a_program_from_a_library_module():
     assert not _runs_as_a_program("gma_teach.measure")  # a library module: no __main__ block
     assert not _runs_as_a_program("gma_teach.diagnostics")  # a package without __main__
     assert not _runs_as_a_program("json.tool")  # runs, but is not this repository's code
+
+
+def test_write_record_replaces_a_record_in_one_step(tmp_path, monkeypatch):
+    path = tmp_path / "deeper" / "run.json"
+    assert records.write_record(path, {"seed": 0, "folder": tmp_path}) == path
+    assert json.loads(path.read_text()) == {"seed": 0, "folder": str(tmp_path)} and path.read_text().endswith("}\n")
+    records.write_record(path, {"seed": 1})
+    assert json.loads(path.read_text()) == {"seed": 1}
+
+    def interrupted(source, target):  # the writer dies between writing the text and putting it in place
+        raise KeyboardInterrupt
+
+    monkeypatch.setattr(records.os, "replace", interrupted)
+    with pytest.raises(KeyboardInterrupt):
+        records.write_record(path, {"seed": 2})
+    assert json.loads(path.read_text()) == {"seed": 1}  # the old record stands whole
+    assert [p.name for p in path.parent.iterdir()] == ["run.json"]  # and no partial file is left
+    with pytest.raises(TypeError, match="record must be a dict"):
+        records.write_record(path, [1, 2])
+
+
+def _writes_json_to_a_file(text: str) -> bool:
+    """Whether a module's source dumps JSON into a file (``json.dump`` to anything but ``sys.stdout``) or makes
+    JSON text and writes text files."""
+    for node in ast.walk(ast.parse(text)):
+        if (isinstance(node, ast.Call) and ast.unparse(node.func) == "json.dump"
+                and not (len(node.args) > 1 and ast.unparse(node.args[1]) == "sys.stdout")):
+            return True
+    return "json.dumps(" in text and "write_text(" in text
+
+
+def test_every_json_writer_of_the_package_goes_through_write_record():
+    package = ROOT / "gma_teach"
+    writers = [str(path.relative_to(ROOT)) for path in sorted(package.rglob("*.py"))
+               if path.name != "records.py" and _writes_json_to_a_file(path.read_text())]
+    assert not writers, f"JSON written outside gma_teach.records.write_record: {writers}"
+    assert _writes_json_to_a_file("import json\njson.dump(record, handle, indent=1)\n")
+    assert _writes_json_to_a_file("path.write_text(json.dumps(record))\n")
+    assert not _writes_json_to_a_file("import json, sys\njson.dump(answers, sys.stdout)\n")

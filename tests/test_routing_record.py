@@ -3,7 +3,9 @@ import json
 
 import pytest
 
-from gma_teach import experiments, routing_record
+from gma_teach import routing_record
+from gma_teach.runs import experiments  # the code behind the commands, patched here
+from gma_teach.runs import routing_record as runner
 
 
 @pytest.fixture(autouse=True)
@@ -21,7 +23,7 @@ def _small(tmp_path, monkeypatch):
         return p
 
     monkeypatch.setattr(experiments, "preset", smaller)
-    monkeypatch.setattr(routing_record, "preset", smaller)
+    monkeypatch.setattr(runner, "preset", smaller)
 
 
 def test_main_writes_the_routing_record(tmp_path, capsys):

@@ -5,7 +5,8 @@ import statistics
 
 import pytest
 
-from gma_teach import study
+from gma_teach import preset, study
+from gma_teach.runs import study_cli
 
 TINY_STUDY = {
     "name": "tiny_study", "scale": "tiny",
@@ -178,7 +179,7 @@ def test_recorded_study_files_are_consistent():
             owner, owner_arm = study.recorded_under(settings, arm)
             assert record["arm"] == owner_arm and record["study"] == owner["name"]
             assert record["spec"] == json.loads(json.dumps(settings["arms"][arm]))
-            assert json.loads(json.dumps(study.summarize(owner, owner_arm, record["runs"]))) == record["summary"]
+            assert json.loads(json.dumps(study.summarize_arm(owner, owner_arm, record["runs"]))) == record["summary"]
             for run in record["runs"]:
                 assert set(measure.PROVENANCE_KEYS) <= set(run["provenance"])
                 if settings.get("experiment", "lm") == "lm":
@@ -278,7 +279,7 @@ def test_training_speed_is_measured_for_every_arm_in_one_process(tmp_path):
 def test_the_initial_routing_scan_records_every_setting_and_seed(tmp_path, monkeypatch):
     scan = {"name": "tiny_init_scan", "scale": "tiny", "seeds": (0, 1), "n_blocks": 2,
             "settings": {"default": {}, "variances at d_route": {"init_variance": "d_route"}}}
-    monkeypatch.setattr(study, "INIT_SCAN", scan)
+    monkeypatch.setattr(study_cli, "INIT_SCAN", scan)  # the command line reads it
     record = study.main(["init-scan", "--out-dir", str(tmp_path)])
     assert json.loads((tmp_path / "tiny_init_scan.json").read_text()) == json.loads(json.dumps(record, default=str))
     assert record["command"] == f"python -m gma_teach.study init-scan --out-dir {tmp_path}"
@@ -375,3 +376,13 @@ def test_the_ordering_says_which_pairs_the_seeds_tell_apart_and_whether_those_sw
     text = study.format_study_table({"metric": "val_bits_per_byte", "reference": "a", "arms": {}, "paired": {},
                                      "ordering": settled})
     assert "the seeds tell 2 of 3 pairs apart, and none of those swapped" in text
+
+
+def test_every_study_setting_names_keys_of_its_preset():
+    """A study's overrides replace preset entries (pinned on purpose, each setting's docstring says why); a key the
+    preset does not have, or no longer has after a rename, fails here rather than when the study runs."""
+    for name, setting in study.STUDIES.items():
+        experiment = setting.get("experiment", "lm")
+        known = set(vars(preset(experiment, setting["scale"])))
+        unknown = sorted(set(setting["overrides"]) - known)
+        assert not unknown, f"study {name!r} overrides {unknown}, which preset {experiment!r} does not have"

@@ -18,6 +18,8 @@ import sys
 import time
 from pathlib import Path
 
+from gma_teach.records import provenance, write_record
+
 ROOT = Path(__file__).resolve().parent.parent
 
 
@@ -47,20 +49,16 @@ def main(argv=None) -> dict:
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed per chapter")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-
-    from gma_teach import measure
-
     notebooks = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
     if args.chapters:
         notebooks = [path for path in notebooks if path.name[:2] in args.chapters]
     command = "python tools/time_chapters.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    record = {**measure.provenance(command), "scale": args.scale, "what": "wall seconds of one nbval run per notebook",
+    record = {**provenance(command), "scale": args.scale, "what": "wall seconds of one nbval run per notebook",
               "chapters": []}
     for path in notebooks:
         record["chapters"].append(time_notebook(path, args.scale, args.timeout))
         print(json.dumps(record["chapters"][-1]), flush=True)
-    args.out.parent.mkdir(parents=True, exist_ok=True)
-    args.out.write_text(json.dumps(record, indent=1) + "\n")
+    write_record(args.out, record)
     return record
 
 

@@ -9,24 +9,21 @@ import matplotlib
 import numpy as np
 import torch
 
-# One colour per method, the same in every chapter.
-COLORS = {
-    "gma": "#1b7837",
-    "softmax": "#762a83",
-    "sdpa": "#9970ab",
-    "linear": "#2166ac",
-    "performer": "#d6604d",
-    "linformer": "#b2182b",
-    "mamba": "#4d4d4d",
-    "triton": "#e08214",
-}
+from .. import mixers
 
+COLORS = {**{name: entry.color for name, entry in mixers.REGISTRY.items() if entry.color is not None},
+          "triton": "#e08214"}
+"""One colour per method, the same in every chapter: each mixer's registered colour
+(:class:`gma_teach.mixers.MixerEntry`), and Triton's for the kernels' figures."""
 
 
 def mixer_color(label, index: int = 0) -> str:
-    """The colour of the mixer whose name starts ``label`` (``"gma K=64"`` and ``"GMA"`` get GMA's), else
-    matplotlib's ``C{index}``."""
+    """The colour of the mixer whose name starts ``label`` (``"gma K=64"`` and ``"GMA"`` get GMA's), as registered
+    in :data:`gma_teach.mixers.REGISTRY` (or in :data:`COLORS`), else matplotlib's ``C{index}``."""
     key = str(label).split()[0].lower() if label else ""
+    registered = mixers.REGISTRY.get(key)
+    if registered is not None and registered.color is not None:
+        return registered.color
     return COLORS.get(key, f"C{index}")
 
 

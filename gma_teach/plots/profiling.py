@@ -4,6 +4,7 @@ from __future__ import annotations
 import math
 
 from ..measure import loglog_slope
+from ..runs.profile_tables import fit_slopes, n_sweep
 from ._style import COLORS, mixer_color, new_figure
 
 
@@ -28,8 +29,6 @@ def plot_profile(results, *, min_x=None, title=None):
     Returns:
         the matplotlib ``Figure``.
     """
-    from ..profiling import fit_slopes, n_sweep
-
     if not results:
         raise ValueError("results is empty")
     by_n = n_sweep(results)

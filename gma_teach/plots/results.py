@@ -14,8 +14,8 @@ Metrics (the ``metric=`` argument), read from each seed's run:
 * ``"bits_per_byte"`` -- ``run["val"]["bits_per_byte"]``: validation loss summed over tokens, divided by the UTF-8
   bytes of the text and by :math:`\ln 2`; it does not depend on the tokenizer.
 
-Error bars are 95% Student-t intervals of the mean over seeds (:func:`mean_interval`); one seed gets no bar and
-says so. Routing histories (active share of the components over training, chapter 11) are read by
+Error bars are 95% Student-t intervals of the mean over seeds (:func:`gma_teach.stats.mean_half_width`); one seed
+gets no bar and says so. Routing histories (active share of the components over training, chapter 11) are read by
 :func:`active_share_history` from each run's ``routing`` (:func:`gma_teach.experiments.run_lm`).
 """
 from __future__ import annotations
@@ -23,7 +23,8 @@ from __future__ import annotations
 import math
 import statistics
 
-from ..study import health_curve, t_quantile_975
+from ..runs.arm_records import health_curve
+from ..stats import mean_half_width
 from ._style import COLORS, mixer_color, new_figure
 
 __all__ = [
@@ -33,7 +34,6 @@ __all__ = [
     "describe_missing",
     "format_summary",
     "hardware_line",
-    "mean_interval",
     "plot_active_share",
     "plot_k_sweep",
     "plot_loss_vs_throughput",
@@ -68,17 +68,6 @@ def _check_records(records) -> list:
 
 
 # ----------------------------------------------------------------------------------------------- reading records
-def mean_interval(values) -> tuple[float, float | None]:
-    """Mean of ``values`` and the half-width of its 95% Student-t interval (``None`` for a single value)."""
-    values = [float(v) for v in values]
-    if not values:
-        raise ValueError("mean_interval needs at least one value")
-    mean = statistics.fmean(values)
-    if len(values) == 1:
-        return mean, None
-    return mean, t_quantile_975(len(values) - 1) * statistics.stdev(values) / math.sqrt(len(values))
-
-
 def _run_metric(run: dict, metric: str):
     if metric == "test_accuracy":
         value = (run.get("test") or {}).get("accuracy")
@@ -170,7 +159,7 @@ def summarize(records, metric: str, *, speeds: dict | None = None) -> list[dict]
     epochs) and ``hardware``. Records without the metric are left out (see :func:`describe_missing`).
 
     ``speeds``: ``{record label: tokens per second}`` measured together (e.g. by
-    :func:`gma_teach.study.measure_training_speed`), used instead of the mean of the seeds' own throughputs, which
+    :func:`gma_teach.runs.speed.measure_training_speed`), used instead of the mean of the seeds' own throughputs, which
     were timed under whatever load each run met."""
     _check_metric(metric)
     rows = []
@@ -178,7 +167,7 @@ def summarize(records, metric: str, *, speeds: dict | None = None) -> list[dict]
         values = record_values(record, metric)
         if not values:
             continue
-        mean, half_width = mean_interval(values)
+        mean, half_width = mean_half_width(values)
         speeds_of_runs = _tokens_per_second(record)
         measured = (speeds or {}).get(record_label(record))
         speed = measured if measured is not None else statistics.fmean(speeds_of_runs) if speeds_of_runs else None

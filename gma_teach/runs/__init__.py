@@ -1,1 +1,18 @@
-"""The run wing: the code that runs, times and records the studies (never imported by the story's modules)."""
+"""The run wing: the code that runs, times and records the book's experiments and studies.
+
+Its modules are the only ones that write records (through :func:`gma_teach.records.write_record`). The story's
+modules (``gmm -> mixing -> layer -> mixers -> models``) never import them, and neither do the views (``plots``,
+``widgets``), which read :mod:`gma_teach.stats` and the reading modules below (``settings``, ``arm_records``,
+``tables``, ``profile_tables``), never a runner.
+
+* ``experiments`` -- chapters 9 and 10: data, models, one seed, several seeds (``python -m gma_teach.experiments``);
+* ``reproduce`` -- re-run a recorded seed from its stored command and compare;
+* the studies (``python -m gma_teach.study``): ``settings`` (declared designs), ``arm`` (running an arm),
+  ``arm_records`` (where an arm's record lives, reading and summarizing it), ``tables``, ``speed``, ``init_scan``,
+  ``study_cli`` (the command line);
+* ``recall`` and ``recall_tables`` -- chapter 12's recall study and its table (``python -m gma_teach.study recall``);
+* ``routing_record`` (chapter 11), ``profiling`` and ``profile_tables`` (chapter 8), ``bench``, ``record_gpu``.
+
+The package imports none of its modules here, so that a module can be added beside the others on its own; the
+historical paths (``gma_teach.study``, ``gma_teach.experiments``, ...) keep their names and commands.
+"""

@@ -1,6 +1,6 @@
 """The recall study of chapter 12: multi-query associative recall (MQAR) against the size of each mixer's state.
 
-The design is declared here, before any run, in :data:`RECALL_STUDY`:
+The design is declared before any run, in :data:`gma_teach.runs.settings.RECALL_STUDY`:
 
 * **Task.** :func:`gma_teach.tasks.mqar` at one sequence length; every model trains on an equal mixture of the
   study's kv-pair counts and is tested on each count separately (Zoology's protocol). Train, validation and test
@@ -23,7 +23,6 @@ from __future__ import annotations
 
 import argparse
 import json
-import os
 import sys
 import time
 from pathlib import Path
@@ -32,58 +31,13 @@ import torch
 import torch.nn.functional as F
 from tqdm.auto import tqdm
 
-from .. import measure
+from .. import records
 from ..environment import seed_everything
-from ..layer import LM_ROUTING_REMEDY
 from ..models import DecoderLM
 from ..tasks import IGNORE_INDEX, MQARData, mqar
 from ..train import lr_at
-
-GMA_SIZES = (8, 16, 32, 64, 128, 256)
-
-
-WINDOW = 8
-
-
-def _arms() -> dict:
-    """Every arm: its mixer, the mixer's options and (the hybrid only, which splits its heads) its head count."""
-    arms = {"sdpa": {"mixer": "sdpa"}, "linear": {"mixer": "linear"},
-            "performer": {"mixer": "performer", "options": {"n_features": 64}},
-            "mamba": {"mixer": "mamba"}}
-    for k in GMA_SIZES:
-        arms[f"gma_k{k}"] = {"mixer": "gma", "options": {"n_components": k}}
-        arms[f"gma_k{k}_remedy"] = {"mixer": "gma", "options": {"n_components": k, **LM_ROUTING_REMEDY}}
-    arms["window"] = {"mixer": "window", "options": {"window": WINDOW}}
-    arms["local_gma"] = {"mixer": "local_gma", "n_heads": 2,
-                         "options": {"window": WINDOW, "local_heads": 1, "n_components": 32}}
-    arms["decay_linear"] = {"mixer": "decay_linear"}
-    arms["decay_gma"] = {"mixer": "decay_gma", "options": {"n_components": 32}}
-    return arms
-
-
-RECALL_STUDY = {
-    "name": "recall",
-    "seq_len": 64,
-    "vocab_size": 256,
-    "kv_pairs": (4, 6, 8, 12, 16),
-    "n_train": 20_000,
-    "n_val": 500,
-    "n_test": 1_000,
-    "data_seeds": {"train": 1_000, "val": 2_000, "test": 3_000},
-    "widths": (64, 128),
-    "n_heads": 1,
-    "batch_size": 64,
-    "steps": 1_000,
-    "warmup": 100,
-    "weight_decay": 0.1,
-    "learning_rates": (1e-3, 3e-3),
-    "seeds": (0, 1, 2),
-    "arms": _arms(),
-    "metric": "test accuracy, mean over the kv-pair counts (and per count)",
-    "primary": [(f"gma_k{k}{r}", base) for k in GMA_SIZES for r in ("", "_remedy") for base in ("linear", "sdpa")],
-    "test": "paired t over seeds, two-sided; Holm over the primary family",
-}
-"""The declared design of the recall study (see the module docstring)."""
+from .recall_tables import chosen_lr
+from .settings import RECALL_STUDY
 
 
 def split(study: dict, name: str) -> MQARData:
@@ -193,23 +147,7 @@ def train_run(study: dict, arm: str, width: int, lr: float, seed: int, data: dic
 
 def record_path(study: dict, arm: str, width: int, folder=None) -> Path:
     """Where an arm's record at one width lives: ``recall_study_<arm>_d<width>.json``."""
-    return Path(folder or measure.results_folder()) / f"{study['name']}_study_{arm}_d{width}.json"
-
-
-def _write(path: Path, record: dict) -> None:
-    path.parent.mkdir(parents=True, exist_ok=True)
-    temporary = path.with_suffix(f".tmp{os.getpid()}")
-    temporary.write_text(json.dumps(record, indent=1) + "\n")
-    temporary.replace(path)
-
-
-def chosen_lr(record: dict) -> float | None:
-    """The learning rate kept for an arm: the best mean validation accuracy among seed 0's sweep (``None`` until
-    every rate of the sweep has run)."""
-    sweep = [r for r in record["runs"] if r["seed"] == record["design"]["lr_seed"]]
-    if {r["lr"] for r in sweep} != set(record["design"]["learning_rates"]):
-        return None
-    return max(sweep, key=lambda r: r["val_mean"])["lr"]
+    return Path(folder or records.results_folder()) / f"{study['name']}_study_{arm}_d{width}.json"
 
 
 def run_arm(study: dict, arm: str, width: int, *, seeds=None, folder=None, command=None, progress=False,
@@ -233,13 +171,13 @@ def run_arm(study: dict, arm: str, width: int, *, seeds=None, folder=None, comma
         lr = lr if lr is not None else chosen_lr(record)
         if any(r["seed"] == seed and r["lr"] == lr for r in record["runs"]):
             continue
-        origin = measure.provenance(command or "python -m gma_teach.runs.recall " + " ".join(sys.argv[1:]))
+        origin = records.provenance(command or "python -m gma_teach.runs.recall " + " ".join(sys.argv[1:]))
         run = train_run(study, arm, width, lr, seed, data, progress=progress)
         run["provenance"] = origin
         record["runs"].append(run)
         record["chosen_lr"] = chosen_lr(record)
-        record.update({key: origin[key] for key in measure.PROVENANCE_KEYS})
-        _write(path, record)
+        record.update({key: origin[key] for key in records.PROVENANCE_KEYS})
+        records.write_record(path, record)
         print(f"recall {arm} d={width} lr={lr:g} seed {seed}: test {run['test_mean']:.3f} "
               f"(val {run['val_mean']:.3f}, {run['train_seconds']:.0f} s)", flush=True)
     return record

@@ -2,7 +2,7 @@
 
 :func:`recall_table` reads the records that :mod:`gma_teach.runs.recall` writes and returns the one dict the
 chapter's figures and sentences read (see its docstring). The primary comparisons are those the design declares
-(:data:`gma_teach.runs.recall.RECALL_STUDY` ``["primary"]``); their p-values are Holm-adjusted over the *whole*
+(:data:`gma_teach.runs.settings.RECALL_STUDY` ``["primary"]``); their p-values are Holm-adjusted over the *whole*
 declared family, a comparison not recorded yet counting as ``p = 1``, so a partial study never gets a smaller
 correction than the full one would. :func:`exploratory_comparison` pairs any two arms and says so.
 """
@@ -14,9 +14,18 @@ from pathlib import Path
 
 from .. import stats
 from ..records import results_folder
-from .recall import RECALL_STUDY, chosen_lr
+from .settings import RECALL_STUDY
 
 RECORD_NAME = re.compile(r"^(?P<study>[a-z]+)_study_(?P<arm>\w+)_d(?P<width>\d+)\.json$")
+
+
+def chosen_lr(record: dict) -> float | None:
+    """The learning rate kept for an arm: the best mean validation accuracy among seed 0's sweep (``None`` until
+    every rate of the sweep has run)."""
+    sweep = [r for r in record["runs"] if r["seed"] == record["design"]["lr_seed"]]
+    if {r["lr"] for r in sweep} != set(record["design"]["learning_rates"]):
+        return None
+    return max(sweep, key=lambda r: r["val_mean"])["lr"]
 
 
 def _arm_entry(record: dict) -> dict | None:

@@ -1,0 +1,135 @@
+"""Where a recorded result comes from, where records live, and the one way to write one.
+
+* provenance: :func:`provenance` (one schema for every result file: :data:`PROVENANCE_KEYS`), :func:`hardware`,
+  :func:`load_average`, :func:`git_commit`;
+* the records' folder: :func:`results_folder` (``book/results/`` in a clone, ``gma_teach/results/`` in a wheel);
+* :func:`write_record`: every record is written atomically, so that an interrupted run never leaves half a file
+  where a finished record stood.
+
+A leaf of the package: it imports torch and the standard library only.
+"""
+from __future__ import annotations
+
+import datetime
+import json
+import os
+import platform
+import subprocess
+import sys
+from pathlib import Path
+
+import torch
+
+__all__ = ["PROVENANCE_KEYS", "RECORDS_IN_THE_CLONE", "git_commit", "hardware", "load_average", "provenance",
+           "results_folder", "write_record"]
+
+
+def hardware(device=None) -> dict:
+    """What a number was measured on: CPU model, cores and torch threads; GPU name, capability and CUDA version."""
+    device = torch.device(device) if device is not None else torch.device("cpu")
+    cpu = platform.processor() or platform.machine()
+    try:
+        with open("/proc/cpuinfo", encoding="utf-8") as handle:
+            names = [line.split(":", 1)[1].strip() for line in handle if line.startswith("model name")]
+        cpu = names[0] if names else cpu
+    except OSError:
+        pass
+    info = {"cpu": cpu, "logical_cores": os.cpu_count(), "torch_threads": torch.get_num_threads(),
+            "torch": torch.__version__, "python": platform.python_version(), "platform": platform.platform(),
+            "device": str(device)}
+    if device.type == "cuda":
+        major, minor = torch.cuda.get_device_capability(device)
+        info.update(gpu=torch.cuda.get_device_name(device), capability=f"sm_{major}{minor}", cuda=torch.version.cuda)
+    return info
+
+
+#: Where a clone of the repository keeps the recorded result files, relative to its root.
+RECORDS_IN_THE_CLONE = "book/results"
+
+
+def git_commit() -> str:
+    """The commit of the package's checkout, with ``+dirty`` if tracked files other than the records changed;
+    ``"unknown"`` outside a checkout.
+
+    The records' folder (``book/results/``) is left out of the check: a study saves each seed's record as it
+    finishes, and that output must not mark the code of the next seed as changed."""
+    folder = Path(__file__).resolve().parent
+    try:
+        commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True,
+                                timeout=10, check=True).stdout.strip()
+        dirty = subprocess.run(["git", "status", "--porcelain", "--untracked-files=no", "--", ":(top)",
+                                f":(top,exclude){RECORDS_IN_THE_CLONE}"], cwd=folder, capture_output=True, text=True,
+                               timeout=10, check=True).stdout.strip()
+    except (OSError, subprocess.SubprocessError):
+        return "unknown"
+    return commit + ("+dirty" if dirty else "")
+
+
+def load_average() -> list[float] | None:
+    """The system's 1, 5 and 15 minute load averages (runnable processes; compare with the core count), rounded to
+    0.01; ``None`` where the system has none (Windows). Record it before and after a run on a shared machine."""
+    try:
+        return [round(value, 2) for value in os.getloadavg()]
+    except (AttributeError, OSError):
+        return None
+
+
+#: The keys every recorded result file starts with (:func:`provenance`).
+PROVENANCE_KEYS = ("hardware", "threads", "load", "date", "commit", "command")
+
+
+def provenance(command: str | None = None, device=None) -> dict:
+    """Where, when, how and from which code a recorded result was made: one schema for every result file.
+
+    Take it *before* the run, so that ``commit`` and ``load`` describe the code that ran and the machine as the
+    run found it.
+
+    Returns:
+        ``{"hardware": dict (see :func:`hardware`), "threads": torch's CPU threads, "load": the 1, 5 and 15 minute
+        load averages (``None`` where the system has none), "date": UTC ISO 8601, "commit": :func:`git_commit`,
+        "command": the command line}`` -- the keys of :data:`PROVENANCE_KEYS`, in that order.
+    """
+    return {"hardware": hardware(device),
+            "threads": torch.get_num_threads(),
+            "load": load_average(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "commit": git_commit(),
+            "command": command or " ".join(["python"] + sys.argv)}
+
+
+def results_folder() -> Path:
+    """The folder of recorded result files.
+
+    In a clone of the repository it is ``book/results/``, beside the chapters that read it. The wheel carries the
+    same files as ``gma_teach/results/`` (``pyproject.toml`` maps the one folder onto the other), so that an installed
+    package, and a notebook opened alone on Colab, finds them too. The clone's folder wins when both exist."""
+    package = Path(__file__).resolve().parent
+    in_the_clone = package.parent / RECORDS_IN_THE_CLONE
+    return in_the_clone if in_the_clone.is_dir() else package / "results"
+
+
+def write_record(path: str | os.PathLike, record: dict) -> Path:
+    """Write ``record`` as JSON (indent 1; objects JSON cannot hold, as ``str``) to ``path``, atomically.
+
+    The text goes to a temporary file in the same folder, is flushed to disk (``fsync``), and then replaces
+    ``path`` in one step (``os.replace``): a reader sees the old record or the new one, never a part. The folder is
+    created if needed.
+
+    Returns:
+        ``path`` as a :class:`~pathlib.Path`.
+    """
+    if not isinstance(record, dict):
+        raise TypeError(f"record must be a dict, got {type(record).__name__}")
+    path = Path(path)
+    text = json.dumps(record, indent=1, default=str) + "\n"
+    path.parent.mkdir(parents=True, exist_ok=True)
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")  # same folder: os.replace stays one step
+    try:
+        with open(temporary, "w", encoding="utf-8") as file:
+            file.write(text)
+            file.flush()
+            os.fsync(file.fileno())
+        os.replace(temporary, path)
+    finally:
+        temporary.unlink(missing_ok=True)  # only left when writing failed
+    return path

@@ -1,0 +1,137 @@
+"""Where a study arm's record lives, reading it back and summarizing its seeds: what tables and figures read.
+
+An arm of a study is recorded as ``<study name>_<arm>.json`` under :func:`gma_teach.records.results_folder` (or a
+``folder`` given), unless the study shares the arm with another study (:func:`recorded_under`). Nothing here trains.
+"""
+from __future__ import annotations
+
+import json
+import os
+import statistics
+from pathlib import Path
+
+from ..records import results_folder
+from ..stats import describe
+
+__all__ = ["CURVES", "final_health", "health_curve", "health_means", "load_arm", "load_speed", "record_path",
+           "recorded_under", "speed_path", "study_folder", "summarize_arm", "tables_path"]
+
+
+def study_folder(folder=None) -> Path:
+    """``folder`` as a path, or the records' folder :func:`gma_teach.records.results_folder` when ``None``."""
+    return Path(folder) if folder is not None else results_folder()
+
+
+def recorded_under(study: dict, arm: str) -> tuple[dict, str]:
+    """The study and arm under which ``arm`` of ``study`` is trained and recorded: itself, unless ``study`` names
+    another in ``shared_with``, has the same setting (``overrides``) and that study has an arm with the same spec;
+    then the run is that arm's (recorded once, read by both)."""
+    other = study.get("shared_with")
+    if other is not None and arm in study["arms"] and other["overrides"] == study["overrides"]:
+        for name, spec in other["arms"].items():
+            if spec == study["arms"][arm]:
+                return other, name
+    return study, arm
+
+
+def record_path(study: dict, arm: str, folder: str | os.PathLike | None = None) -> Path:
+    """Where arm ``arm`` of ``study`` is recorded: ``<folder or results_folder()>/<study name>_<arm>.json``, with
+    the study and arm of :func:`recorded_under`."""
+    study, arm = recorded_under(study, arm)
+    return study_folder(folder) / f"{study['name']}_{arm}.json"
+
+
+def final_health(run: dict) -> dict | None:
+    """Means over heads of the routing health at the last evaluation of one seed's record, per layer and overall:
+    ``{"active_share", "usage_entropy", "logit_spread", "per_layer": [{...}, ...]}`` (``None`` without GMA)."""
+    routing = run.get("routing")
+    if not routing or not routing["evaluations"]:
+        return None
+    return health_means(routing["evaluations"][-1])
+
+
+def health_means(health: list[dict]) -> dict:
+    """Means over heads (and layers) of the routing health of one evaluation (``[{name: per-head values}]`` per
+    layer): ``{"active_share", "usage_entropy", "logit_spread", "per_layer": [{...}, ...]}``."""
+    names = ("active_share", "usage_entropy", "logit_spread")
+    per_layer = [{name: statistics.fmean(layer[name]) for name in names} for layer in health]
+    overall = {name: statistics.fmean(v for layer in health for v in layer[name]) for name in names}
+    return {**overall, "per_layer": per_layer}
+
+
+CURVES = ("active_share", "usage_entropy", "logit_spread", "prior", "volume", "distance", "prior_entropy",
+          "floor_share", "spread_ratio")
+"""What :func:`health_curve` can follow: the routing health and (records made since they were added) the spreads
+of the logits' terms of :func:`gma_teach.diagnostics.routing_logit_terms`."""
+
+
+def health_curve(record: dict, name: str = "active_share", *, layer: int | None = None) -> dict:
+    """One routing-health number over training for an arm's record, for a figure: ``{"steps": [0, ...],
+    "mean": [...], "std": [...], "n": seeds}``; step 0 is the initialization. Averaged over heads (and layers, or
+    only ``layer``) within a seed, then mean and std over the seeds that have it. ``name``: one of
+    :data:`CURVES`.
+    """
+    if name not in CURVES:
+        raise ValueError(f"name must be one of {CURVES}, got {name!r}")
+    runs = [r for r in record["runs"] if r.get("routing")]
+    if not runs:
+        raise ValueError(f"record {record.get('arm', '?')!r} has no routing health (not a GMA arm)")
+    if any(name not in entry for r in runs for entry in r["routing"]["initial"]):
+        raise ValueError(f"record {record.get('arm', '?')!r} did not track {name!r} (recorded before it was added)")
+
+    def value(health):
+        layers = health if layer is None else [health[layer]]
+        return statistics.fmean(v for entry in layers for v in entry[name])
+
+    steps = [0, *runs[0]["routing"]["steps"]]
+    per_seed = [[value(r["routing"]["initial"]), *(value(h) for h in r["routing"]["evaluations"])] for r in runs]
+    columns = [describe([curve[i] for curve in per_seed]) for i in range(len(steps))]
+    return {"steps": steps, "mean": [c["mean"] for c in columns], "std": [c["std"] for c in columns],
+            "n": len(per_seed)}
+
+
+def summarize_arm(study: dict, arm: str, runs: list[dict]) -> dict:
+    """Mean and std over seeds of an arm's validation loss, perplexity, bits per byte, training speed and (GMA)
+    final active share, usage entropy and logit spread, overall and per layer."""
+    if "test" in runs[0]:  # a classifier (ListOps, Text)
+        return {"seeds": [r["seed"] for r in runs],
+                "test_accuracy": describe([r["test"]["accuracy"] for r in runs]),
+                "majority_baseline": runs[0]["majority_baseline"],
+                "tokens_per_second": describe([r["tokens_per_second"] for r in runs])}
+    summary = {"seeds": [r["seed"] for r in runs],
+               "val_loss": describe([r["val"]["loss"] for r in runs]),
+               "val_perplexity": describe([r["val"]["perplexity"] for r in runs]),
+               "val_bits_per_byte": describe([r["val"]["bits_per_byte"] for r in runs]),
+               "tokens_per_second": describe([r["tokens_per_second"] for r in runs])}
+    healths = [final_health(r) for r in runs]
+    if all(h is not None for h in healths):
+        for name in ("active_share", "usage_entropy", "logit_spread"):
+            summary[name] = describe([h[name] for h in healths])
+        n_layers = len(healths[0]["per_layer"])
+        summary["per_layer"] = [{name: describe([h["per_layer"][i][name] for h in healths])
+                                 for name in ("active_share", "usage_entropy", "logit_spread")}
+                                for i in range(n_layers)]
+    return summary
+
+
+def load_arm(study: dict, arm: str, folder=None) -> dict | None:
+    """The record of one arm, or ``None`` if nothing is recorded yet."""
+    path = record_path(study, arm, folder)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def speed_path(study: dict, folder=None) -> Path:
+    """Where :func:`measure_training_speed` of ``study`` is recorded: ``<folder>/<study name>_speed.json``."""
+    return study_folder(folder) / f"{study['name']}_speed.json"
+
+
+def load_speed(study: dict, folder=None) -> dict | None:
+    """The recorded training speed of ``study``'s arms, or ``None``."""
+    path = speed_path(study, folder)
+    return json.loads(path.read_text()) if path.exists() else None
+
+
+def tables_path(study: dict, folder=None) -> Path:
+    """Where ``python -m gma_teach.study <study> --summary --save`` records :func:`study_tables`:
+    ``<folder>/<study name>_tables.json``."""
+    return study_folder(folder) / f"{study['name']}_tables.json"

@@ -1,0 +1,100 @@
+"""Reading chapter 8's profiling sweep: the paper's Table 1 as typed in, labels, fitted slopes and text tables.
+
+What the figures and chapters read from a sweep's rows or its record; running the sweep is
+:mod:`gma_teach.profiling`.
+"""
+from __future__ import annotations
+
+import json
+
+from ..measure import loglog_slope
+
+__all__ = ["PAPER_TABLE_1", "fit_slopes", "format_table", "label_of", "load_recorded", "n_sweep"]
+
+#: Table 1 of the paper, typed in from its Section 5.1 -- one block, forward + backward, on the authors' unnamed
+#: GPU -- as ``{label: {N: (memory_gb, tokens_per_second, params_millions)}}``. The paper's own numbers, not
+#: measured here.
+PAPER_TABLE_1 = {
+    "softmax (eager)": {1000: (1.47, 1.02e6, 2.4), 2000: (5.81, 610e3, 2.4), 4000: (23.07, 186e3, 2.4)},
+    "sdpa": {1000: (0.15, 3.33e6, 2.4), 2000: (0.25, 3.34e6, 2.4), 4000: (0.50, 2.38e6, 2.4)},
+    "linear": {1000: (0.18, 2.88e6, 2.4), 2000: (0.36, 3.76e6, 2.4), 4000: (0.73, 3.96e6, 2.4)},
+    "linformer (k=256)": {1000: (0.41, 2.17e6, 2.9), 2000: (0.82, 2.56e6, 3.4), 4000: (1.64, 2.68e6, 4.4)},
+    "mamba": {1000: (0.27, 2.06e6, 3.8), 2000: (0.55, 1.99e6, 3.8), 4000: (1.11, 2.07e6, 3.8)},
+    "performer (M=256)": {1000: (0.58, 1.30e6, 2.4), 2000: (1.15, 1.37e6, 2.4), 4000: (2.30, 1.39e6, 2.4)},
+    "gma (K=64)": {1000: (0.35, 688e3, 2.5), 2000: (0.71, 722e3, 2.5), 4000: (1.37, 742e3, 2.5)},
+    "gma (K=128)": {1000: (0.50, 566e3, 2.6), 2000: (1.04, 592e3, 2.6), 4000: (2.02, 607e3, 2.6)},
+    "gma (K=256)": {1000: (0.85, 416e3, 2.8), 2000: (1.70, 430e3, 2.8), 4000: (3.39, 437e3, 2.8)},
+    "gma (K=512)": {1000: (1.59, 270e3, 3.2), 2000: (3.17, 277e3, 3.2), 4000: (6.32, 280e3, 3.2)},
+}
+
+def label_of(name, n_components=None):
+    """``"gma (K=64)"`` for GMA, the name otherwise."""
+    return f"gma (K={n_components})" if name == "gma" else name
+
+
+def fit_slopes(results, *, y="peak_memory_bytes", x="seq_len", by="label", min_x=None, where=None):
+    """Least-squares slope of ``log(y)`` against ``log(x)`` for each group of rows.
+
+    Args:
+        results: result dicts (from :func:`gma_teach.profiling.sweep`).
+        y, x: the keys to fit (default: memory against N).
+        by: the key that groups rows (default ``"label"``, e.g. ``"gma (K=64)"``).
+        min_x: ignore rows with ``x < min_x`` (fixed overheads dominate small sizes).
+        where: optional ``{key: value}`` filter (e.g. ``{"n_components": 64}``).
+
+    Returns:
+        ``{group: slope}`` for every group with at least two distinct ``x`` values that ran (rows whose ``y`` is
+        ``None``, the gaps of :func:`gma_teach.profiling.sweep`, are left out).
+    """
+    groups: dict = {}
+    for row in results:
+        if where and any(row.get(key) != value for key, value in where.items()):
+            continue
+        if row.get(y) is None or (min_x is not None and row[x] < min_x):
+            continue
+        groups.setdefault(row[by], {})[row[x]] = row[y]
+    return {group: loglog_slope(list(points), list(points.values()))
+            for group, points in groups.items() if len(points) >= 2}
+
+
+def n_sweep(results, n_components=None):
+    """The rows of the sweep over N: every non-GMA row, and GMA rows with K = ``n_components`` (default: the K
+    that appears at the most sequence lengths)."""
+    gma_rows = [r for r in results if r["mixer"] == "gma"]
+    if n_components is None and gma_rows:
+        counts: dict = {}
+        for r in gma_rows:
+            counts[r["n_components"]] = counts.get(r["n_components"], 0) + 1
+        n_components = max(counts, key=counts.get)
+    return [r for r in results if r["mixer"] != "gma" or r["n_components"] == n_components]
+
+
+def format_table(results, *, columns=("label", "seq_len", "params", "peak_memory_bytes", "tokens_per_second")):
+    """A plain-text table of result rows (memory in MiB, parameters in thousands, speed in tokens/s)."""
+    def cell(key, value):
+        if value is None:
+            return "-"
+        if key == "peak_memory_bytes":
+            return f"{value / 2**20:.1f} MiB"
+        if key == "params":
+            return f"{value / 1e3:.1f}K"
+        if key == "tokens_per_second":
+            return f"{value:,.0f}"
+        return str(value)
+
+    header = {"label": "mixer", "seq_len": "N", "params": "params", "peak_memory_bytes": "memory",
+              "tokens_per_second": "tokens/s", "n_components": "K"}
+    table = [[header.get(c, c) for c in columns]] + [[cell(c, row.get(c)) for c in columns] for row in results]
+    widths = [max(len(r[i]) for r in table) for i in range(len(columns))]
+    return "\n".join("  ".join(v.rjust(w) if i else v.ljust(w) for i, (v, w) in enumerate(zip(r, widths)))
+                     for r in table)
+
+
+def load_recorded(path) -> dict:
+    """Read a file written by the command line (:func:`gma_teach.profiling.run_recorded`, saved)."""
+    with open(path) as handle:
+        record = json.load(handle)
+    missing = {"hardware", "date", "commit", "command", "results"} - set(record)
+    if missing:
+        raise ValueError(f"{path} is not a profiling record: missing {sorted(missing)}")
+    return record

@@ -1,0 +1,153 @@
+"""Reproducing a record: re-run one recorded seed from the command its record stores, and compare number by number.
+
+    python -m gma_teach.experiments reproduce book/results/lm_study_sdpa.json --seed 1
+"""
+from __future__ import annotations
+
+import argparse
+import json
+import os
+import shlex
+import subprocess
+import sys
+import tempfile
+from pathlib import Path
+
+from .. import _checks
+
+__all__ = ["RECORDING_MODULES", "REPRODUCED_FILE", "compare_seed", "reproduce", "reproduce_command", "reproduce_main"]
+
+
+RECORDING_MODULES = ("gma_teach.experiments", "gma_teach.study")
+"""The commands whose records :func:`reproduce` can re-run: this module's and :mod:`gma_teach.study`'s."""
+REPRODUCED_FILE = "reproduced.json"
+"""Where a re-run of a ``python -m gma_teach.experiments`` record writes, inside the re-run's folder."""
+
+
+def _without_option(args: list[str], option: str, *, variadic: bool) -> list[str]:
+    """``args`` without ``option`` and its value (``variadic``: every value up to the next ``--`` option)."""
+    kept, i = [], 0
+    while i < len(args):
+        if args[i] != option:
+            kept.append(args[i])
+            i += 1
+            continue
+        i += 1
+        while i < len(args) and not args[i].startswith("--"):
+            i += 1
+            if not variadic:
+                break
+    return kept
+
+
+def reproduce_command(record: dict, seed: int, out_dir: str | os.PathLike) -> list[str]:
+    """The command that re-runs seed ``seed`` of ``record`` into ``out_dir``, rewritten from the command the record
+    stores (the one that made that seed): the same module, experiment or study, arms and options, with only the seeds
+    and the output changed. ``python -m gma_teach.experiments`` runs seeds ``0 .. n-1``, so seed ``s`` of its records
+    re-runs seeds ``0 .. s``; a study re-runs the one seed.
+
+    Returns ``[sys.executable, "-m", module, *arguments]``. Raises ``ValueError`` if the record has no such seed or
+    was not written by one of ``RECORDING_MODULES``.
+    """
+    runs = record.get("runs")
+    if not isinstance(runs, list) or not runs:
+        raise ValueError(f"record must hold the seeds it ran under 'runs'; got keys {sorted(record)}")
+    _checks.integer("seed", seed, minimum=0)
+    seeds = [run["seed"] for run in runs]
+    if seed not in seeds:
+        raise ValueError(f"seed {seed} is not in the record; it holds seeds {seeds}")
+    run = runs[seeds.index(seed)]
+    command = run.get("provenance", {}).get("command") or record.get("command", "")
+    words = shlex.split(command)
+    if words[:2] != ["python", "-m"] or len(words) < 4 or words[2] not in RECORDING_MODULES:
+        raise ValueError(f"record's command must be 'python -m <module> ...' with a module of {RECORDING_MODULES}, "
+                         f"got {command!r}")
+    module, args = words[2], words[3:]
+    if module == "gma_teach.study":
+        args = _without_option(_without_option(args, "--seeds", variadic=True), "--out-dir", variadic=False)
+        args += ["--seeds", str(seed), "--out-dir", str(out_dir)]
+    else:
+        args = _without_option(_without_option(args, "--seeds", variadic=False), "--out", variadic=False)
+        args += ["--seeds", str(seed + 1), "--out", str(Path(out_dir) / REPRODUCED_FILE)]
+    return [sys.executable, "-m", module, *args]
+
+
+def _final_numbers(run: dict) -> dict:
+    """``{name: value}`` of the numbers :func:`compare_seed` compares."""
+    numbers = {f"val_loss at step {step}": loss
+               for step, loss in zip(run["history"]["steps"], run["history"]["val_loss"])}
+    for part in ("val", "test"):
+        numbers.update({f"{part} {key}": value for key, value in run.get(part, {}).items()
+                        if isinstance(value, (int, float))})
+    return numbers
+
+
+def compare_seed(recorded: dict, reproduced: dict) -> list[dict]:
+    """The numbers a reproduced seed must match (the validation loss at every evaluation, and every number under
+    ``val`` and ``test``) for two runs of one seed: ``{"name", "recorded", "reproduced", "difference"}`` each, in the
+    recorded run's order; a number missing from the reproduction has ``reproduced`` None."""
+    if recorded["seed"] != reproduced["seed"]:
+        raise ValueError(f"compare one seed with itself: recorded seed {recorded['seed']}, reproduced seed "
+                         f"{reproduced['seed']}")
+    again = _final_numbers(reproduced)
+    rows = []
+    for name, value in _final_numbers(recorded).items():
+        other = again.get(name)
+        rows.append({"name": name, "recorded": value, "reproduced": other,
+                     "difference": None if other is None else other - value})
+    return rows
+
+
+def reproduce(record_path: str | os.PathLike, *, seed: int | None = None,
+              out_dir: str | os.PathLike | None = None) -> dict:
+    """Re-run one recorded seed from the command its record stores and set the result beside the record.
+
+    Args:
+        record_path: a record of ``python -m gma_teach.experiments`` or ``python -m gma_teach.study``.
+        seed: the seed to re-run (default: the record's first).
+        out_dir: where the re-run writes its record (default: a new temporary folder); never the records' folder.
+
+    The re-run gets the record's torch thread count (through ``OMP_NUM_THREADS``), since how the work is split
+    between threads changes float sums in their last bits.
+
+    Returns ``{"record", "seed", "command", "recorded_commit", "rows"}``: ``rows`` from :func:`compare_seed`. On the
+    machine class and commit of the record every difference is zero; the record's provenance names both.
+    """
+    path = Path(record_path)
+    if not path.is_file():
+        raise ValueError(f"record_path must be a record file, got {str(path)!r}")
+    record = json.loads(path.read_text())
+    seed = record["runs"][0]["seed"] if seed is None and record.get("runs") else seed
+    out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="gma_teach_reproduce_"))
+    if out.resolve() == path.parent.resolve():
+        raise ValueError(f"out_dir must not be the records' folder {str(path.parent)!r}: the re-run would skip or "
+                         f"overwrite the recorded seeds")
+    command = reproduce_command(record, seed, out)
+    recorded = next(run for run in record["runs"] if run["seed"] == seed)
+    origin = recorded.get("provenance", record)
+    # the recorded thread count (a study's command sets its own): float sums depend on how the work is split
+    threads = {"OMP_NUM_THREADS": str(origin["threads"])} if origin.get("threads") else {}
+    subprocess.run(command, check=True, env={**os.environ, **threads})
+    written = out / (path.name if command[2] == "gma_teach.study" else REPRODUCED_FILE)
+    again = next(run for run in json.loads(written.read_text())["runs"] if run["seed"] == seed)
+    commit = origin.get("commit")
+    return {"record": str(path), "seed": seed, "command": " ".join(command[1:]), "recorded_commit": commit,
+            "rows": compare_seed(recorded, again)}
+
+
+def reproduce_main(argv: list[str]) -> dict:
+    """Command line: ``python -m gma_teach.experiments reproduce RECORD [--seed S] [--out-dir D]``."""
+    parser = argparse.ArgumentParser(prog="python -m gma_teach.experiments reproduce",
+                                     description="Re-run one recorded seed from its stored command and compare.")
+    parser.add_argument("record", help="a record file, e.g. book/results/lm_study_sdpa.json")
+    parser.add_argument("--seed", type=int, default=None, help="the seed to re-run (default: the record's first)")
+    parser.add_argument("--out-dir", default=None, help="where the re-run writes (default: a temporary folder)")
+    args = parser.parse_args(argv)
+    result = reproduce(args.record, seed=args.seed, out_dir=args.out_dir)
+    print(f"seed {result['seed']} of {result['record']} (recorded at commit {result['recorded_commit']}), re-run as "
+          f"python {result['command']}")
+    for row in result["rows"]:
+        again = "missing" if row["reproduced"] is None else f"{row['reproduced']:.6g}"
+        change = "" if row["difference"] is None else f"  difference {row['difference']:+.3g}"
+        print(f"  {row['name']:<28} recorded {row['recorded']:.6g}  reproduced {again}{change}")
+    return result

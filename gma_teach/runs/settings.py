@@ -1,0 +1,186 @@
+"""The studies' declared designs: settings, seeds and arms, fixed before anything runs.
+
+A *study* is a fixed setting (scale, preset overrides, seeds) and a list of *arms* (a mixer and its options); see
+:mod:`gma_teach.study` for the studies and the command line that runs them. Nothing here runs or reads a record.
+"""
+from __future__ import annotations
+
+from ..layer import LM_ROUTING_REMEDY
+
+__all__ = ["CAUSE_STUDY", "COLLAPSE_STUDY", "INIT_SCAN", "KMEANS_BLOCKS", "LISTOPS_LRA_STUDY", "LM_SETTING", "LM_STUDY",
+           "PREPARATIONS", "RECALL_STUDY", "REMEDY", "STUDIES", "TEXT_STUDY"]
+
+REMEDY = dict(LM_ROUTING_REMEDY)
+"""The routing remedy the LM study compares against the default, the collapse study's winner
+:data:`gma_teach.layer.LM_ROUTING_REMEDY`. It is the ``variance_and_balance`` arm, the only one better than the
+default on both active share and bits per byte, beyond seed noise, over its three seeds."""
+
+LM_SETTING = dict(source="stdlib", tokenizer="auto", seq_len=128, max_train_tokens=None, max_val_tokens=None,
+                  compact_vocab=True, data_seed=0, d_model=128, n_layers=2, n_heads=4, d_ff=512, dropout=0.0,
+                  n_components=64, n_features=64, batch_size=16, n_steps=600, eval_every=200, lr=2e-3,
+                  weight_decay=0.01, warmup_fraction=0.05)
+"""The small LM every LM study trains, pinned here (not read from the chapters' presets, which may change size):
+the standard-library corpus in GPT-2 BPE (compacted), context 128, width 128, 2 layers, 4 heads, batch 16."""
+
+COLLAPSE_STUDY = {
+    "name": "routing_collapse",
+    "scale": "small",
+    "overrides": dict(LM_SETTING),
+    "seeds": (0, 1, 2),
+    "arms": {
+        "default": {"mixer": "gma", "n_components": 64},
+        "variance_d_route": {"mixer": "gma", "n_components": 64, "gma_options": {"init_variance": "d_route"}},
+        "kmeans_means": {"mixer": "gma", "n_components": 64, "prepare": "kmeans"},
+        "balance": {"mixer": "gma", "n_components": 64, "gma_options": {"balance_weight": 0.01}},
+        "variance_and_balance": {"mixer": "gma", "n_components": 64,
+                                 "gma_options": {"init_variance": "d_route", "balance_weight": 0.01}},
+    },
+}
+"""The collapse study -- the small LM of :data:`LM_SETTING` (600 steps, evaluated every 200), GMA K=64, today's
+default routing and four remedies."""
+
+CAUSE_STUDY = {
+    "name": "routing_collapse_cause",
+    "scale": "small",
+    "overrides": {**LM_SETTING, "eval_every": 50},
+    "seeds": (0, 1, 2),
+    "arms": {"default": dict(COLLAPSE_STUDY["arms"]["default"]), "balance": dict(COLLAPSE_STUDY["arms"]["balance"])},
+}
+"""Where the collapse happens and which term of the routing logits drives it. The collapse study's default and
+balance arms, evaluated every 50 steps (the routing health and
+:func:`gma_teach.diagnostics.routing_logit_terms` at every evaluation). Evaluating more often does not change the
+training (the batches come from their own generator), so step 600 repeats the collapse study's run of the same seed."""
+
+LM_STUDY = {
+    "name": "lm_study",
+    "scale": "small",
+    "overrides": dict(LM_SETTING),
+    "shared_with": COLLAPSE_STUDY,
+    "seeds": (0, 1, 2),
+    "arms": {
+        "sdpa": {"mixer": "sdpa"},
+        **{f"gma_k{k}": {"mixer": "gma", "n_components": k} for k in (32, 64, 128)},
+        **{f"gma_k{k}_remedy": {"mixer": "gma", "n_components": k, "gma_options": dict(REMEDY)}
+           for k in (32, 64, 128)},
+        "linear": {"mixer": "linear"},
+        "performer": {"mixer": "performer"},
+        "none": {"mixer": "none"},
+        "uniform": {"mixer": "uniform"},
+    },
+}
+"""The LM comparison -- :data:`LM_SETTING` (600 steps, evaluated every 200), 3 seeds per arm.
+
+Why 600 steps: a step reads 16 x 128 GPT-2 tokens, about 7,300 bytes of text (3.6 bytes a token), so 600 steps
+read about 4.4 MB, as much text as 2,400 steps of a byte-level model of the same size. On one CPU core a step takes
+about one second (the 13,002-way output layer is most of it), so a run takes 10-12 minutes. Whether the arms'
+order has settled is measured, not assumed: :func:`ordering_at_last_evaluations` compares steps 400 and 600."""
+
+LISTOPS_LRA_STUDY = {
+    "name": "listops_lra",
+    "experiment": "listops",
+    "scale": "small",
+    "overrides": {"max_depth": 10, "min_length": 500, "max_length": 2000, "n_train": 4000, "n_val": 200,
+                  "n_test": 500, "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 128, "n_components": 32,
+                  "batch_size": 16, "epochs": 3, "lr": 2e-3, "length_buckets": 8},
+    "seeds": (0, 1, 2),
+    "arms": {"gma": {"mixer": "gma"}, "sdpa": {"mixer": "sdpa"}, "linear": {"mixer": "linear"},
+             "performer": {"mixer": "performer"}, "gma_remedy": {"mixer": "gma", "gma_options": dict(REMEDY)}},
+}
+"""ListOps at LRA's lengths on a CPU -- LRA's generator (depth 10, 500 < length < 2000) with 4,000 trees (LRA:
+96,000), 3 epochs (750 steps of 16) and a 2-layer width-64 encoder; the chapter's live ListOps setting (preset
+``listops``, lengths 50-256) stays short.
+
+Softmax attention is the ``sdpa`` arm: the same function as ``softmax``, through PyTorch's fused kernel instead of
+an explicit N x N matrix. Batches hold trees of similar length (``length_buckets=8``), each cut after its longest
+tree: the trees range from 500 to 2,000 tokens, and a batch padded to the split's longest would spend much of its
+time on padding (quadratically so for softmax). ``gma_remedy`` is GMA with the language
+model's routing remedy (:data:`REMEDY`), to see whether the collapse fix matters on a long classification task."""
+
+TEXT_STUDY = {
+    "name": "text_standin",
+    "experiment": "text",
+    "scale": "small",
+    "overrides": {},
+    "seeds": tuple(range(10)),
+    "arms": {"gma": {"mixer": "gma"}, "softmax": {"mixer": "softmax"}, "linear": {"mixer": "linear"},
+             "gma_variance_d_route": {"mixer": "gma", "gma_options": {"init_variance": "d_route"}},
+             "gma_balance": {"mixer": "gma", "gma_options": {"balance_weight": 0.01}}},
+}
+"""The offline stand-in for LRA Text (standard-library docstring -> package, byte-level; preset ``text`` at
+``small``), labelled as a stand-in in every record; IMDb stays the ``full`` path for readers with the hub. A run
+takes half a minute (GMA, linear) to two minutes (softmax) on one core, so every arm gets 10 seeds, and the two
+routing remedies of the collapse study are tried on a bidirectional encoder as well."""
+
+STUDIES = {"collapse": COLLAPSE_STUDY, "cause": CAUSE_STUDY, "lm": LM_STUDY, "listops-lra": LISTOPS_LRA_STUDY,
+           "text": TEXT_STUDY}
+PREPARATIONS = ("kmeans",)
+
+
+KMEANS_BLOCKS = 16
+"""Training blocks whose routing vectors the ``kmeans`` preparation clusters (16 x 128 tokens at ``small``)."""
+
+
+# ------------------------------------------------------------------------------------------ initial routing
+INIT_SCAN = {
+    "name": "routing_collapse_init",
+    "scale": "small",
+    "seeds": (0, 1, 2),
+    "n_blocks": 8,
+    "settings": {
+        **{f"d_route={d}": {"d_route": d} for d in (8, 16, 32, 64)},
+        **{f"d_route={d}, init_variance=d_route": {"d_route": d, "init_variance": "d_route"} for d in (8, 16, 32, 64)},
+        "d_route=32, init_mean_std=0.5": {"d_route": 32, "init_mean_std": 0.5},
+    },
+}
+"""The logit-scale scan -- the untrained small LM (K=64) under several routing widths and initialisations."""
+
+
+RECALL_GMA_SIZES = (8, 16, 32, 64, 128, 256)
+
+
+RECALL_WINDOW = 8
+
+
+def _recall_arms() -> dict:
+    """Every arm: its mixer, the mixer's options and (the hybrid only, which splits its heads) its head count."""
+    arms = {"sdpa": {"mixer": "sdpa"}, "linear": {"mixer": "linear"},
+            "performer": {"mixer": "performer", "options": {"n_features": 64}},
+            "mamba": {"mixer": "mamba"}}
+    for k in RECALL_GMA_SIZES:
+        arms[f"gma_k{k}"] = {"mixer": "gma", "options": {"n_components": k}}
+        arms[f"gma_k{k}_remedy"] = {"mixer": "gma", "options": {"n_components": k, **LM_ROUTING_REMEDY}}
+    arms["window"] = {"mixer": "window", "options": {"window": RECALL_WINDOW}}
+    arms["local_gma"] = {"mixer": "local_gma", "n_heads": 2,
+                         "options": {"window": RECALL_WINDOW, "local_heads": 1, "n_components": 32}}
+    arms["decay_linear"] = {"mixer": "decay_linear"}
+    arms["decay_gma"] = {"mixer": "decay_gma", "options": {"n_components": 32}}
+    return arms
+
+
+RECALL_STUDY = {
+    "name": "recall",
+    "seq_len": 64,
+    "vocab_size": 256,
+    "kv_pairs": (4, 6, 8, 12, 16),
+    "n_train": 20_000,
+    "n_val": 500,
+    "n_test": 1_000,
+    "data_seeds": {"train": 1_000, "val": 2_000, "test": 3_000},
+    "widths": (64, 128),
+    "n_heads": 1,
+    "batch_size": 64,
+    "steps": 1_000,
+    "warmup": 100,
+    "weight_decay": 0.1,
+    "learning_rates": (1e-3, 3e-3),
+    "seeds": (0, 1, 2),
+    "arms": _recall_arms(),
+    "metric": "test accuracy, mean over the kv-pair counts (and per count)",
+    "primary": [(f"gma_k{k}{remedy}", base) for k in RECALL_GMA_SIZES for remedy in ("", "_remedy")
+                for base in ("linear", "sdpa")],
+    "test": "paired t over seeds, two-sided; Holm over the primary family",
+}
+"""The recall study of chapter 12, declared before it runs (:mod:`gma_teach.runs.recall` runs it): MQAR at one
+length, every model trained on the mixture of the kv-pair counts and tested on each; the learning rate kept per arm
+and width from seed 0's validation accuracy; each GMA arm against linear attention and SDPA as the primary family,
+paired t over seeds with Holm's correction."""

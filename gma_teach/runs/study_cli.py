@@ -1,0 +1,125 @@
+"""The recorded studies of Part IV, seed by seed: why GMA's routing collapses (and a remedy), and the LM comparison.
+
+A *study* is a fixed setting (scale, preset overrides, seeds) and a list of *arms* (a mixer and its options). Each
+arm's seeds are written to one JSON record under :func:`gma_teach.measure.results_folder` (``<study>_<arm>.json``)
+as soon as each seed finishes, with the provenance of every seed (hardware, threads, load, date, commit, command).
+Seeds already recorded are skipped, so an interrupted study continues where it stopped::
+
+    python -m gma_teach.study collapse                    # every arm, every seed not yet recorded
+    python -m gma_teach.study lm --arms sdpa gma_k64      # some arms
+    python -m gma_teach.study collapse --arms default --seeds 1 --out-dir /tmp/check   # reproduce one seed
+    python -m gma_teach.study lm --summary                # the table of what is recorded (and paired intervals)
+
+Studies:
+
+* ``collapse`` (:data:`COLLAPSE_STUDY`): the small LM (:data:`LM_SETTING`, 600 steps, GMA K=64), today's default routing
+  against the remedies -- variances initialised at ``d_route`` (logits of order one at the start), means from
+  k-means of the routing vectors, a usage-balancing auxiliary loss, and the first and third together -- on the
+  same seeds. Read: active share of
+  components, usage entropy, logit spread (at initialization and every evaluation) and validation loss / bits per
+  byte.
+* ``cause`` (:data:`CAUSE_STUDY`): the default and balance arms again, evaluated every 50 steps with the spread of
+  each term of the routing logits (prior, volume, distance), to see when the collapse happens and what drives it.
+* ``lm`` (:data:`LM_STUDY`): the same LM and steps with causal SDPA, GMA at K = 32, 64, 128 with and without the
+  remedy, linear attention, Performer and the two controls ``none`` (no mixing) and ``uniform`` (a causal average
+  of the past). Its GMA K=64 arms are the collapse study's runs (same setting, same seeds): an arm whose setting and
+  options equal an arm of the study it names in ``shared_with`` is trained and recorded once, under that study.
+* ``listops-lra`` (:data:`LISTOPS_LRA_STUDY`): ListOps at LRA's lengths (500-2000 tokens, depth 10) with a model
+  small enough for a CPU; ``text`` (:data:`TEXT_STUDY`): the offline stand-in for LRA Text.
+* ``init-scan`` (:data:`INIT_SCAN`, not a study of arms): the untrained LM's routing under several routing widths
+  and initialisations, one record.
+
+Every LM record reports validation **bits per byte** (tokenizer-independent) next to the per-token loss, and names
+the tokenizer. :func:`paired_difference` gives, for two arms, the per-seed differences with a 95% t-interval.
+"""
+from __future__ import annotations
+
+import argparse
+import sys
+
+import torch
+
+from ..environment import device
+from ..records import provenance, write_record
+from .arm import run_arm, study_data
+from .arm_records import speed_path, study_folder, tables_path
+from .init_scan import scan_initial_routing
+from .settings import INIT_SCAN, STUDIES
+from .speed import measure_training_speed
+from .tables import context_recovered, format_study_table, gma_against_baselines, study_tables
+
+__all__ = ["main"]
+
+
+def main(argv=None) -> dict:
+    """Command line: run (or summarize) a study."""
+    parser = argparse.ArgumentParser(prog="python -m gma_teach.study", description=__doc__.split("\n\n")[0])
+    parser.add_argument("study", choices=[*sorted(STUDIES), "init-scan"],
+                        help="a study, or init-scan: the untrained routing under several initialisations")
+    parser.add_argument("--arms", nargs="*", default=None, help="arms to run (default: all)")
+    parser.add_argument("--seeds", nargs="*", type=int, default=None, help="seeds (default: the study's)")
+    parser.add_argument("--out-dir", default=None,
+                        help="folder of the records (default: measure.results_folder(), book/results in a clone)")
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
+    parser.add_argument("--summary", action="store_true", help="print the recorded table and run nothing")
+    parser.add_argument("--save", action="store_true",
+                        help="with --summary: also record the tables (paired intervals) as <study>_tables.json")
+    parser.add_argument("--speed", action="store_true",
+                        help="measure every arm's training speed in one process (interleaved) and record it")
+    parser.add_argument("--progress", action="store_true")
+    args = parser.parse_args(argv)
+    shown = argv if argv is not None else sys.argv[1:]
+    command = "python -m gma_teach.study " + " ".join(shown)
+    if args.study == "init-scan":
+        torch.set_num_threads(args.threads)
+        record = scan_initial_routing(INIT_SCAN, command=command)
+        write_record(study_folder(args.out_dir) / f"{INIT_SCAN['name']}.json", record)
+        for name, setting in record["settings"].items():
+            print(f"{name:<40} active {setting['active_share']['mean']:.3f}  usage entropy "
+                  f"{setting['usage_entropy']['mean']:.3f}  logit spread {setting['logit_spread']['mean']:.2f}")
+        return record
+    study = STUDIES[args.study]
+    if args.summary:
+        tables = study_tables(study, args.out_dir)
+        for table in tables.values():
+            print(format_study_table(table))
+        context = None
+        if {"none", "sdpa"} <= set(study["arms"]) and study.get("experiment", "lm") == "lm":
+            context = context_recovered(study, args.out_dir)
+            for arm, share in context["arms"].items():
+                interval = "" if share["ci95"] is None else f", 95% CI [{share['ci95'][0]:.2f}, {share['ci95'][1]:.2f}]"
+                print(f"{arm:<20} recovers {share['mean']:.2f} of sdpa's gain over none (seeds {share['seeds']}"
+                      f"{interval})")
+        against = None
+        if study.get("experiment", "lm") == "lm" and any(spec["mixer"] != "gma" for spec in study["arms"].values()):
+            against = gma_against_baselines(study, args.out_dir)
+            for arm, pairs in against["pairs"].items():
+                for other, d in pairs.items():
+                    print(f"{arm} - {other} ({against['metric']}, seeds {d['seeds']}): {d['mean']:+.4f}, "
+                          f"95% CI [{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}]")
+        if args.save:
+            record = {"study": study["name"], "tables": tables, **provenance(command, device())}
+            if context is not None:
+                record["context_recovered"] = context
+            if against is not None:
+                record["gma_against_baselines"] = against
+            path = write_record(tables_path(study, args.out_dir), record)
+            print(f"-> {path}")
+        return tables
+    if args.speed:
+        origin = provenance(command, device())
+        record = {"study": study["name"], **measure_training_speed(study), **origin}
+        write_record(speed_path(study, args.out_dir), record)
+        for arm, speed in record["tokens_per_second"].items():
+            print(f"{arm:<20} {speed:9,.0f} training tokens/s")
+        return record
+    torch.set_num_threads(args.threads)
+    arms = args.arms or list(study["arms"])
+    unknown = [arm for arm in arms if arm not in study["arms"]]
+    if unknown:
+        raise SystemExit(f"unknown arms {unknown}; known: {sorted(study['arms'])}")
+    data = study_data(study)
+    records = {arm: run_arm(study, arm, seeds=args.seeds, folder=args.out_dir, command=command,
+                            progress=args.progress, data=data) for arm in arms}
+    return records
+

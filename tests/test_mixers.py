@@ -1,0 +1,92 @@
+"""One place to add a mixer: a mixer registered once (gma_teach.mixers.register) is found by make_mixer, by every
+study's options, by Table 1's protocol, by the cost model and by the figures' colours; and nowhere once removed."""
+import matplotlib
+import matplotlib.pyplot
+import pytest
+import torch
+from torch import nn
+
+from gma_teach import baselines, cost, experiments, make_mixer, mixers, plots, preset, profiling
+
+
+class Shift(nn.Module):
+    """A toy causal mixer: each position gets a learned projection of the one before it."""
+
+    def __init__(self, d_model, n_heads=1, *, causal=False, scale=1.0):
+        super().__init__()
+        self.proj, self.causal, self.scale = nn.Linear(d_model, d_model), causal, scale
+
+    def forward(self, x, key_padding_mask=None):
+        return self.scale * self.proj(torch.nn.functional.pad(x, (0, 0, 1, 0))[:, :-1])
+
+
+SHIFT_COST = mixers.BlockCost(peak_per_token_width=3.0, ops=7, flops=lambda s: 2 * s.b * s.n * s.d * s.d,
+                              extra_peak_values=lambda s: 5.0 * s.b * s.n)
+
+
+@pytest.fixture
+def shift():
+    entry = mixers.register(mixers.MixerEntry(
+        "shift", Shift, color="#123456", options=lambda p: {"scale": float(p.n_heads)},
+        table1_options=lambda *, seq_len, n_components, n_features, linformer_k: {"scale": seq_len / 1000},
+        cost=SHIFT_COST))
+    try:
+        yield entry
+    finally:
+        mixers.unregister("shift")
+
+
+def test_a_registered_mixer_is_found_everywhere(shift):
+    assert baselines.MIXERS["shift"] is Shift and "shift" in mixers.registered_names()
+    assert isinstance(make_mixer("shift", 8, 2, causal=True), Shift)
+    for experiment in ("listops", "text", "lm"):  # every study's options come from the entry
+        p = preset(experiment, "tiny")
+        assert experiments.mixer_options(p, "shift") == {"scale": float(p.n_heads)}
+    lm = experiments.build_lm(preset("lm", "tiny"), "shift", 17)
+    assert lm(torch.randint(0, 17, (2, 5))).shape == (2, 5, 17)
+    assert profiling.table1_options("shift", seq_len=2000) == {"scale": 2.0}
+    rows = profiling.sweep(mixers=["shift"], seq_lens=[16, 32], d_model=8, n_heads=2, repeat=1)
+    assert [row["mixer"] for row in rows] == ["shift", "shift"] and rows[0]["tokens_per_second"] > 0
+    b, n, d, h = 2, 64, 16, 4  # the cost model reads the entry: 24 B N D^2 for the projections, 3x the core
+    work = cost.block_work("shift", d_model=d, n_heads=h, seq_len=n, batch_size=b)
+    assert work.flops == 24 * b * n * d**2 + 3 * 2 * b * n * d * d and work.ops == 7
+    assert work.peak == cost.FLOAT32 * (3.0 * b * n * d + 5.0 * b * n)
+    assert cost.point_fits("block:shift", device_profile="t4", batch_size=b, n_heads=h, seq_len=n, d_route=d)
+    figure = plots.plot_profile(rows)  # the figures draw it in its colour
+    assert {line.get_color() for line in figure.axes[0].lines} == {"#123456"}
+    matplotlib.pyplot.close(figure)
+
+
+def test_a_removed_mixer_is_gone_everywhere(shift):
+    mixers.unregister("shift")
+    try:
+        assert "shift" not in baselines.MIXERS and "shift" not in mixers.registered_names()
+        with pytest.raises(ValueError, match="unknown mixer"):
+            make_mixer("shift", 8, 2)
+        with pytest.raises(ValueError, match="mixer must be one of"):
+            experiments.mixer_options(preset("lm", "tiny"), "shift")
+        with pytest.raises(ValueError, match="unknown mixer"):
+            cost.block_work("shift", d_model=8, n_heads=2, seq_len=8)
+    finally:
+        mixers.register(shift)  # for the fixture's clean-up
+
+
+def test_the_registry_is_the_map_of_mixers(monkeypatch):
+    assert tuple(mixers.REGISTRY) == tuple(baselines.MIXERS)[:len(mixers.REGISTRY)]
+    for name, entry in mixers.REGISTRY.items():
+        assert baselines.MIXERS[name] is entry.cls
+    assert plots.COLORS["gma"] == mixers.REGISTRY["gma"].color
+    assert [name for name in experiments.LM_MIXERS] == [n for n in baselines.MIXERS if n != "linformer"]
+    with pytest.raises(ValueError, match="already registered"):
+        mixers.register(mixers.REGISTRY["gma"])
+    monkeypatch.setitem(baselines.MIXERS, "plain", baselines.NoMixing)  # a class put in MIXERS without an entry
+    plain = mixers.entry("plain")
+    assert plain.cls is baselines.NoMixing and plain.cost is None and plain.color is None
+    assert experiments.mixer_options(preset("lm", "tiny"), "plain") == {}
+    assert profiling.table1_options("plain", seq_len=64) == {}
+    with pytest.raises(ValueError, match="already in baselines.MIXERS as NoMixing"):
+        mixers.register(mixers.MixerEntry("plain", Shift))
+    with pytest.raises(ValueError, match="no entry for mixer 'uniform'"):
+        cost.block_work("uniform", d_model=8, n_heads=2, seq_len=8)
+    with pytest.raises(TypeError, match="MixerEntry"):
+        mixers.register("shift")

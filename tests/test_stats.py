@@ -1,0 +1,120 @@
+"""gma_teach.stats: every summary and interval, each with one contract, checked by hand, against a brute-force
+definition and (where installed) against scipy."""
+import itertools
+import math
+import random
+
+import pytest
+
+from gma_teach import stats
+
+try:
+    import scipy.stats as scipy_stats
+except ImportError:  # scipy comes with the dev extra's scikit-learn; the hand-computed checks run without it
+    scipy_stats = None
+
+
+def test_summaries_have_one_contract_each():
+    assert stats.mean_std([1.0, 2.0, 6.0]) == (3.0, pytest.approx(math.sqrt(7.0)))
+    assert stats.mean_std([4]) == (4.0, 0.0)
+    assert stats.describe([1.0, 2.0, 6.0]) == {"mean": 3.0, "std": pytest.approx(math.sqrt(7.0)), "n": 3}
+    interval = stats.mean_interval([1.0, 2.0, 6.0])
+    half = 4.302653 * math.sqrt(7.0) / math.sqrt(3.0)
+    assert interval["ci95"] == pytest.approx([3.0 - half, 3.0 + half])
+    assert stats.mean_half_width([1.0, 2.0, 6.0]) == (3.0, pytest.approx(half))
+    assert stats.mean_interval([3.0])["ci95"] is None and stats.mean_half_width([3.0]) == (3.0, None)
+    for function in (stats.mean_std, stats.describe, stats.mean_interval, stats.mean_half_width):
+        with pytest.raises(ValueError, match="at least one value"):
+            function([])
+    with pytest.raises(TypeError, match="values must be a sequence"):
+        stats.mean_std(3.0)
+
+
+def test_holm_by_hand():
+    # sorted 0.005, 0.01, 0.03, 0.04 -> 4 x 0.005, 3 x 0.01, 2 x 0.03, max(0.06, 1 x 0.04)
+    assert stats.holm([0.01, 0.04, 0.03, 0.005]) == pytest.approx([0.03, 0.06, 0.06, 0.02])
+    assert stats.holm([0.5, 0.9]) == [1.0, 1.0]  # capped at 1
+    assert stats.holm([0.2]) == [0.2]
+
+
+def _holm_by_definition(p_values):
+    """The adjusted p-value of H_i is the smallest family-wise level alpha at which Holm's step-down procedure
+    rejects H_i, capped at 1; below 1 it is one of the values (m - j) p_(j). Try each candidate level, run the
+    procedure."""
+    m = len(p_values)
+    order = sorted(range(m), key=lambda i: p_values[i])
+    candidates = sorted({(m - rank) * p_values[i] for rank, i in enumerate(order)})
+
+    def rejected(alpha):
+        out = set()
+        for rank, i in enumerate(order):
+            if p_values[i] * (m - rank) > alpha * (1 + 1e-12):  # a level equal to a candidate rejects it
+                break
+            out.add(i)
+        return out
+
+    return [min(1.0, min((alpha for alpha in candidates if i in rejected(alpha)), default=1.0))
+            for i in range(m)]
+
+
+def test_holm_matches_the_step_down_procedure_and_is_monotone():
+    rng = random.Random(0)
+    for m in (1, 2, 3, 5, 8):
+        for _ in range(30):
+            p = [round(rng.random() ** 3, 3) for _ in range(m)]  # rounding makes ties
+            adjusted = stats.holm(p)
+            assert adjusted == pytest.approx(_holm_by_definition(p), abs=1e-12), p
+            assert all(a <= 1.0 and a >= raw for a, raw in zip(adjusted, p))
+            for i, j in itertools.product(range(m), repeat=2):
+                if p[i] <= p[j]:
+                    assert adjusted[i] <= adjusted[j]
+
+
+@pytest.mark.parametrize("bad, message", [([], "at least one"), ([0.1, 1.5], r"\[0, 1\]"), ([-0.1], r"\[0, 1\]")])
+def test_holm_refuses_what_is_not_a_p_value(bad, message):
+    with pytest.raises(ValueError, match=message):
+        stats.holm(bad)
+
+
+def test_student_t_cdf_by_hand():
+    assert stats.student_t_cdf(0.0, 3) == pytest.approx(0.5, abs=1e-15)
+    # one degree of freedom is Cauchy: 1/2 + atan(t)/pi; two: 1/2 + t / (2 sqrt(2 + t^2))
+    for t in (-7.0, -1.0, 0.3, 2.5, 40.0):
+        assert stats.student_t_cdf(t, 1) == pytest.approx(0.5 + math.atan(t) / math.pi, rel=1e-12, abs=1e-15)
+        assert stats.student_t_cdf(t, 2) == pytest.approx(0.5 + t / (2 * math.sqrt(2 + t * t)), rel=1e-12)
+    for dof in (1, 4, 29, 30, 200):  # the tabled 0.975 quantiles land where they should
+        assert stats.student_t_cdf(stats.t_quantile_975(dof), dof) == pytest.approx(0.975, abs=2e-6)
+    with pytest.raises(ValueError, match="dof must be positive"):
+        stats.student_t_cdf(1.0, 0)
+
+
+def test_paired_t_p_by_hand_and_against_the_interval():
+    # differences 1, 2, 3: mean 2, std 1, t = 2 sqrt(3) with 2 dof: p = 1 - t / sqrt(2 + t^2) (two-sided)
+    t = 2 * math.sqrt(3)
+    assert stats.paired_t_p([2, 4, 6], [1, 2, 3]) == pytest.approx(1 - t / math.sqrt(2 + t * t), rel=1e-12)
+    assert stats.paired_t_p([1, 2, 3], [1, 2, 3]) == 1.0 and stats.paired_t_p([2, 3, 4], [1, 2, 3]) == 0.0
+    rng = random.Random(1)
+    for n in (2, 3, 5, 10):
+        for _ in range(20):
+            a = [rng.gauss(0.3, 1) for _ in range(n)]
+            b = [rng.gauss(0, 1) for _ in range(n)]
+            low, high = stats.paired_difference(a, b)["ci95"]
+            p = stats.paired_t_p(a, b)
+            assert (p < 0.05) == (low > 0 or high < 0) or abs(p - 0.05) < 1e-5
+    with pytest.raises(ValueError, match="at least 2 seeds"):
+        stats.paired_t_p([1.0], [2.0])
+    with pytest.raises(ValueError, match="one value per seed"):
+        stats.paired_t_p([1.0, 2.0], [2.0])
+
+
+@pytest.mark.skipif(scipy_stats is None, reason="scipy is not installed")
+def test_t_distribution_against_scipy():
+    rng = random.Random(2)
+    for dof in (1, 2, 3, 7, 30, 150):
+        for t in (-12.0, -2.1, -0.4, 0.0, 0.9, 3.3, 25.0):
+            assert stats.student_t_cdf(t, dof) == pytest.approx(float(scipy_stats.t.cdf(t, dof)), rel=1e-10,
+                                                                abs=1e-14)
+    for n in (2, 3, 6, 12):
+        a = [rng.gauss(0.5, 1) for _ in range(n)]
+        b = [rng.gauss(0, 1) for _ in range(n)]
+        assert stats.paired_t_p(a, b) == pytest.approx(float(scipy_stats.ttest_rel(a, b).pvalue), rel=1e-10)
