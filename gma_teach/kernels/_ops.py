@@ -300,46 +300,31 @@ def _check_tokens(**tensors):
                              f"{tuple(value.shape)} (B, H, N, features)")
 
 
-def _validate(q, k, v, means, variances, log_priors, causal, eps, chunk_size):
+def _validate(q, k, v, means, variances, log_priors, causal, eps, chunk_size, check_values):
+    """gma()'s shape rules (:func:`gma_teach.gmm.check_gma_inputs`) plus the kernels' own limits: 4-D inputs with
+    equal (B, H), one mixture per head, float16/bfloat16/float32, the supported sizes, chunk and device."""
     for name, value in (("q", q), ("k", k), ("v", v)):
         _check_kernel_tensor(name, value)
     _check_tokens(q=q, k=k, v=v)
-    _checks.tensor("means", means, min_rank=3)
-    _checks.tensor("variances", variances, min_rank=3)
-    _checks.tensor("log_priors", log_priors, min_rank=2)
-    batch, heads, n_q, d = q.shape
-    if k.shape[:2] != (batch, heads) or k.shape[3] != d:
-        raise ValueError(f"k must have shape (B, H, Nk, d) = ({batch}, {heads}, Nk, {d}) to match q "
-                         f"{tuple(q.shape)}, got {tuple(k.shape)}")
-    n_k = k.shape[2]
-    if v.shape[:3] != (batch, heads, n_k):
-        raise ValueError(f"v must have shape (B, H, Nk, dv) = ({batch}, {heads}, {n_k}, dv) to match k "
-                         f"{tuple(k.shape)}, got {tuple(v.shape)}")
-    if means.dim() != 3 or means.shape[0] != heads or means.shape[2] != d:
-        raise ValueError(f"means must have shape (H, K, d) = ({heads}, K, {d}), got {tuple(means.shape)}")
-    n_components = means.shape[1]
-    if variances.shape != means.shape:
-        raise ValueError(f"variances must have the shape of means {tuple(means.shape)}, got "
-                         f"{tuple(variances.shape)}")
-    if log_priors.shape != (heads, n_components):
-        raise ValueError(f"log_priors must have shape (H, K) = ({heads}, {n_components}), got "
-                         f"{tuple(log_priors.shape)}")
-    if not 1 <= n_components <= MAX_COMPONENTS:
+    batch, heads, _, d = q.shape
+    _checks.tensor("means", means, min_rank=2)
+    if means.dim() != 3 or means.shape[0] != heads:
+        raise ValueError(f"means must have shape (H, K, d) = ({heads}, K, {d}) for the Triton kernels (one mixture "
+                         f"per head), got {tuple(means.shape)}")
+    if not 1 <= means.shape[1] <= MAX_COMPONENTS:
         raise ValueError(f"means must have 1 <= K <= {MAX_COMPONENTS} components for the Triton kernels, got "
-                         f"K={n_components} (means {tuple(means.shape)})")
+                         f"K={means.shape[1]} (means {tuple(means.shape)})")
     if max(d, v.shape[3]) > MAX_FEATURES:
         raise ValueError(f"the Triton kernels support d, dv <= {MAX_FEATURES}, got d={d} (q {tuple(q.shape)}), "
                          f"dv={v.shape[3]} (v {tuple(v.shape)})")
-    _checks.same_device(q=q, k=k, v=v, means=means, variances=variances, log_priors=log_priors)
+    gmm.check_gma_inputs(q, k, v, means, variances, log_priors, causal=causal, check_values=check_values)
+    for name, value in (("k", k), ("v", v)):
+        if value.shape[:2] != (batch, heads):
+            raise ValueError(f"{name} must have the (B, H) = ({batch}, {heads}) of q {tuple(q.shape)} (the kernels "
+                             f"do not broadcast), got {tuple(value.shape)}")
     _checks.positive_number("eps", eps)
-    _checks.boolean("causal", causal)
-    if causal and n_q != n_k:
-        raise ValueError(f"causal GMA needs as many queries as keys (self-attention), got Nq={n_q} (q "
-                         f"{tuple(q.shape)}), Nk={n_k} (k {tuple(k.shape)})")
     if chunk_size is not None and (isinstance(chunk_size, bool) or chunk_size not in CHUNK_SIZES):
         raise ValueError(f"chunk_size must be None or one of {CHUNK_SIZES} (a tl.dot tile), got {chunk_size!r}")
-    if not torch.compiler.is_compiling() and not bool((variances > 0).all()):
-        raise ValueError(f"variances must be strictly positive, got minimum {variances.min().item():.3g}")
     _check_device(q.device)
 
 
@@ -360,7 +345,8 @@ def _without_bf16(device: torch.device) -> bool:
 
 
 def gma_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, means: torch.Tensor, variances: torch.Tensor,
-               log_priors: torch.Tensor, *, causal: bool, eps: float, chunk_size: int | None = None) -> torch.Tensor:
+               log_priors: torch.Tensor, *, causal: bool, eps: float, chunk_size: int | None = None,
+               check_values: bool = True) -> torch.Tensor:
     """Gaussian Mixture Attention with fused Triton kernels; Gamma is recomputed, never stored.
 
     Args:
@@ -371,6 +357,8 @@ def gma_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, means: torch.T
         eps: the positive finite constant added to the denominator.
         chunk_size: causal chunk length (16, 32, 64 or 128); ``None`` means 64. A GPU with little shared memory
             uses shorter chunks (see :func:`tile_sizes`); the result is the same up to rounding.
+        check_values: check the mixture's values (positive normal variances, normalized log priors), as
+            :func:`gma_teach.gma` does; ``gma`` passes ``False`` after its own check.
 
     Returns:
         ``(B, H, Nq, d_v)`` in v's dtype, differentiable w.r.t. all six tensors.
@@ -378,7 +366,7 @@ def gma_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, means: torch.T
     Raises:
         TypeError, ValueError: inputs the kernels do not take (:func:`supports` says which sizes they take).
     """
-    _validate(q, k, v, means, variances, log_priors, causal, eps, chunk_size)
+    _validate(q, k, v, means, variances, log_priors, causal, eps, chunk_size, check_values)
     out_dtype = v.dtype
     if _without_bf16(q.device):  # compute from fp32 copies (the result is the same: the kernels work in fp32)
         q, k, v = (t.float() if t.dtype == torch.bfloat16 else t for t in (q, k, v))
@@ -402,7 +390,7 @@ def fused_responsibilities(x: torch.Tensor, means: torch.Tensor, variances: torc
     batch, heads, n, d = x.shape
     n_components = means.shape[-2] if isinstance(means, torch.Tensor) and means.dim() == 3 else 1
     dummy_v = x.new_empty(batch, heads, n, 1)
-    _validate(x, x, dummy_v, means, variances, log_priors, False, 1.0, None)
+    _validate(x, x, dummy_v, means, variances, log_priors, False, 1.0, None, True)
     if _without_bf16(x.device) and x.dtype == torch.bfloat16:
         x = x.float()
     x = x.contiguous()
