@@ -15,6 +15,7 @@ import triton
 from .. import _checks, gmm
 from . import _triton_kernels as kernels
 from ._environment import interpreting
+from ._precision import device_arch, precisions
 
 FLOAT_INPUTS = (torch.float16, torch.bfloat16, torch.float32)
 MAX_COMPONENTS = 512
@@ -43,15 +44,6 @@ def _block(size: int) -> int:
     return max(16, triton.next_power_of_2(size))
 
 
-def device_arch(device: torch.device) -> int | None:
-    """``10 * major + minor`` of a CUDA device, or None (CPU, interpreted)."""
-    device = torch.device(device)
-    if device.type != "cuda":
-        return None
-    major, minor = torch.cuda.get_device_capability(device)
-    return 10 * major + minor
-
-
 def tile_sizes(n_components: int, d_route: int, d_value: int, *, arch: int | None = None,
                chunk_size: int | None = None) -> dict:
     """The tiles the kernels use for these sizes on GPU architecture ``arch`` (75 for sm_75; None: interpreted).
@@ -69,16 +61,6 @@ def tile_sizes(n_components: int, d_route: int, d_value: int, *, arch: int | Non
     num_warps = 8 if rows * max(k_tile, block_d, block_dv) > 4096 else 4
     return dict(profile=profile, rows=rows, chunk=min(chunk_size or DEFAULT_CHUNK, rows), k_tile=k_tile,
                 block_d=block_d, block_dv=block_dv, num_warps=num_warps, num_stages=NUM_STAGES)
-
-
-def precisions(arch: int | None, dtype: torch.dtype) -> dict:
-    """``input_precision`` of the fp32 tl.dot calls. Logits: 3-pass TF32 on sm_80+, IEEE fp32 elsewhere (never one
-    pass: it is not accurate enough, chapter 7). Every other product: the same for fp32 inputs, one-pass TF32 on
-    sm_80+ for half-precision inputs (their results are rounded to 8 or 11 bits anyway). The interpreter ignores
-    both."""
-    if arch is not None and arch >= 80:
-        return dict(LOGIT_PRECISION="tf32x3", PRECISION="tf32" if dtype != torch.float32 else "tf32x3")
-    return dict(LOGIT_PRECISION="ieee", PRECISION="ieee")
 
 
 def _parts(n_blocks: int, programs: int, device: torch.device) -> tuple[int, int]:
