@@ -248,3 +248,17 @@ def test_gpu_test_tolerance_holds_for_one_long_sequence():
     atol = kernels.tolerance("tf32x3")
     assert (emulated.double() - exact).abs().max().item() < atol / 2
     assert (torch_float32.double() - exact).abs().max().item() < atol / 2
+
+
+def test_chapter_7_normalizer_checker_passes_a_right_kernel_under_tf32(monkeypatch):
+    """Exercise 7.3's checker accepts a right answer computed in one-pass TF32 (tl.dot's default on sm_80+); with
+    the float32 tolerance it would reject it."""
+    from gma_teach.exercises import ExerciseError, ch07
+
+    def normalizer(k, means, variances, log_priors):
+        return responsibilities(k, means, variances, log_priors, "tf32", "truncate").sum(-2)
+
+    with pytest.raises(ExerciseError):  # on this CPU tl.dot is IEEE float32: TF32's errors are too large
+        ch07.check_normalizer_kernel(normalizer)
+    monkeypatch.setattr(kernels, "dot_precision", lambda device, input_precision=None: "tf32")  # an sm_80+ GPU
+    ch07.check_normalizer_kernel(normalizer)
