@@ -217,7 +217,7 @@ def _backward_kernels(d_out, q, k, v, w_sq, w_lin, bias, out, den, lse_q, lse_k,
 def gma_backward(d_out: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w_sq: torch.Tensor,
                  w_lin: torch.Tensor, bias: torch.Tensor, out: torch.Tensor, den: torch.Tensor, lse_q: torch.Tensor,
                  lse_k: torch.Tensor, causal: bool, eps: float, chunk_size: int) -> list[torch.Tensor]:
-    """[d_q, d_k, d_v] in the inputs' dtypes and [d_w_sq, d_w_lin, d_bias] in fp32, recomputing Gamma."""
+    """[d_q, d_k, d_v] in the inputs' dtypes and [d_w_sq, d_w_lin, d_bias] in fp32, recomputing Γ."""
     d_q, d_k, d_v, *mixture = _backward_kernels(d_out.contiguous(), q, k, v, w_sq, w_lin, bias, out, den, lse_q,
                                                 lse_k, causal, eps, chunk_size)
     return [d_q.to(q.dtype), d_k.to(k.dtype), d_v.to(v.dtype), *mixture]
@@ -329,7 +329,7 @@ def _without_bf16(device: torch.device) -> bool:
 def gma_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, means: torch.Tensor, variances: torch.Tensor,
                log_priors: torch.Tensor, *, causal: bool, eps: float, chunk_size: int | None = None,
                check_values: bool = True) -> torch.Tensor:
-    """Gaussian Mixture Attention with fused Triton kernels; Gamma is recomputed, never stored.
+    """Gaussian Mixture Attention with fused Triton kernels; Γ is recomputed, never stored.
 
     Args:
         q: ``(B, H, Nq, d_r)`` query routing vectors; k: ``(B, H, Nk, d_r)``; v: ``(B, H, Nk, d_v)``
