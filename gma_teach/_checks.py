@@ -148,3 +148,49 @@ def leading_shape(**tensors: torch.Tensor) -> torch.Size:
         raise ValueError(
             f"the leading (batch/head) dims must be equal or broadcastable, got {listed}"
         ) from None
+
+
+def real_token_mask(name: str, value, shape: tuple, what: str = "(B, N)") -> torch.Tensor:
+    """Check a padding mask in the package's convention: a bool tensor of ``shape``, ``True`` for real tokens.
+
+    :class:`torch.nn.MultiheadAttention` uses the opposite convention (``True`` = padding). A batch padded to its
+    longest sequence has at least one row without padding, which that convention writes all ``False``; in ours a row
+    with no ``True`` entry has no real token at all. So a row without any ``True`` entry is refused: it is either a
+    mask in torch's convention or a sequence with nothing to attend to. Rows that are all ``True`` (no padding) and
+    padding anywhere in a row (at its start, its end or in between) are accepted. The check reads the mask (one
+    reduction, a GPU synchronization); it is skipped while ``torch.compile`` traces.
+    """
+    bool_mask(name, value, shape, what)
+    if value.numel() and not torch.compiler.is_compiling():
+        has_real = value.any(dim=-1)
+        if not bool(has_real.all()):
+            row = int((~has_real).nonzero()[0, 0])
+            raise ValueError(f"{name} marks real tokens with True (the opposite of torch.nn.MultiheadAttention); "
+                             f"row {row} has no True entry (no real token). Pass ~mask if True marks padding")
+    return value
+
+
+def matching_dtype(name: str, value: torch.Tensor, parameter: torch.Tensor, owner: str = "the layer") -> None:
+    """Check that ``value`` has the dtype of ``owner``'s ``parameter`` (outside autocast, where torch would fail with
+    an error that does not name the argument). Under :func:`torch.autocast` for ``value``'s device the inputs may
+    legitimately differ from the weights (autocast casts them), so nothing is checked there."""
+    if value.dtype != parameter.dtype and not torch.is_autocast_enabled(value.device.type):
+        raise TypeError(f"{name} has dtype {value.dtype} but {owner}'s parameters are {parameter.dtype}: pass "
+                        f"{name}.to({parameter.dtype}), convert {owner} with .to({value.dtype}), or run under "
+                        "torch.autocast")
+
+
+def decoding_dtype(name: str, dtype) -> torch.dtype:
+    """Check that a decoding state's ``dtype`` is float32 or float64. A half-precision state accumulates every token
+    into running sums rounded to 8 or 11 bits, so it drifts over a long generation; it is refused."""
+    if not isinstance(dtype, torch.dtype):
+        raise TypeError(f"{name} must be a torch.dtype, got {type(dtype).__name__}")
+    if dtype not in (torch.float32, torch.float64):
+        raise ValueError(f"{name} must be torch.float32 or torch.float64 (the decoding state accumulates every token "
+                         f"and drifts in half precision), got {dtype}")
+    return dtype
+
+
+def batch_size(name: str, value) -> int:
+    """Check a batch size: an int >= 0 (a batch of 0 is an empty batch, as in the forward passes)."""
+    return integer(name, value, minimum=0)

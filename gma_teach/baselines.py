@@ -4,27 +4,36 @@ Every mixer maps ``x (B, N, d_model) -> (B, N, d_model)`` and is built by one fa
 
     mixer = gma_teach.make_mixer("performer", d_model=256, n_heads=4, causal=True, n_features=128)
 
-=============  =====================================================================  ==================
-name           what it computes                                                       memory in N
-=============  =====================================================================  ==================
-``gma``        :class:`gma_teach.GaussianMixtureAttention` (options passed through)    linear (fixed K)
-``softmax``    eager softmax attention: the ``(B, H, N, N)`` matrix is materialized   quadratic
-``sdpa``       ``torch.nn.functional.scaled_dot_product_attention`` (fused kernels)   linear on GPU
-``linear``     Linear Transformer, feature map ``elu(x) + 1``                         linear
-``performer``  FAVOR+ with positive orthogonal random features                        linear
-``linformer``  keys and values projected along the sequence to length ``k``           linear (params too)
-``mamba``      selective state-space block (Mamba-1), pure PyTorch chunked scan       linear
-``uniform``    control: the mean of the values of all (causal: past) tokens           linear
-``none``       control: no mixing at all, the mixer returns zeros                     none
-=============  =====================================================================  ==================
+================  ==========================================================================  ====================
+name              what it computes                                                            memory in N
+================  ==========================================================================  ====================
+``gma``           :class:`gma_teach.GaussianMixtureAttention` (options passed through)        linear (fixed K)
+``softmax``       eager softmax attention: the ``(B, H, N, N)`` matrix is materialized        quadratic
+``sdpa``          ``torch.nn.functional.scaled_dot_product_attention`` (fused kernels)        linear on GPU
+``linear``        Linear Transformer, feature map ``elu(x) + 1``                              linear
+``performer``     FAVOR+ with positive orthogonal random features                             linear
+``linformer``     keys and values projected along the sequence to length ``k``                linear (params too)
+``mamba``         selective state-space block (Mamba-1), pure PyTorch chunked scan            linear
+``uniform``       control: the mean of the values of all (causal: past) tokens                linear
+``none``          control: no mixing at all, the mixer returns zeros                          none
+``window``        :class:`gma_teach.local.SlidingWindowAttention`: softmax over ``w`` keys    linear (fixed w)
+``local_gma``     :class:`gma_teach.local.LocalGMA`: window heads + GMA heads (split)         linear
+``decay_linear``  :class:`gma_teach.forgetting.DecayedLinearAttention` (RetNet decay)         linear (causal only)
+``decay_gma``     :class:`gma_teach.forgetting.DecayedGaussianMixtureAttention`               linear (causal only)
+``conv``          gated short causal convolution (Zoology's BaseConv; chapter 12)             none (fixed k)
+================  ==========================================================================  ====================
 
 The two controls bracket what a mixer buys: ``none`` is a model with no context (each position sees only itself),
 ``uniform`` the simplest context (a bag of the past). A mixer is worth what it recovers of SDPA's gain over them.
 
-Bidirectional mixers accept ``key_padding_mask (B, N)`` (``True`` = real token) so that padding cannot leak into
-real tokens. Causal mixers other than GMA also decode one token at a time with ``state = mixer.init_state(B)``
+Bidirectional mixers accept ``key_padding_mask (B, N)`` (``True`` = real token, the opposite of
+``torch.nn.MultiheadAttention``'s ``True`` = padding) so that padding cannot leak into real tokens; a row with no
+``True`` entry (no real token, or a mask in torch's convention) is refused.
+Causal mixers other than GMA also decode one token at a time with ``state = mixer.init_state(B)``
 and ``y_t, state = mixer.step(x_t (B, d_model), state)``: a growing key/value cache for ``softmax``/``sdpa``,
-a constant-size state for ``linear``, ``performer``, ``mamba`` and ``uniform`` (``none`` keeps an empty one).
+a constant-size state for ``linear``, ``performer``, ``mamba`` and ``uniform`` (``none`` keeps an empty one), and
+for ``window`` (the last ``w`` keys and values), ``local_gma``, ``decay_linear`` and ``decay_gma``.
+Every state's ``nbytes()`` counts its bytes; :func:`mixer_state_bytes` gives the same count from the formula.
 
 :data:`MIXERS` maps every name to its class; :func:`make_mixer` builds from it.
 """
@@ -39,9 +48,12 @@ import torch.nn.functional as F
 from torch import nn
 
 from . import _checks
+from .convolution import ShortConvolution
+from .forgetting import DecayedGaussianMixtureAttention, DecayedLinearAttention
 from .layer import GaussianMixtureAttention
+from .local import LocalGMA, SlidingWindowAttention
 from .mamba import MambaMixer
-from .mixing import DecodingState, GMAState, gma_from_responsibilities, recurrent_step
+from .mixing import DecodingState, GMAState, normalized_kernel_attention, recurrent_step
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -53,7 +65,9 @@ def softmax_attention(q, k, v, *, causal=False, key_padding_mask=None):
     Args:
         q, k: ``(B, H, N, d)``; v: ``(B, H, N, d_v)``.
         causal: mask out keys after the query.
-        key_padding_mask: ``(B, N)`` bool, ``True`` for real tokens, or ``None``.
+        key_padding_mask: ``(B, N)`` bool, ``True`` for real tokens (the opposite of
+            ``torch.nn.MultiheadAttention``), or ``None``. Not read here (the mixers check it): every row needs a
+            ``True`` entry, or its queries get NaN.
 
     Returns:
         ``(B, H, N, d_v)``. The ``(B, H, N, N)`` score matrix is stored, hence quadratic memory.
@@ -85,7 +99,8 @@ def linear_attention(phi_q, phi_k, v, *, causal=False, eps=1e-6, chunk_size=64):
     """Normalized kernel attention ``phi(q) [phi(k)^T v] / (phi(q) [phi(k)^T 1] + eps)`` without an N x N matrix.
 
     The same algorithm as GMA with features in place of responsibilities, so it *is*
-    :func:`gma_teach.gma_from_responsibilities`: the associative form (``impl="linear"``) when bidirectional, the
+    :func:`gma_teach.mixing.normalized_kernel_attention` (:func:`gma_teach.gma_from_responsibilities` without its
+    check that rows sum to 1): the associative form (``impl="linear"``) when bidirectional, the
     chunked prefix sums (``impl="chunked"``: a masked ``(C, C)`` product inside each chunk of ``chunk_size``
     tokens, a running ``(m, d_v)`` state across chunks) when causal.
 
@@ -97,8 +112,8 @@ def linear_attention(phi_q, phi_k, v, *, causal=False, eps=1e-6, chunk_size=64):
     Returns:
         ``(B, H, N, d_v)`` in ``v``'s dtype.
     """
-    return gma_from_responsibilities(phi_q, phi_k, v, causal=causal, eps=eps, chunk_size=chunk_size,
-                                     impl="chunked" if causal else "linear")
+    return normalized_kernel_attention(phi_q, phi_k, v, causal=causal, eps=eps, chunk_size=chunk_size,
+                                       impl="chunked" if causal else "linear")
 
 
 def orthogonal_random_features(n_features, dim, *, generator=None, dtype=torch.float32, device=None):
@@ -184,10 +199,12 @@ class MultiHeadMixer(nn.Module):
         return self.out_proj(y.transpose(1, 2).reshape(b, n, self.d_model))
 
     def forward(self, x, key_padding_mask=None):
-        """``x (B, N, d_model)``, ``key_padding_mask (B, N)`` bool (``True`` = real) -> ``(B, N, d_model)``."""
+        """``x (B, N, d_model)``, ``key_padding_mask (B, N)`` bool (``True`` = real, the opposite of
+        ``torch.nn.MultiheadAttention``; a row with no ``True`` entry is refused) -> ``(B, N, d_model)``."""
         _checks.sequence("x", x, self.d_model)
+        _checks.matching_dtype("x", x, self.q_proj.weight, "the mixer")
         if key_padding_mask is not None:
-            _checks.bool_mask("key_padding_mask", key_padding_mask, tuple(x.shape[:2]), "(B, N)")
+            _checks.real_token_mask("key_padding_mask", key_padding_mask, tuple(x.shape[:2]), "(B, N)")
         q, k, v = (self._heads(p, x) for p in (self.q_proj, self.k_proj, self.v_proj))
         return self._merge(self._mix(q, k, v, key_padding_mask))
 
@@ -195,6 +212,7 @@ class MultiHeadMixer(nn.Module):
         if not self.causal:
             raise ValueError("step() needs a causal mixer (built with causal=True)")
         _checks.token("x_t", x_t, self.d_model)
+        _checks.matching_dtype("x_t", x_t, self.q_proj.weight, "the mixer")
 
 
 class SoftmaxAttention(MultiHeadMixer):
@@ -207,7 +225,8 @@ class SoftmaxAttention(MultiHeadMixer):
         return softmax_attention(q, k, v, causal=self.causal, key_padding_mask=key_padding_mask)
 
     def init_state(self, batch_size):
-        """An empty key/value cache."""
+        """An empty key/value cache (``batch_size`` >= 0)."""
+        _checks.batch_size("batch_size", batch_size)
         weight = self.k_proj.weight
         empty = weight.new_zeros(batch_size, self.n_heads, 0, self.head_dim)
         return KVCache(empty, empty.clone())
@@ -248,11 +267,13 @@ class _KernelAttention(MultiHeadMixer):
         return linear_attention(phi_q, phi_k, v, causal=self.causal, eps=self.eps, chunk_size=self.chunk_size)
 
     def init_state(self, batch_size):
-        """Zero memory and normalizer: constant size, whatever the position."""
+        """Zero memory and normalizer: constant size, whatever the position (``batch_size`` >= 0). In float32 at
+        least: a half-precision layer's running sums would drift over a long generation."""
+        _checks.batch_size("batch_size", batch_size)
         m = self._n_features()
         weight = self.k_proj.weight
-        return LinearAttentionState.zeros((batch_size, self.n_heads), m, self.head_dim, dtype=weight.dtype,
-                                          device=weight.device)
+        return LinearAttentionState.zeros((batch_size, self.n_heads), m, self.head_dim,
+                                          dtype=torch.promote_types(weight.dtype, torch.float32), device=weight.device)
 
     def step(self, x_t, state):
         """One decoding step: ``x_t (B, d_model)`` -> ``(y_t (B, d_model), state)``."""
@@ -364,7 +385,8 @@ class NoMixing(nn.Module):
         return x * 0
 
     def init_state(self, batch_size):
-        """The empty state."""
+        """The empty state (``batch_size`` >= 0)."""
+        _checks.batch_size("batch_size", batch_size)
         return EmptyState()
 
     def step(self, x_t, state):
@@ -389,10 +411,12 @@ class UniformAverage(nn.Module):
         self.out_proj = nn.Linear(d_model, d_model)
 
     def forward(self, x, key_padding_mask=None):
-        """``x (B, N, d_model)``, ``key_padding_mask (B, N)`` bool (``True`` = real) -> ``(B, N, d_model)``."""
+        """``x (B, N, d_model)``, ``key_padding_mask (B, N)`` bool (``True`` = real, the opposite of
+        ``torch.nn.MultiheadAttention``; a row with no ``True`` entry is refused) -> ``(B, N, d_model)``."""
         _checks.sequence("x", x, self.d_model)
+        _checks.matching_dtype("x", x, self.v_proj.weight, "the mixer")
         if key_padding_mask is not None:
-            _checks.bool_mask("key_padding_mask", key_padding_mask, tuple(x.shape[:2]), "(B, N)")
+            _checks.real_token_mask("key_padding_mask", key_padding_mask, tuple(x.shape[:2]), "(B, N)")
         v = self.v_proj(x)
         dtype = torch.promote_types(v.dtype, torch.float32)
         with torch.autocast(device_type=x.device.type, enabled=False):
@@ -410,7 +434,8 @@ class UniformAverage(nn.Module):
         return self.out_proj(mean.to(v.dtype).expand_as(v))
 
     def init_state(self, batch_size):
-        """A zero running sum."""
+        """A zero running sum (``batch_size`` >= 0)."""
+        _checks.batch_size("batch_size", batch_size)
         weight = self.v_proj.weight
         return UniformAverageState(weight.new_zeros(batch_size, self.d_model, dtype=torch.promote_types(
             weight.dtype, torch.float32)))
@@ -420,6 +445,7 @@ class UniformAverage(nn.Module):
         if not self.causal:
             raise ValueError("step() needs a causal mixer (built with causal=True)")
         _checks.token("x_t", x_t, self.d_model)
+        _checks.matching_dtype("x_t", x_t, self.v_proj.weight, "the mixer")
         v = self.v_proj(x_t)
         state = UniformAverageState(state.total + v.to(state.total.dtype), state.position + 1)
         return self.out_proj((state.total / state.position).to(v.dtype)), state
@@ -438,6 +464,11 @@ MIXERS = {
     "mamba": MambaMixer,
     "uniform": UniformAverage,
     "none": NoMixing,
+    "window": SlidingWindowAttention,
+    "local_gma": LocalGMA,
+    "decay_linear": DecayedLinearAttention,
+    "decay_gma": DecayedGaussianMixtureAttention,
+    "conv": ShortConvolution,
 }
 """Every sequence mixer by name, ``name -> class``, each built as ``cls(d_model, n_heads, causal=..., **options)``."""
 
@@ -463,7 +494,13 @@ def make_mixer(name, d_model, n_heads, *, causal=False, **options):
             remedies ``init_variance``, ``init_mean_std``, ``balance_weight``, ``balance_form``);
             ``linear``: ``eps``, ``chunk_size``; ``performer``: ``n_features`` (256), ``eps``, ``chunk_size``;
             ``linformer``: ``max_seq_len`` (required), ``k`` (256); ``mamba``: ``d_state`` (16), ``d_conv`` (4),
-            ``expand`` (2), ``dt_rank``, ``chunk_size``; ``softmax``, ``sdpa``, ``uniform``, ``none``: none.
+            ``expand`` (2), ``dt_rank``, ``chunk_size``; ``softmax``, ``sdpa``, ``uniform``, ``none``: none;
+            ``window``: ``window`` (64), ``head_dim``; ``local_gma``: ``window`` (64), ``local_heads``
+            (``n_heads // 2``), ``n_components`` (64) and the other keywords of GMA, routing remedies included;
+            ``decay_linear`` (causal only): ``decay`` (``None``: RetNet's ``1 - 2^(-5-h)``; a number or a list of
+            ``n_heads`` numbers in ``(0, 1]``), ``eps``, ``impl`` (``"chunked"``, ``"recurrent"``, ``"naive"``),
+            ``chunk_size``; ``decay_gma`` (causal only): ``decay``, ``impl`` as ``decay_linear``,
+            ``n_components`` (64) and the other keywords of GMA.
 
     Returns:
         an ``nn.Module``.
@@ -486,3 +523,70 @@ def _keyword_options(cls) -> set:
     """The keyword-only options of a mixer class's constructor, besides ``causal``."""
     parameters = inspect.signature(cls.__init__).parameters.values()
     return {p.name for p in parameters if p.kind is inspect.Parameter.KEYWORD_ONLY and p.name != "causal"}
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Decoding-state bytes from the formulas
+# ----------------------------------------------------------------------------------------------------------------
+def mixer_state_bytes(mixer, seq_len, *, batch_size=1) -> int:
+    """Bytes of a causal mixer's decoding state after ``seq_len`` tokens, from its sizes (nothing is run).
+
+    It equals ``state.nbytes()`` of the state that ``mixer.init_state(batch_size)`` and ``seq_len`` calls of
+    ``mixer.step`` produce (per batch row, with ``e`` the bytes of the state's dtype):
+
+    * ``softmax``, ``sdpa`` (KV cache): ``2 H N d_head e``, growing with ``N``;
+    * ``linear``, ``performer``: ``H (m d_head + m) e`` (``m`` features: ``d_head`` for ``linear``);
+      ``decay_linear``: the same with ``m = d_head``;
+    * ``gma``, ``decay_gma``: ``H K (d_value + 1) e``;
+    * ``window``: ``2 H w d_head e`` (the window is allocated whole from the first token);
+    * ``local_gma``: its window's plus its GMA heads';
+    * ``mamba``: ``d_inner (d_conv - 1 + d_state) e``; ``conv``: ``(k - 1) d_model e``; ``uniform``: ``d_model e``;
+      ``none``: 0.
+
+    Args:
+        mixer: a causal mixer from :func:`make_mixer` (``mamba`` and ``conv`` decode whatever their ``causal``).
+        seq_len: tokens decoded, ``N >= 0``.
+        batch_size: ``B >= 1``.
+
+    Returns:
+        an int.
+    """
+    seq_len = _checks.integer("seq_len", seq_len, minimum=0)
+    batch_size = _checks.positive_int("batch_size", batch_size)
+    if not isinstance(mixer, mixer_types()):
+        raise TypeError(f"mixer must be a mixer of gma_teach.baselines.MIXERS, got {type(mixer).__name__}")
+    if not isinstance(mixer, (MambaMixer, ShortConvolution)) and not mixer.causal:
+        raise ValueError(f"{type(mixer).__name__} was built with causal=False and has no decoding state")
+    return batch_size * _state_bytes_per_row(mixer, seq_len)
+
+
+def _element_size(dtype) -> int:
+    return torch.empty((), dtype=dtype).element_size()
+
+
+def _state_bytes_per_row(mixer, seq_len) -> int:
+    """The formulas of :func:`mixer_state_bytes` for one batch row."""
+    if isinstance(mixer, LocalGMA):
+        return _state_bytes_per_row(mixer.local, seq_len) + _state_bytes_per_row(mixer.gma, seq_len)
+    if isinstance(mixer, GaussianMixtureAttention):  # decay_gma too; the layer keeps float32 or float64
+        dtype = torch.float64 if mixer.v_proj.weight.dtype == torch.float64 else torch.float32
+        return mixer.n_heads * mixer.n_components * (mixer.d_value + 1) * _element_size(dtype)
+    if isinstance(mixer, NoMixing):
+        return 0
+    if isinstance(mixer, UniformAverage):
+        return mixer.d_model * _element_size(torch.promote_types(mixer.v_proj.weight.dtype, torch.float32))
+    if isinstance(mixer, ShortConvolution):
+        return (mixer.kernel_size - 1) * mixer.d_model * _element_size(mixer.in_proj.weight.dtype)
+    if isinstance(mixer, MambaMixer):
+        return mixer.d_inner * (mixer.d_conv - 1 + mixer.d_state) * _element_size(mixer.in_proj.weight.dtype)
+    size = _element_size(mixer.k_proj.weight.dtype)
+    if isinstance(mixer, SoftmaxAttention):
+        return 2 * mixer.n_heads * seq_len * mixer.head_dim * size
+    if isinstance(mixer, SlidingWindowAttention):
+        return 2 * mixer.n_heads * mixer.window * mixer.head_dim * size
+    if isinstance(mixer, DecayedLinearAttention):
+        size = _element_size(torch.promote_types(mixer.k_proj.weight.dtype, torch.float32))
+        return mixer.n_heads * (mixer.head_dim + 1) * mixer.head_dim * size
+    if isinstance(mixer, _KernelAttention):
+        return mixer.n_heads * mixer._n_features() * (mixer.head_dim + 1) * size
+    raise ValueError(f"{type(mixer).__name__} has no decoding state")

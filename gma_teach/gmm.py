@@ -119,6 +119,9 @@ def check_gma_inputs(q, k, v, means, variances, log_priors, *, causal: bool, che
         causal: a bool; causal GMA needs ``N_q == N_k``.
         check_values: also check the mixture's values (:func:`check_mixture`).
 
+    With one mixture per head, ``q``, ``k`` and ``v`` must have the same number of dims (a ``(B, N, d)`` ``q`` with
+    ``B == H`` would otherwise pass as ``(H, N, d)``); their leading dims must broadcast.
+
     Raises:
         TypeError: a non-tensor or a non-floating tensor. ValueError: shapes, devices or values that do not fit.
     """
@@ -132,6 +135,12 @@ def check_gma_inputs(q, k, v, means, variances, log_priors, *, causal: bool, che
     if _checks.boolean("causal", causal) and q.shape[-2] != k.shape[-2]:
         raise ValueError(f"causal=True needs as many queries as keys, got N_q={q.shape[-2]} (q {tuple(q.shape)}) "
                          f"and N_k={k.shape[-2]} (k {tuple(k.shape)}); cross-attention needs causal=False")
+    if means.dim() == 3 and not q.dim() == k.dim() == v.dim():
+        raise ValueError(f"with one mixture per head (means {tuple(means.shape)}) q, k and v must each be "
+                         f"(..., H={means.shape[0]}, N, *) with the same number of dims, got q {tuple(q.shape)}, "
+                         f"k {tuple(k.shape)} and v {tuple(v.shape)}; add the missing head dim (for one tensor "
+                         "shared by the heads: t.unsqueeze(-3).expand(..., H, N, -1))")
+    _checks.leading_shape(q=q, k=k, v=v)
 
 
 def compute_dtype(*dtypes: torch.dtype) -> torch.dtype:

@@ -12,7 +12,8 @@ which equals :math:`A V` for the row-normalized affinity :math:`A_{ij} = \gamma^
 (\sum_{j'} \gamma^Q_i\cdot\gamma^K_{j'} + \varepsilon)`. Causal GMA replaces :math:`\tilde V, Z` at position ``i`` by
 their prefix sums over ``j <= i``. The implementations (``impl=``) all compute this same function:
 
-* ``"naive"``: materializes the ``N_q x N_k`` affinity -- the spec, ``O(N^2)`` memory;
+* ``"naive"``: materializes the ``N_q x N_k`` affinity -- the spec, ``O(N^2)`` memory (refused, before anything
+  is allocated, above :data:`NAIVE_MAX_BYTES` unless a call's ``max_naive_bytes`` raises the limit);
 * ``"linear"``: the associative order, memory ``(K, d_v)`` -- bidirectional only;
 * ``"cumsum"``: the paper's prefix sums over a materialized ``(N, K, d_v)`` tensor;
 * ``"chunked"``: chunks of ``chunk_size`` tokens; a masked ``C x C`` block inside each chunk and a carried
@@ -31,7 +32,8 @@ float32, float64 if any is float64) and returned in the values' dtype.
 
 The same forms compute any *normalized kernel attention* ``phi(Q) [phi(K)^T V] / (phi(Q) [phi(K)^T 1] + eps)``
 with non-negative features in place of responsibilities: :func:`gma_teach.baselines.linear_attention` is
-:func:`gma_from_responsibilities` with feature maps.
+:func:`normalized_kernel_attention` (the forms of :func:`gma_from_responsibilities` without its check that every
+row sums to 1) with feature maps.
 """
 from __future__ import annotations
 
@@ -44,6 +46,12 @@ from . import _checks
 from .gmm import GEMM_LOGIT_TOLERANCE, check_gma_inputs, compute_dtype, gemm_cancellation_bound, gemm_logits
 
 IMPLS = ("naive", "linear", "cumsum", "chunked", "recurrent", "triton")
+
+NAIVE_MAX_BYTES = 8 * 2**30
+"""The largest ``(..., N_q, N_k)`` matrix (in bytes, in the compute dtype) that ``impl="naive"`` and
+:func:`affinity` materialize unless a call's ``max_naive_bytes`` raises it: 8 GiB. Larger requests are refused
+before anything is allocated, with the memory they would need; ``impl="chunked"`` (or ``"linear"``) computes the
+same function in memory linear in N."""
 
 
 # ----------------------------------------------------------------------------------------------- the pieces
@@ -69,15 +77,21 @@ def read_memory(gamma_q: torch.Tensor, memory: torch.Tensor, normalizer: torch.T
     return (gamma_q @ memory) / ((gamma_q @ normalizer.unsqueeze(-1)) + eps)
 
 
-def affinity(gamma_q, gamma_k, *, causal: bool = False, eps: float = 1e-6) -> torch.Tensor:
+def affinity(gamma_q, gamma_k, *, causal: bool = False, eps: float = 1e-6,
+             max_naive_bytes: int | None = None) -> torch.Tensor:
     """The row-normalized ``(..., N_q, N_k)`` affinity that GMA induces (for pictures and checks).
 
     ``A = M / (M 1 + eps)`` with ``M = Gamma^Q Gamma^K^T`` (lower-triangular if ``causal``), so that
     ``gma_from_responsibilities(gamma_q, gamma_k, v) == affinity(gamma_q, gamma_k) @ v``.
     Rows sum to slightly less than 1 (by ``eps``); entries are non-negative; the rank is at most K.
+    ``gamma_q`` and ``gamma_k`` are checked as in :func:`gma_from_responsibilities`; a matrix larger than
+    ``max_naive_bytes`` (default :data:`NAIVE_MAX_BYTES`) is refused before it is allocated.
     """
     _check_options(causal, eps, "auto", 1)
     _check_responsibilities(gamma_q, gamma_k, None, causal=causal)
+    _check_distributions(gamma_q=gamma_q, gamma_k=gamma_k)
+    _check_naive_memory(gamma_q, gamma_k, None, max_naive_bytes, "affinity",
+                        dtype=torch.promote_types(gamma_q.dtype, gamma_k.dtype))
     scores = _scores(gamma_q, gamma_k, causal)
     return scores / (scores.sum(-1, keepdim=True) + eps)
 
@@ -92,9 +106,10 @@ class DecodingState:
     """Base of every decoding state (GMA's and the baselines'): :meth:`nbytes` counts its tensors' bytes."""
 
     def nbytes(self) -> int:
-        """Bytes held by the state's tensors (its other fields, like a position counter, are not counted)."""
-        return sum(value.numel() * value.element_size() for value in vars(self).values()
-                   if isinstance(value, torch.Tensor))
+        """Bytes held by the state's tensors and by the decoding states it holds (a hybrid's parts); its other
+        fields, like a position counter, are not counted."""
+        return sum(value.numel() * value.element_size() if isinstance(value, torch.Tensor) else value.nbytes()
+                   for value in vars(self).values() if isinstance(value, (torch.Tensor, DecodingState)))
 
 
 @dataclass
@@ -132,7 +147,12 @@ def recurrent_step(gamma_q_t, gamma_k_t, v_t, state: GMAState, eps: float = 1e-6
 
     Returns:
         ``(o_t (..., d_v), new_state)``; the input state is not modified (autograd-safe).
+
+    Raises:
+        ValueError: a half-precision state (float16/bfloat16): its running sums would drift over a long
+            generation; build it in float32 or float64.
     """
+    _checks.decoding_dtype("state.memory.dtype", state.memory.dtype)
     state = state.write(gamma_k_t, v_t)
     output = read_memory(gamma_q_t.unsqueeze(-2), state.memory, state.normalizer, eps).squeeze(-2)
     return output, state
@@ -245,8 +265,58 @@ def _check_responsibilities(gamma_q, gamma_k, v, *, causal, names=("gamma_q", "g
     _checks.leading_shape(**named)
 
 
-def _mix(gamma_q, gamma_k, v, *, causal, eps, impl, chunk_size):
+def distribution_tolerance(dtype: torch.dtype) -> float:
+    """How far from 1 a responsibility row of ``dtype`` may sum: ``1e-3``, or ``2e-2`` in float16/bfloat16 (whose
+    rounding of K entries moves a row's sum by up to about ``2^-9`` in bfloat16)."""
+    return 2e-2 if dtype in (torch.float16, torch.bfloat16) else 1e-3
+
+
+@torch.no_grad()
+def _check_distributions(**named: torch.Tensor) -> None:
+    """Check that each tensor's rows (last dim) are distributions: entries >= 0, each row summing to 1 within
+    :func:`distribution_tolerance` or all zero (a padded key, which writes nothing). Logits or unnormalized scores
+    are refused. One reduction per tensor and one read (a GPU synchronization); skipped while ``torch.compile``
+    traces."""
+    if torch.compiler.is_compiling():
+        return
+    for name, gamma in named.items():
+        if gamma.numel() == 0:
+            continue
+        sums = gamma.sum(-1)
+        row_error = torch.where(sums == 0, torch.zeros_like(sums), (sums - 1).abs())
+        smallest, worst = torch.stack([gamma.amin(), row_error.amax()]).tolist()
+        if not smallest >= 0:
+            raise ValueError(f"{name} must hold responsibilities (rows of non-negative entries summing to 1), got a "
+                             f"minimum entry of {smallest:.4g}; logits need a softmax over the last dim first")
+        tolerance = distribution_tolerance(gamma.dtype)
+        if not worst <= tolerance:
+            row = tuple(int(i) for i in (row_error == row_error.amax()).nonzero()[0])
+            raise ValueError(f"{name} must hold responsibilities: each row (last dim) must sum to 1 within "
+                             f"{tolerance:g} for {gamma.dtype} (or be all zero, a padded key), got a row at index "
+                             f"{row} summing to {float(sums[row]):.6g}; normalize the rows (softmax over the last dim)")
+
+
+def _check_naive_memory(gamma_q, gamma_k, v, max_naive_bytes, caller, dtype=None) -> None:
+    """Refuse to materialize a ``(..., N_q, N_k)`` matrix (in ``dtype``, default the inputs' compute dtype) larger
+    than ``max_naive_bytes`` (default :data:`NAIVE_MAX_BYTES`), before anything is allocated, naming the memory it
+    needs."""
+    limit = NAIVE_MAX_BYTES if max_naive_bytes is None else _checks.positive_int("max_naive_bytes", max_naive_bytes)
+    shapes = [t.shape[:-2] for t in (gamma_q, gamma_k, v) if t is not None]
+    dtype = dtype or compute_dtype(*(t.dtype for t in (gamma_q, gamma_k, v) if t is not None))
+    lead = torch.broadcast_shapes(*shapes)
+    n_bytes = lead.numel() * gamma_q.shape[-2] * gamma_k.shape[-2] * torch.finfo(dtype).bits // 8
+    if n_bytes > limit:
+        shape = (*lead, gamma_q.shape[-2], gamma_k.shape[-2])
+        raise ValueError(f"{caller} would materialize the {shape} affinity in {dtype}: {n_bytes / 2**30:.3g} GiB, "
+                         f"above max_naive_bytes={limit} ({limit / 2**30:.3g} GiB); use impl='chunked' (or "
+                         "'linear' when bidirectional), which computes the same output in memory linear in N, or "
+                         "raise max_naive_bytes")
+
+
+def _mix(gamma_q, gamma_k, v, *, causal, eps, impl, chunk_size, max_naive_bytes=None):
     """Run one torch form (validated inputs) in the compute dtype; return ``v``'s dtype."""
+    if impl == "naive":
+        _check_naive_memory(gamma_q, gamma_k, v, max_naive_bytes, "impl='naive'")
     if impl == "auto":
         impl = "chunked" if causal else "linear"
     dtype = compute_dtype(gamma_q.dtype, gamma_k.dtype, v.dtype)
@@ -271,13 +341,18 @@ def _kernels_take(q, k, v, means, variances, chunk_size) -> bool:
 
 # ----------------------------------------------------------------------------------------- public entry
 def gma_from_responsibilities(gamma_q, gamma_k, v, *, causal: bool = False, eps: float = 1e-6,
-                              impl: str = "auto", chunk_size: int = 64) -> torch.Tensor:
+                              impl: str = "auto", chunk_size: int = 64,
+                              max_naive_bytes: int | None = None) -> torch.Tensor:
     """GMA given responsibilities: ``O = Gamma^Q (Gamma^K^T V) / (Gamma^Q (Gamma^K^T 1) + eps)``.
 
-    Any non-negative features work in place of responsibilities (normalized kernel attention).
+    The rows of ``gamma_q`` and ``gamma_k`` are checked to be responsibilities: entries >= 0 and each row summing
+    to 1 within :func:`distribution_tolerance` (``1e-3``; ``2e-2`` in float16/bfloat16), or all zero (a padded
+    key, as :func:`gma` returns them). Logits are refused. The check costs one reduction per tensor (under
+    ``torch.no_grad``) and one read. For other non-negative features (normalized kernel attention) call
+    :func:`normalized_kernel_attention`, the same forms without the check.
 
     Args:
-        gamma_q: ``(..., N_q, K)`` query responsibilities (non-negative rows).
+        gamma_q: ``(..., N_q, K)`` query responsibilities.
         gamma_k: ``(..., N_k, K)`` key responsibilities.
         v: ``(..., N_k, d_v)`` values. Leading dims of the three must be equal or broadcastable.
         causal: position ``i`` reads only keys ``j <= i`` (needs ``N_q == N_k``).
@@ -285,21 +360,43 @@ def gma_from_responsibilities(gamma_q, gamma_k, v, *, causal: bool = False, eps:
         impl: ``"auto"`` (``"chunked"`` if causal, else ``"linear"``) or one of :data:`IMPLS` except ``"triton"``
             (which fuses the responsibilities: use :func:`gma`); see the module docstring.
         chunk_size: tokens per chunk for ``impl="chunked"``.
+        max_naive_bytes: the largest ``(..., N_q, N_k)`` matrix ``impl="naive"`` may allocate (default
+            :data:`NAIVE_MAX_BYTES`, 8 GiB); a larger one is refused before allocation with the memory it needs.
 
     Returns:
         ``(..., N_q, d_v)`` in ``v``'s dtype (computed in :func:`gma_teach.gmm.compute_dtype` of the inputs).
     """
     _check_options(causal, eps, impl, chunk_size)
     _check_responsibilities(gamma_q, gamma_k, v, causal=causal)
+    _check_distributions(gamma_q=gamma_q, gamma_k=gamma_k)
+    return normalized_kernel_attention(gamma_q, gamma_k, v, causal=causal, eps=eps, impl=impl,
+                                       chunk_size=chunk_size, max_naive_bytes=max_naive_bytes)
+
+
+def normalized_kernel_attention(phi_q, phi_k, v, *, causal: bool = False, eps: float = 1e-6, impl: str = "auto",
+                                chunk_size: int = 64, max_naive_bytes: int | None = None) -> torch.Tensor:
+    """The forms of :func:`gma_from_responsibilities` with any non-negative features in place of responsibilities:
+    ``phi(Q) [phi(K)^T V] / (phi(Q) [phi(K)^T 1] + eps)`` (rows need not sum to 1, and are not read).
+
+    Args:
+        phi_q: ``(..., N_q, m)``; phi_k: ``(..., N_k, m)``, non-negative features; v: ``(..., N_k, d_v)``.
+        causal, eps, impl, chunk_size, max_naive_bytes: as in :func:`gma_from_responsibilities`.
+
+    Returns:
+        ``(..., N_q, d_v)`` in ``v``'s dtype.
+    """
+    _check_options(causal, eps, impl, chunk_size)
+    _check_responsibilities(phi_q, phi_k, v, causal=causal, names=("phi_q", "phi_k", "v"))
     if impl == "triton":
         raise ValueError("impl='triton' fuses the responsibilities into the kernel: call gma(q, k, v, means, "
                          "variances, log_priors, impl='triton') instead of gma_from_responsibilities")
-    return _mix(gamma_q, gamma_k, v, causal=causal, eps=eps, impl=impl, chunk_size=chunk_size)
+    return _mix(phi_q, phi_k, v, causal=causal, eps=eps, impl=impl, chunk_size=chunk_size,
+                max_naive_bytes=max_naive_bytes)
 
 
 def gma(q, k, v, means, variances, log_priors, *, causal: bool = False, eps: float = 1e-6, impl: str = "auto",
         chunk_size: int = 64, key_padding_mask: torch.Tensor | None = None, return_responsibilities: bool = False,
-        check_values: bool = True):
+        check_values: bool = True, max_naive_bytes: int | None = None):
     """Gaussian Mixture Attention from routing vectors: responsibilities, then the mixing form ``impl``.
 
     This is the one place that chooses between the fused kernels and the torch forms (``impl="auto"``).
@@ -307,19 +404,25 @@ def gma(q, k, v, means, variances, log_priors, *, causal: bool = False, eps: flo
     Args:
         q: ``(..., N_q, d)`` queries, or ``(..., H, N_q, d)`` with one mixture per head.
         k: ``(..., N_k, d)`` keys (``(..., H, N_k, d)`` per head).
-        v: ``(..., N_k, d_v)`` values (``(..., H, N_k, d_v)`` per head).
+        v: ``(..., N_k, d_v)`` values (``(..., H, N_k, d_v)`` per head). With one mixture per head, ``q``, ``k``
+            and ``v`` must all carry the head dim and have the same number of dims (missing dims are refused: a
+            ``(B, N, d)`` ``q`` with ``B == H`` would otherwise pass as ``(H, N, d)``, shared by the batch).
         means, variances: ``(K, d)`` or ``(H, K, d)``; variances normal positive numbers. Their dtype may differ
             from the inputs' (a float64 mixture on float32 inputs computes in float64).
         log_priors: ``(K,)`` or ``(H, K)``, normalized.
         causal, eps, chunk_size: as in :func:`gma_from_responsibilities`.
         impl: ``"auto"`` (the kernels on CUDA when they can take the inputs, else ``"chunked"``/``"linear"``),
             ``"triton"`` (the fused kernels, Gamma never stored; no ``key_padding_mask``) or a torch form.
-        key_padding_mask: ``(B, N_k)`` bool, ``True`` for real keys, with ``B`` the first dim of ``k``; padded keys
-            get responsibility 0, so they write nothing into the memory.
+        key_padding_mask: ``(B, N_k)`` bool, ``True`` for real keys (the opposite of
+            ``torch.nn.MultiheadAttention``, where ``True`` marks padding), with ``B`` the first dim of ``k``; padded
+            keys get responsibility 0, so they write nothing into the memory. A row with no ``True`` entry is
+            refused: it has no real key, and a batch padded to its longest sequence in torch's convention has one.
         return_responsibilities: also return ``(gamma_q, gamma_k)`` (``gamma_k`` with padded keys zeroed); on the
             kernel path they are computed after the kernel, for diagnostics and auxiliary losses.
         check_values: validate the mixture's values (see :func:`gma_teach.gmm.check_mixture`); ``False`` for
             callers whose mixture is valid by construction (no GPU synchronization).
+        max_naive_bytes: the largest affinity ``impl="naive"`` may allocate, as in
+            :func:`gma_from_responsibilities`.
 
     Returns:
         ``(..., N_q, d_v)`` (``(..., H, N_q, d_v)`` per head) in ``v``'s dtype; with
@@ -330,15 +433,16 @@ def gma(q, k, v, means, variances, log_priors, *, causal: bool = False, eps: flo
     if impl == "linear" and causal:
         raise ValueError("impl='linear' is the bidirectional associative form; for causal=True use "
                          "'chunked', 'cumsum' or 'recurrent' (or 'auto')")
-    _checks.leading_shape(q=q, k=k, v=v)
     if key_padding_mask is not None:
         if k.dim() < 3:
             raise ValueError(f"key_padding_mask needs a batch dim in k: k must be (B, ..., N_k, d), got shape "
                              f"{tuple(k.shape)}")
-        _checks.bool_mask("key_padding_mask", key_padding_mask, (k.shape[0], k.shape[-2]), "(B, N_k)")
+        _checks.real_token_mask("key_padding_mask", key_padding_mask, (k.shape[0], k.shape[-2]), "(B, N_k)")
         if impl == "triton":
             raise ValueError("impl='triton' takes no key_padding_mask (the kernels never store Gamma^K); "
                              "use impl='auto' or a torch form")
+    if impl == "naive":  # before the responsibilities are computed (and again, in their dtype, in _mix)
+        _check_naive_memory(q, k, v, max_naive_bytes, "impl='naive'")
     if impl == "auto":
         fused = key_padding_mask is None and _kernels_take(q, k, v, means, variances, chunk_size)
         impl = "triton" if fused else ("chunked" if causal else "linear")
@@ -354,7 +458,8 @@ def gma(q, k, v, means, variances, log_priors, *, causal: bool = False, eps: flo
     if key_padding_mask is not None:
         keep = key_padding_mask.reshape(k.shape[0], *([1] * (k.dim() - 3)), k.shape[-2], 1)
         gamma_k = gamma_k * keep.to(gamma_k.dtype)
-    output = _mix(gamma_q, gamma_k, v, causal=causal, eps=eps, impl=impl, chunk_size=chunk_size)
+    output = _mix(gamma_q, gamma_k, v, causal=causal, eps=eps, impl=impl, chunk_size=chunk_size,
+                  max_naive_bytes=max_naive_bytes)
     return (output, gamma_q, gamma_k) if return_responsibilities else output
 
 

@@ -80,33 +80,34 @@ class _RoutingRemedies:
 
 
 class Block(nn.Module):
-    """One pre-LayerNorm block: ``x + drop(mixer(LN(x)))``, then ``x + drop(FFN(LN(x)))`` (FFN: GELU, width d_ff)."""
+    """One pre-LayerNorm block: ``x + drop(mixer(LN(x)))``, then ``x + drop(FFN(LN(x)))`` (FFN: GELU, width d_ff;
+    ``d_ff=0``: no FFN, the block is its mixer alone, as in Zoology's recall models)."""
 
     def __init__(self, d_model, n_heads, *, mixer, causal, d_ff, dropout, mixer_options):
         super().__init__()
         self.mixer_norm = nn.LayerNorm(d_model)
         self.mixer = make_mixer(mixer, d_model, n_heads, causal=causal, **dict(mixer_options or {}))
-        self.ffn_norm = nn.LayerNorm(d_model)
-        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model))
+        self.ffn_norm = nn.LayerNorm(d_model) if d_ff else None
+        self.ffn = nn.Sequential(nn.Linear(d_model, d_ff), nn.GELU(), nn.Linear(d_ff, d_model)) if d_ff else None
         self.dropout = nn.Dropout(dropout)
         self._mixer_takes_mask = "key_padding_mask" in inspect.signature(self.mixer.forward).parameters
 
     def forward(self, x, key_padding_mask=None):
-        """``x (B, N, d_model)``; ``key_padding_mask (B, N)`` bool (``True`` = real token), passed to mixers that
-        accept one."""
+        """``x (B, N, d_model)``; ``key_padding_mask (B, N)`` bool (``True`` = real token, the opposite of
+        ``torch.nn.MultiheadAttention``), passed to mixers that accept one (they refuse a row with no ``True``)."""
         h = self.mixer_norm(x)
         if key_padding_mask is not None and self._mixer_takes_mask:
             h = self.mixer(h, key_padding_mask=key_padding_mask)
         else:
             h = self.mixer(h)
         x = x + self.dropout(h)
-        return x + self.dropout(self.ffn(self.ffn_norm(x)))
+        return x if self.ffn is None else x + self.dropout(self.ffn(self.ffn_norm(x)))
 
     def step(self, x_t, state):
         """Decoding form: ``x_t (B, d_model)`` -> ``(y_t, state)`` through the mixer's ``step``."""
         h, state = self.mixer.step(self.mixer_norm(x_t), state)
         x_t = x_t + h
-        return x_t + self.ffn(self.ffn_norm(x_t)), state
+        return (x_t if self.ffn is None else x_t + self.ffn(self.ffn_norm(x_t))), state
 
 
 def _check_common(vocab_size, d_model, n_layers, n_heads, max_seq_len, dropout, d_ff):
@@ -114,9 +115,9 @@ def _check_common(vocab_size, d_model, n_layers, n_heads, max_seq_len, dropout, 
                         ("n_heads", n_heads), ("max_seq_len", max_seq_len)):
         _checks.positive_int(name, value)
     if d_ff is not None:
-        _checks.positive_int("d_ff", d_ff)
+        _checks.integer("d_ff", d_ff, minimum=0)
     _checks.fraction("dropout", dropout)
-    return d_ff or 4 * d_model
+    return 4 * d_model if d_ff is None else d_ff
 
 
 def _check_tokens(tokens, vocab_size, max_len):
@@ -142,7 +143,9 @@ class EncoderClassifier(_RoutingRemedies, nn.Module):
         max_seq_len: longest input ``N`` (learned positions).
         pooling: ``"cls"`` (a learned token prepended, its final state classifies) or ``"mean"`` (mean over real
             tokens). Padding (``tokens == pad_id``) is excluded from pooling and from the mixers' keys where the mixer
-            takes a ``key_padding_mask``, so appending padding does not change the logits. ``mamba`` reads left to
+            takes a ``key_padding_mask`` (built here, ``True`` = real token), so appending padding does not change
+            the logits. With ``"mean"`` a row of ``tokens`` that is all padding has nothing to classify and is
+            refused. ``mamba`` reads left to
             right: use ``pooling="mean"`` with it and pad on the right.
         d_ff: FFN width (default ``4 * d_model``); dropout; pad_id.
 
@@ -174,6 +177,12 @@ class EncoderClassifier(_RoutingRemedies, nn.Module):
         """``tokens (B, N)`` int64 -> logits ``(B, n_classes)``."""
         _check_tokens(tokens, self.vocab_size, self.max_seq_len)
         real = tokens != self.pad_id  # (B, N)
+        if self.cls is None and real.numel() and not torch.compiler.is_compiling():
+            has_real = real.any(dim=1)
+            if not bool(has_real.all()):
+                row = int((~has_real).nonzero()[0, 0])
+                raise ValueError(f"tokens row {row} is all padding (pad_id={self.pad_id}): with pooling='mean' "
+                                 "every row needs a real token (pooling='cls' prepends one)")
         x = self.embedding(tokens)
         if self.cls is not None:
             x = torch.cat([self.cls.expand(x.shape[0], 1, -1).to(x.dtype), x], dim=1)
@@ -188,34 +197,61 @@ class EncoderClassifier(_RoutingRemedies, nn.Module):
         return self.head((x * weights).sum(1) / weights.sum(1).clamp_min(1.0))
 
 
+def _per_layer(name, value, n_layers) -> list:
+    """One entry per layer: ``value`` repeated, or a list/tuple of exactly ``n_layers`` entries as given."""
+    if isinstance(value, (list, tuple)):
+        if len(value) != n_layers:
+            raise ValueError(f"{name} as a sequence needs one entry per layer ({n_layers}), got {len(value)}")
+        return list(value)
+    return [value] * n_layers
+
+
 class DecoderLM(_RoutingRemedies, nn.Module):
     """Causal language model: token + learned position embeddings, causal blocks, tied output embedding.
 
     ``forward(tokens (B, N)) -> logits (B, N, vocab_size)``; :meth:`generate` samples continuations.
+    ``mixer`` names every layer's mixer, or is a list of one name per layer (chapter 12's recall models put a
+    short convolution under the mixer they study); ``mixer_options`` is likewise a dict or a list of dicts.
     """
 
     def __init__(self, vocab_size, d_model, n_layers, n_heads, *, mixer="gma", max_seq_len, d_ff=None,
                  dropout=0.0, mixer_options=None):
         super().__init__()
         d_ff = _check_common(vocab_size, d_model, n_layers, n_heads, max_seq_len, dropout, d_ff)
-        if mixer == "linformer":
+        mixers, options = _per_layer("mixer", mixer, n_layers), _per_layer("mixer_options", mixer_options, n_layers)
+        if "linformer" in mixers:
             raise ValueError("DecoderLM needs a causal mixer; linformer is bidirectional only")
         self.vocab_size, self.max_seq_len = vocab_size, max_seq_len
         self.embedding = nn.Embedding(vocab_size, d_model)
         self.positions = nn.Embedding(max_seq_len, d_model)
         self.blocks = nn.ModuleList(
-            Block(d_model, n_heads, mixer=mixer, causal=True, d_ff=d_ff, dropout=dropout, mixer_options=mixer_options)
-            for _ in range(n_layers))
+            Block(d_model, n_heads, mixer=name, causal=True, d_ff=d_ff, dropout=dropout, mixer_options=layer_options)
+            for name, layer_options in zip(mixers, options))
         self.norm = nn.LayerNorm(d_model)
         nn.init.normal_(self.embedding.weight, std=0.02)
 
     def forward(self, tokens):
         """``tokens (B, N)`` int64 -> next-token logits ``(B, N, vocab_size)``."""
+        return self.hidden_states(tokens) @ self.embedding.weight.T
+
+    def hidden_states(self, tokens):
+        """``tokens (B, N)`` int64 -> the final normalized hidden states ``(B, N, d_model)`` (before the output
+        embedding)."""
         _check_tokens(tokens, self.vocab_size, self.max_seq_len)
         x = self.embedding(tokens) + self.positions.weight[: tokens.shape[1]]
         for block in self.blocks:
             x = block(x)
-        return self.norm(x) @ self.embedding.weight.T
+        return self.norm(x)
+
+    def logits_at(self, tokens, where):
+        """Next-token logits at the selected positions only: ``tokens (B, N)``, ``where (B, N)`` bool ->
+        ``(M, vocab_size)`` for the ``M = where.sum()`` positions, in row-major order. A task scored at a few
+        positions (associative recall) pays for ``M`` rows of the output layer instead of ``B N``."""
+        if not isinstance(where, torch.Tensor) or where.dtype != torch.bool or where.shape != tokens.shape:
+            got = (f"{where.dtype} {tuple(where.shape)}" if isinstance(where, torch.Tensor)
+                   else type(where).__name__)
+            raise ValueError(f"where must be a bool tensor of the tokens' shape {tuple(tokens.shape)}, got {got}")
+        return self.hidden_states(tokens)[where] @ self.embedding.weight.T
 
     def _step_logits(self, token, position, states):
         x = self.embedding(token) + self.positions.weight[position]

@@ -162,3 +162,105 @@ class TaskModel(nn.Module):
         hidden = embedded + self.mixer(self.mixer_norm(embedded))
         return self.head(self.head_norm(hidden[:, -1]))
 
+
+
+# ----------------------------------------------------------------------------------------------------------------
+# Multi-query associative recall (chapter 12)
+# ----------------------------------------------------------------------------------------------------------------
+IGNORE_INDEX = -100
+"""The label of every position that is not scored (``torch.nn.functional.cross_entropy``'s default ``ignore_index``)."""
+
+
+@dataclass
+class MQARData(torch.utils.data.Dataset):
+    """Multi-query associative recall examples, a ``Dataset`` of ``(inputs (N,), labels (N,))`` pairs.
+
+    Attributes:
+        inputs: ``(n_examples, seq_len)`` int64 token ids in ``[0, vocab_size)``.
+        labels: ``(n_examples, seq_len)`` int64; ``labels[b, t]`` is the token a causal model must predict after
+            reading ``inputs[b, :t + 1]``. It is the recalled value at each query position and
+            :data:`IGNORE_INDEX` everywhere else.
+        vocab_size: the number of token ids.
+        n_pairs: key-value pairs per example (each one is queried once).
+    """
+
+    inputs: torch.Tensor
+    labels: torch.Tensor
+    vocab_size: int
+    n_pairs: int
+
+    def __len__(self) -> int:
+        return self.inputs.shape[0]
+
+    def __getitem__(self, index) -> tuple[torch.Tensor, torch.Tensor]:
+        return self.inputs[index], self.labels[index]
+
+
+def mqar_gap_probabilities(n_slots: int, power_a: float = 0.01) -> torch.Tensor:
+    """The power law over the query slots: ``p(g) ∝ a g^(a - 1)`` for slots ``g = 1 .. n_slots``, ``(n_slots,)``
+    float64 summing to 1. With ``a = 0.01`` a query most often sits right after the context, and rarely far away."""
+    _checks.integer("n_slots", n_slots, minimum=1)
+    power_a = _checks.positive_number("power_a", power_a)
+    if power_a > 1:
+        raise ValueError(f"power_a must be in (0, 1] (1 is uniform), got {power_a}")
+    weights = torch.arange(1, n_slots + 1, dtype=torch.float64) ** (power_a - 1)
+    return weights / weights.sum()
+
+
+def mqar(n_examples: int, seq_len: int, n_pairs: int, *, vocab_size: int, seed: int = 0, power_a: float = 0.01,
+         random_fill: bool = True) -> MQARData:
+    """Multi-query associative recall (MQAR) after the rules of Zoology (Arora, Eyuboglu et al., 2023).
+
+    Each example starts with a context of ``n_pairs`` key-value pairs ``k_1 v_1 k_2 v_2 ...``: keys are drawn from
+    the first half of the vocabulary ``[0, vocab_size // 2)``, values from the second half, and neither repeats
+    within an example. Every key is then asked once: the rest of the sequence is cut into slots of two positions,
+    each key's query takes the first position of a slot drawn from the power law
+    :func:`mqar_gap_probabilities` (slots drawn without replacement, so queries never collide), and the model must
+    answer with the key's value at the *next* position: ``labels`` holds the value at the query's own position and
+    :data:`IGNORE_INDEX` everywhere else. Every other position holds a token drawn uniformly from the whole
+    vocabulary (``random_fill=True``, as Zoology does) or 0.
+
+    Args:
+        n_examples: examples (>= 1).
+        seq_len: positions per example; the context and the query slots must fit: ``4 * n_pairs <= seq_len``.
+        n_pairs: key-value pairs per example (>= 1).
+        vocab_size: token ids (even split into keys and values; needs ``n_pairs <= vocab_size // 2``).
+        seed: seed of the generator; the same seed gives the same data. Use different seeds for different splits.
+        power_a: exponent of the gap law, in ``(0, 1]`` (Zoology's 0.01).
+        random_fill: fill the unused positions with random tokens (else with 0).
+
+    Returns:
+        :class:`MQARData` with ``inputs`` and ``labels`` of shape ``(n_examples, seq_len)``.
+    """
+    _checks.integer("n_examples", n_examples, minimum=1)
+    _checks.integer("seq_len", seq_len, minimum=4)
+    _checks.integer("n_pairs", n_pairs, minimum=1)
+    _checks.integer("vocab_size", vocab_size, minimum=2)
+    _checks.integer("seed", seed, minimum=0)
+    _checks.boolean("random_fill", random_fill)
+    if 4 * n_pairs > seq_len:
+        raise ValueError(f"n_pairs={n_pairs} needs seq_len >= 4 * n_pairs = {4 * n_pairs} (a context of "
+                         f"2 * n_pairs tokens, then a two-position slot per query), got seq_len={seq_len}")
+    n_keys = vocab_size // 2
+    if n_pairs > n_keys:
+        raise ValueError(f"n_pairs={n_pairs} distinct keys need vocab_size >= 2 * n_pairs = {2 * n_pairs}, "
+                         f"got vocab_size={vocab_size}")
+    context = 2 * n_pairs
+    n_slots = (seq_len - context) // 2
+    probabilities = mqar_gap_probabilities(n_slots, power_a)
+    generator = torch.Generator().manual_seed(seed)
+    keys = torch.rand(n_examples, n_keys, generator=generator).argsort(dim=1)[:, :n_pairs]
+    values = n_keys + torch.rand(n_examples, vocab_size - n_keys, generator=generator).argsort(dim=1)[:, :n_pairs]
+    # Weighted draws without replacement: the n_pairs largest of log p + Gumbel noise (successive sampling).
+    uniform = torch.rand(n_examples, n_slots, generator=generator, dtype=torch.float64).clamp_min(1e-300)
+    slots = (probabilities.log() - (-uniform.log()).log()).topk(n_pairs, dim=1).indices
+    if random_fill:
+        inputs = torch.randint(0, vocab_size, (n_examples, seq_len), generator=generator)
+    else:
+        inputs = torch.zeros(n_examples, seq_len, dtype=torch.long)
+    inputs[:, 0:context:2], inputs[:, 1:context:2] = keys, values
+    query_positions = context + 2 * slots
+    inputs.scatter_(1, query_positions, keys)
+    labels = torch.full((n_examples, seq_len), IGNORE_INDEX, dtype=torch.long)
+    labels.scatter_(1, query_positions, values)
+    return MQARData(inputs, labels, vocab_size, n_pairs)

@@ -17,6 +17,7 @@ CAUSAL_OPTIONS = {
     "mamba": {"chunk_size": 4, "d_state": 4},
     "uniform": {}, "none": {},
 }
+CAUSAL_ONLY = {"decay_linear", "decay_gma"}  # refuse causal=False (tests/test_forgetting.py)
 
 
 def _inputs(b=2, n=13, d=D_MODEL, seed=0):
@@ -126,7 +127,7 @@ def test_key_padding_mask_makes_padding_invisible(name):
 @pytest.mark.parametrize("name", MIXER_NAMES)
 def test_every_mixer_keeps_the_shape_and_has_gradients(name):
     options = {"max_seq_len": 16, "k": 4} if name == "linformer" else {}
-    mixer = make_mixer(name, D_MODEL, N_HEADS, **options)
+    mixer = make_mixer(name, D_MODEL, N_HEADS, causal=name in CAUSAL_ONLY, **options)
     x = torch.randn(2, 11, D_MODEL, requires_grad=True)
     y = mixer(x)
     assert y.shape == x.shape and torch.isfinite(y).all()
@@ -210,4 +211,4 @@ def test_the_mixer_registry_builds_every_name_with_its_class():
     assert baselines.MIXER_NAMES == tuple(baselines.MIXERS)
     for name, cls in baselines.MIXERS.items():
         options = {"max_seq_len": 8, "k": 4} if name == "linformer" else {}
-        assert type(make_mixer(name, D_MODEL, N_HEADS, **options)) is cls
+        assert type(make_mixer(name, D_MODEL, N_HEADS, causal=name in CAUSAL_ONLY, **options)) is cls

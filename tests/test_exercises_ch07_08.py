@@ -226,3 +226,41 @@ def test_check_loglog_slope_accepts_least_squares_and_rejects_end_points(capsys)
         ch08.check_loglog_slope(end_points)
     with pytest.raises(ExerciseError, match="return the slope as a number"):
         ch08.check_loglog_slope(lambda n, v: "one")
+
+
+# ---------------------------------------------------------------------------------------- chapter 8, Exercise 8.3
+def line_through_the_sweep(k_sweep, sweep_len, seq_len, n_components):
+    """The answer: memory = a + b K at sweep_len tokens, fitted by least squares, scaled by N."""
+    ks = np.array(sorted(k_sweep), dtype=float)
+    per_k, rest = np.polyfit(ks, np.array([k_sweep[k] for k in sorted(k_sweep)], dtype=float), 1)
+    return float((rest + per_k * n_components) * seq_len / sweep_len)
+
+
+def test_check_gma_memory_extrapolation_accepts_the_scaled_line(capsys):
+    ch08.check_gma_memory_extrapolation(line_through_the_sweep, strict=True)
+    assert "Exercise 8.3: correct" in capsys.readouterr().out
+
+
+def test_check_gma_memory_extrapolation_names_a_prediction_not_scaled_with_n():
+    def unscaled(k_sweep, sweep_len, seq_len, n_components):
+        return line_through_the_sweep(k_sweep, sweep_len, sweep_len, n_components)
+
+    with pytest.raises(ExerciseError, match=r"Exercise 8\.3: .*factor N / sweep_len"):
+        ch08.check_gma_memory_extrapolation(unscaled)
+
+
+def test_check_gma_memory_extrapolation_rejects_a_prediction_that_ignores_k():
+    def without_k(k_sweep, sweep_len, seq_len, n_components):
+        return line_through_the_sweep(k_sweep, sweep_len, seq_len, min(k_sweep))
+
+    with pytest.raises(ExerciseError, match=r"Exercise 8\.3: N=\d+, K=\d+: you predict"):
+        ch08.check_gma_memory_extrapolation(without_k)
+
+
+def test_check_gma_memory_extrapolation_stub_and_bad_returns(capsys):
+    ch08.check_gma_memory_extrapolation(stub)
+    assert "Exercise 8.3: not attempted yet" in capsys.readouterr().out
+    with pytest.raises(NotAttempted):
+        ch08.check_gma_memory_extrapolation(stub, strict=True)
+    with pytest.raises(ExerciseError, match="positive number of bytes"):
+        ch08.check_gma_memory_extrapolation(lambda *args: float("nan"))

@@ -105,6 +105,9 @@ def _hard_scores(joint: torch.Tensor) -> dict[str, float]:
     mean_entropy = (h_category + h_component) / 2
     nmi_arithmetic = torch.where(mi > 0, mi / mean_entropy.clamp_min(1e-300), torch.zeros_like(mi))
     nmi_arithmetic = torch.where(both_single, torch.ones_like(mi), nmi_arithmetic)
+    # Both are at most 1 in exact arithmetic (I(Z;C) <= min(H(Z), H(C))), but the float sums of MI and entropy can
+    # land an ulp apart (1.0000000000000002 when C is a function of Z): clamp to the range they live in.
+    nmi_category, nmi_arithmetic = nmi_category.clamp(0.0, 1.0), nmi_arithmetic.clamp(0.0, 1.0)
     return {
         "purity": purity,
         "mi": mi,
@@ -163,8 +166,9 @@ def routing_metrics(resp, categories) -> dict:
         * ``mi``: :math:`I(Z;C) = \\sum_{k,c} p(k,c)\\ln\\frac{p(k,c)}{p(k)p(c)}` in nats, from the hard
           assignments;
         * ``nmi_category``: :math:`I(Z;C)/H(C)`, the share of the category entropy that the assignment explains
-          (0 when there is a single category). This is the normalization that matches the paper's NMI 0.244
-          (= 0.427 / 1.75); it equals scikit-learn's ``average_method="min"`` whenever :math:`H(C) \\le H(Z)`;
+          (0 when there is a single category; clamped to [0, 1] against rounding). This is the normalization that
+          matches the paper's NMI 0.244 (= 0.427 / 1.75); it equals scikit-learn's ``average_method="min"``
+          whenever :math:`H(C) \\le H(Z)`;
         * ``nmi_arithmetic``: :math:`I(Z;C)/\\tfrac12(H(Z)+H(C))`, scikit-learn's default
           ``normalized_mutual_info_score`` (with its conventions: 1 when both labellings are constant, 0 when
           the MI is 0);
@@ -184,8 +188,8 @@ def routing_metrics(resp, categories) -> dict:
         "n_tokens": n_tokens,
         "n_components": n_components,
         "active": int(torch.unique(assignments).numel()),
-        "usage_entropy": float(_entropy(usage) / log_k),
-        "token_entropy": float(_entropy(resp).mean() / log_k),
+        "usage_entropy": float((_entropy(usage) / log_k).clamp(0.0, 1.0)),  # ulps above 1 when uniform
+        "token_entropy": float((_entropy(resp).mean() / log_k).clamp(0.0, 1.0)),
         "mean_max": float(resp.max(dim=-1).values.mean()),
         **{name: float(value) for name, value in scores.items()},
         "majority_fraction": int(category_counts.max()) / n_tokens,

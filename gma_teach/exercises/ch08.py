@@ -1,8 +1,9 @@
 """Chapter 8's exercises: predict a memory cost from the formula and check it against a measurement; fit a
-log-log slope.
+log-log slope; extrapolate GMA's memory from a K sweep.
 
 Each checker calls your function on several configurations and compares it with a measurement
-(:func:`gma_teach.measure.peak_memory`) or with the package's least-squares fit
+(:func:`gma_teach.measure.peak_memory`, :func:`gma_teach.profiling.profile_mixer`) or with the package's
+least-squares fit
 (:func:`gma_teach.measure.loglog_slope`); it raises :class:`~gma_teach.exercises.ExerciseError` saying what is
 wrong, or prints "Exercise 8.N: correct" (the protocol is in :mod:`gma_teach.exercises._common`).
 """
@@ -14,9 +15,18 @@ import torch
 
 from ..baselines import softmax_attention
 from ..measure import loglog_slope, peak_memory
+from ..profiling import profile_mixer
 from ._common import ExerciseError, call_reader, checker
 
-__all__ = ["check_loglog_slope", "check_softmax_memory_prediction", "measure_softmax_attention_memory"]
+__all__ = ["check_gma_memory_extrapolation", "check_loglog_slope", "check_softmax_memory_prediction",
+           "measure_gma_memory", "measure_softmax_attention_memory"]
+
+GMA_SWEEP_LEN = 256
+"""The sequence length of the K sweep that Exercise 8.3's checker hands to the reader's function."""
+GMA_SWEEP_KS = (8, 16, 32)
+"""The K values of that sweep."""
+GMA_TARGETS = ((512, 48), (768, 24), (384, 64))
+"""The ``(seq_len, n_components)`` points where Exercise 8.3's checker compares prediction and measurement."""
 
 
 def measure_softmax_attention_memory(batch: int, heads: int, seq_len: int, d_head: int = 16) -> int:
@@ -75,3 +85,41 @@ def check_loglog_slope(fit, *, seed: int = 0) -> str:
             raise ExerciseError(f"for values ~ N^{exponent} with noise the least-squares slope is {expected:.6f}, "
                                 f"you return {got:.6f}{hint}")
     return "your slope is the least-squares fit on log-log axes"
+
+
+def measure_gma_memory(seq_len: int, n_components: int, *, d_model: int = 32, n_heads: int = 2) -> int:
+    """Incremental peak bytes of one GMA block, forward + backward, float32, batch 1
+    (:func:`gma_teach.profiling.profile_mixer`)."""
+    row = profile_mixer("gma", d_model=d_model, n_heads=n_heads, seq_len=seq_len, batch_size=1, repeat=1,
+                        options={"n_components": n_components})
+    return int(row["peak_memory_bytes"])
+
+
+@checker("8.3")
+def check_gma_memory_extrapolation(predict, *, tolerance: float = 0.15) -> str:
+    """Exercise 8.3: check ``predict(k_sweep, sweep_len, seq_len, n_components) -> bytes``.
+
+    ``k_sweep`` maps K to the measured peak bytes of a GMA block (width 32, 2 heads, batch 1, float32) at
+    ``sweep_len`` tokens. Predict the peak at ``seq_len`` tokens and ``n_components`` components, each outside the
+    sweep: its K values (:data:`GMA_SWEEP_KS`) at :data:`GMA_SWEEP_LEN` tokens. The prediction must be within
+    ``tolerance`` (relative) of the measurement at every point of :data:`GMA_TARGETS`.
+    """
+    k_sweep = {k: measure_gma_memory(GMA_SWEEP_LEN, k) for k in GMA_SWEEP_KS}
+    for seq_len, n_components in GMA_TARGETS:
+        measured = measure_gma_memory(seq_len, n_components)
+        got = call_reader(predict, dict(k_sweep), GMA_SWEEP_LEN, seq_len, n_components)
+        if not isinstance(got, (int, float)) or isinstance(got, bool) or not math.isfinite(got) or got <= 0:
+            raise ExerciseError(f"return a positive number of bytes, got {got!r}")
+        if abs(got - measured) <= tolerance * measured:
+            continue
+        ratio = got / measured
+        if abs(ratio * seq_len / GMA_SWEEP_LEN - 1) <= tolerance:
+            hint = (f"your prediction is off by the factor N / sweep_len = {seq_len / GMA_SWEEP_LEN:g}: the sweep "
+                    "was measured at sweep_len tokens, and almost every stored tensor grows with N")
+        else:
+            hint = ("fit memory = a + b K through the sweep (b: bytes per component, a: the rest), then scale the "
+                    "line to the new N")
+        raise ExerciseError(f"N={seq_len}, K={n_components}: you predict {got:,.0f} bytes, measured {measured:,} "
+                            f"({100 * (ratio - 1):+.0f}%); {hint}")
+    return ("memory ~ (a + b K) N: the K sweep's line, scaled by N; what is left over is the part that does not "
+            "grow with N, such as the parameter gradients")

@@ -1,0 +1,96 @@
+"""The recall study's table (chapter 12): every recorded arm at its kept learning rate, and the declared comparisons.
+
+:func:`recall_table` reads the records that :mod:`gma_teach.runs.recall` writes and returns the one dict the
+chapter's figures and sentences read (see its docstring). The primary comparisons are those the design declares
+(:data:`gma_teach.runs.recall.RECALL_STUDY` ``["primary"]``); their p-values are Holm-adjusted over the *whole*
+declared family, a comparison not recorded yet counting as ``p = 1``, so a partial study never gets a smaller
+correction than the full one would. :func:`exploratory_comparison` pairs any two arms and says so.
+"""
+from __future__ import annotations
+
+import json
+import re
+from pathlib import Path
+
+from .. import stats
+from ..records import results_folder
+from .recall import RECALL_STUDY, chosen_lr
+
+RECORD_NAME = re.compile(r"^(?P<study>[a-z]+)_study_(?P<arm>\w+)_d(?P<width>\d+)\.json$")
+
+
+def _arm_entry(record: dict) -> dict | None:
+    """One arm at one width: its runs at the kept rate, by seed (``None`` while its sweep is incomplete)."""
+    lr = chosen_lr(record)
+    if lr is None:
+        return None
+    runs = sorted((r for r in record["runs"] if r["lr"] == lr), key=lambda r: r["seed"])
+    counts = sorted({int(n) for r in runs for n in r["test_accuracy"]})
+    spec = record["design"]["arm"]
+    return {"mixer": spec["mixer"], "options": spec.get("options", {}), "lr": lr,
+            "seeds": [r["seed"] for r in runs], "state_bytes": runs[0]["state_bytes"],
+            "test_mean": [r["test_mean"] for r in runs],
+            "by_count": {n: [r["test_accuracy"][str(n)] if str(n) in r["test_accuracy"] else r["test_accuracy"][n]
+                             for r in runs] for n in counts},
+            "cpu_seconds": [r["cpu_seconds"] for r in runs]}
+
+
+def _pair(a: dict, b: dict) -> dict | None:
+    """Paired difference of the mean test accuracy of ``a`` and ``b`` on their common seeds (>= 2), with its p."""
+    common = sorted(set(a["seeds"]) & set(b["seeds"]))
+    if len(common) < 2:
+        return None
+    first = [a["test_mean"][a["seeds"].index(s)] for s in common]
+    second = [b["test_mean"][b["seeds"].index(s)] for s in common]
+    paired = stats.paired_difference(first, second)
+    return {"difference": paired["mean"], "ci95": paired["ci95"], "p": stats.paired_t_p(first, second),
+            "seeds": common}
+
+
+def recall_table(folder=None, study: dict = RECALL_STUDY) -> dict:
+    """The recorded recall study.
+
+    Returns::
+
+        {"design": {"seq_len", "vocab_size", "kv_pairs", "widths"},
+         "arms": {arm: {width: {"mixer", "options", "lr", "seeds", "state_bytes", "test_mean": [per seed],
+                                "by_count": {n_pairs: [per seed]}, "cpu_seconds": [per seed]}}},
+         "comparisons": [{"arm", "against", "width", "difference", "ci95", "p", "p_holm", "told_apart", "seeds"}],
+         "family_size": the number of declared primary comparisons (all widths)}
+
+    ``told_apart`` means the Holm-adjusted p-value is below 0.05.
+    """
+    folder = Path(folder) if folder is not None else results_folder()
+    arms: dict = {}
+    for path in sorted(folder.glob(f"{study['name']}_study_*_d*.json")):
+        match = RECORD_NAME.match(path.name)
+        if not match:
+            continue
+        entry = _arm_entry(json.loads(path.read_text()))
+        if entry is not None:
+            arms.setdefault(match["arm"], {})[int(match["width"])] = entry
+    declared = [(arm, base, width) for width in study["widths"] for arm, base in study["primary"]]
+    comparisons = []
+    for arm, base, width in declared:
+        if width in arms.get(arm, {}) and width in arms.get(base, {}):
+            pair = _pair(arms[arm][width], arms[base][width])
+            if pair is not None:
+                comparisons.append({"arm": arm, "against": base, "width": width, **pair})
+    if comparisons:
+        missing = len(declared) - len(comparisons)
+        adjusted = stats.holm([c["p"] for c in comparisons] + [1.0] * missing)
+        for comparison, p_holm in zip(comparisons, adjusted):
+            comparison.update(p_holm=p_holm, told_apart=p_holm < 0.05)
+    design = {"seq_len": study["seq_len"], "vocab_size": study["vocab_size"], "kv_pairs": list(study["kv_pairs"]),
+              "widths": list(study["widths"])}
+    return {"design": design, "arms": arms, "comparisons": comparisons, "family_size": len(declared)}
+
+
+def exploratory_comparison(table: dict, arm: str, against: str, width: int) -> dict | None:
+    """A comparison outside the declared family, paired on common seeds and *not* corrected: label it exploratory.
+    ``None`` when either arm lacks the width or two common seeds."""
+    entries = table["arms"]
+    if width not in entries.get(arm, {}) or width not in entries.get(against, {}):
+        return None
+    pair = _pair(entries[arm][width], entries[against][width])
+    return None if pair is None else {"arm": arm, "against": against, "width": width, "exploratory": True, **pair}

@@ -1,0 +1,504 @@
+"""What each number in README's "Measured results" is: one value in ``book/results/`` (read by
+``tests/test_readme_numbers.py``).
+
+:data:`BINDINGS` maps the start of each item of that section (``"**Core forms**"``) to its :class:`Binding` s. A
+binding is a *template*, a piece of the item's text with ``{}`` where each number stands, and one *source* per
+``{}``:
+
+* ``Key(file, "a/b/0/c")``: the value at that key path of a record (``/`` between keys, list indices may be
+  negative; ``*`` takes every element; ``[seed=3]`` picks the one list element whose ``seed`` is 3, and
+  ``[label=sdpa,seq_len=512]`` the one matching both). A path that reaches several values needs ``reduce``:
+  ``"min"``, ``"max"``, ``"count"`` or ``"unique"`` (all equal; that value). With several files (a tuple, or a glob
+  such as ``"*.json"``), each file gives its value and all must agree;
+* ``Computed(description, function, files)``: a named computation over the records, for what no single key holds
+  (the seeds every arm has, the runs that left a plateau);
+* ``100 * source`` for a percentage, ``-1 * source`` where README writes a signed difference the other way round
+  ("lower by 0.0141" for a difference of -0.0141; its interval "0.0005 to 0.0276" is then ``-1 *`` the upper and
+  the lower end).
+
+Rewording a sentence of README breaks only its templates: the test names the template that no longer matches and
+the numbers left without a binding; copy the new wording into the template.
+"""
+import json
+import re
+from collections.abc import Callable
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+from gma_teach import experiments, measure
+from gma_teach.data import listops
+
+NUMBER = re.compile(r"\d+(?:\.\d+)?")
+
+
+class Records:
+    """The JSON records of ``folder`` (default :func:`gma_teach.measure.results_folder`), each read once."""
+
+    def __init__(self, folder: Path | None = None):
+        self.folder = Path(folder) if folder is not None else measure.results_folder()
+        self._read: dict[str, dict] = {}
+        self.memo: dict[str, object] = {}  # what a slow computation found, kept for the next number
+
+    def __getitem__(self, name: str) -> dict:
+        if name not in self._read:
+            self._read[name] = json.loads((self.folder / name).read_text())
+        return self._read[name]
+
+    def names(self, files: str | tuple[str, ...]) -> list[str]:
+        """The record names ``files`` stands for: itself, a tuple of names, or a glob pattern."""
+        if isinstance(files, tuple):
+            return list(files)
+        if any(c in files for c in "*?["):
+            found = sorted(p.name for p in self.folder.glob(files))
+            if not found:
+                raise FileNotFoundError(f"no record matches {files!r} in {self.folder}")
+            return found
+        return [files]
+
+
+class Source:
+    """One value a quoted number is bound to."""
+
+    files: tuple[str, ...] = ()
+    slow = False  # True: builds a data set (seconds), so only the slow test compares it
+
+    def value(self, records: Records) -> float:
+        raise NotImplementedError
+
+    def __rmul__(self, factor: float) -> "Scaled":
+        return Scaled(factor, self)
+
+
+@dataclass(frozen=True)
+class Scaled(Source):
+    factor: float
+    source: Source
+
+    @property
+    def files(self):
+        return self.source.files
+
+    @property
+    def slow(self):
+        return self.source.slow
+
+    def value(self, records):
+        return self.factor * self.source.value(records)
+
+    def __str__(self):
+        return f"{self.factor:g} x {self.source}"
+
+
+REDUCERS: dict[str, Callable[[list], float]] = {"min": min, "max": max, "count": len}
+
+
+def _unique(values: list, what: str):
+    distinct = [v for i, v in enumerate(values) if v not in values[:i]]
+    if len(distinct) != 1:
+        raise ValueError(f"{what} holds {len(distinct)} different values where one was expected: {distinct[:6]}")
+    return distinct[0]
+
+
+def _resolve(value, parts: list[str]) -> list:
+    if not parts:
+        return [value]
+    head, rest = parts[0], parts[1:]
+    if head == "*":
+        elements = value.values() if isinstance(value, dict) else value
+        return [x for element in elements for x in _resolve(element, rest)]
+    if head.startswith("[") and head.endswith("]"):
+        wanted = dict(condition.split("=", 1) for condition in head[1:-1].split(","))
+        found = [x for x in value if all(str(x.get(k)) == v for k, v in wanted.items())]
+        if len(found) != 1:
+            raise KeyError(f"{head} picks {len(found)} elements instead of 1")
+        return _resolve(found[0], rest)
+    return _resolve(value[int(head)] if isinstance(value, list) else value[head], rest)
+
+
+@dataclass(frozen=True)
+class Key(Source):
+    file: str | tuple[str, ...]
+    path: str
+    reduce: str | None = None
+
+    @property
+    def files(self):
+        return self.file if isinstance(self.file, tuple) else (self.file,)
+
+    def raw(self, records: Records):
+        """The value at :attr:`path` (any JSON value), reduced per file, the same in every file."""
+        per_file = []
+        for name in records.names(self.file):
+            values = _resolve(records[name], self.path.split("/"))
+            if self.reduce == "unique":
+                per_file.append(_unique(values, f"{name}: {self.path}"))
+            elif self.reduce is not None:
+                per_file.append(REDUCERS[self.reduce](values))
+            elif len(values) != 1:
+                raise ValueError(f"{name}: {self.path} reaches {len(values)} values; give reduce")
+            else:
+                per_file.append(values[0])
+        return _unique(per_file, f"{self.path} across {self.file}")
+
+    def value(self, records):
+        return _number(self.raw(records), self)
+
+    def __str__(self):
+        return f"{self.file}: {self.path}" + (f" ({self.reduce})" if self.reduce else "")
+
+
+def _number(value, source) -> float:
+    if isinstance(value, bool) or not isinstance(value, (int, float)):
+        raise TypeError(f"{source} is {value!r}, not a number")
+    return value
+
+
+@dataclass(frozen=True)
+class NumberIn(Source):
+    """The ``index``-th number written in a string value (a record's ``target``, say ``'>= 5x and <= 1/10'``)."""
+
+    key: Key
+    index: int
+
+    @property
+    def files(self):
+        return self.key.files
+
+    def value(self, records):
+        return float(NUMBER.findall(self.key.raw(records))[self.index])
+
+    def __str__(self):
+        return f"number {self.index} written in {self.key}"
+
+
+@dataclass(frozen=True)
+class Computed(Source):
+    description: str
+    function: Callable[[Records], float]
+    files: tuple[str, ...] = ()
+    slow: bool = False
+
+    def value(self, records):
+        return _number(self.function(records), self)
+
+    def __str__(self):
+        return f"{self.description} (from {', '.join(self.files) or 'the data'})"
+
+
+@dataclass(frozen=True)
+class Binding:
+    template: str
+    sources: tuple[Source, ...]
+
+    def __init__(self, template: str, *sources: Source):
+        object.__setattr__(self, "template", template)
+        object.__setattr__(self, "sources", sources)
+
+
+def arm_files(study: str, arms: str) -> tuple[str, ...]:
+    return tuple(f"{study}_{arm}.json" for arm in arms.split())
+
+
+# ----------------------------------------------------------------------------------------- named computations
+LM = "lm_study_tables.json"
+LM_ARMS = (arm_files("lm_study", "sdpa gma_k32 gma_k128 gma_k32_remedy gma_k128_remedy linear performer none uniform")
+           + ("routing_collapse_default.json", "routing_collapse_variance_and_balance.json"))
+"""The records of the LM comparison's arms (GMA K=64 is recorded by the routing-collapse study)."""
+
+
+def _lm_seeds(records) -> dict[str, set]:
+    return {arm: set(table["seeds"]) for arm, table in records[LM]["tables"]["val_bits_per_byte"]["arms"].items()}
+
+
+def lm_common_seeds(records) -> list[int]:
+    """The seeds every arm of the LM comparison has."""
+    return sorted(set.intersection(*_lm_seeds(records).values()))
+
+
+def lm_extra_seeds(records) -> list[int]:
+    """The seeds beyond the common ones, which README says GMA K=32 with the remedy and linear attention have (and
+    no other arm): an error if other arms have extra seeds or the two have different ones."""
+    common = set(lm_common_seeds(records))
+    extra = {arm: sorted(seeds - common) for arm, seeds in _lm_seeds(records).items() if seeds - common}
+    if set(extra) != {"gma_k32_remedy", "linear"}:
+        raise ValueError(f"the arms with extra seeds are {sorted(extra)}, not gma_k32_remedy and linear")
+    return _unique(list(extra.values()), "the extra seeds of gma_k32_remedy and linear")
+
+
+RC = "routing_collapse_tables.json"
+RC_ARMS = arm_files("routing_collapse", "default variance_d_route kmeans_means balance variance_and_balance")
+
+
+def single_remedies_reach_zero(records) -> float:
+    """0 when every single routing remedy lowers mean bits per byte against the default and its 95% interval
+    still contains 0 (README: "the single remedies lower bits per byte too, but their intervals reach 0")."""
+    paired = records[RC]["tables"]["val_bits_per_byte"]["paired"]
+    for arm in ("variance_d_route", "kmeans_means", "balance"):
+        low, high = paired[arm]["ci95"]
+        if not (paired[arm]["mean"] < 0 and low <= 0 <= high):
+            raise ValueError(f"{arm}: mean {paired[arm]['mean']:.4f}, interval [{low:.4f}, {high:.4f}]")
+    return 0.0
+
+
+LRA_ARMS = arm_files("listops_lra", "sdpa gma gma_remedy linear performer")
+LRA = "listops_lra_tables.json"
+
+
+def lra_accuracies(records, *, left_plateau: bool) -> list[float]:
+    """Every ListOps-LRA run's test accuracy above the test set's majority class (``left_plateau``) or not."""
+    values = []
+    for name in LRA_ARMS:
+        majority = records[name]["summary"]["majority_baseline"]
+        values += [r["test"]["accuracy"] for r in records[name]["runs"] if (r["test"]["accuracy"] > majority)
+                   == left_plateau]
+    return values
+
+
+def lra_labels(records) -> dict:
+    """The ListOps-LRA data the study trained on, rebuilt from its records' configuration (cached by
+    ``gma_teach.data``): the training set's most frequent label and its share of the test set."""
+    if "lra_labels" not in records.memo:
+        config = _unique([records[name]["config"] for name in LRA_ARMS], "the ListOps-LRA configuration")
+        data = experiments.listops_data(SimpleNamespace(**config), source="generate")
+        label = int(listops.label_counts(data["train"][1]).argmax())
+        records.memo["lra_labels"] = {"label": label, "share": float((data["test"][1] == label).float().mean())}
+    return records.memo["lra_labels"]
+
+
+TEXT = "text_standin_tables.json"
+TEXT_ARMS = arm_files("text_standin", "gma softmax linear gma_variance_d_route gma_balance")
+
+
+def text_classes(records) -> int:
+    """How many packages the Text stand-in's records name as its classes (``... (tkinter, asyncio, ...)``)."""
+    source = Key(TEXT_ARMS, "runs/*/data_source", reduce="unique").raw(records)
+    return len(re.search(r"\(([^)]*)\)", source).group(1).split(","))
+
+
+# ----------------------------------------------------------------------------------------------- shorthands
+def _lm_bits(arm):
+    return [Key(LM, f"tables/val_bits_per_byte/arms/{arm}/val_bits_per_byte/{s}") for s in ("mean", "std")]
+
+
+def _signed(file, prefix, sign=1, scale=1.0):
+    """mean and 95% interval ends at ``prefix`` (``.../paired/linear``), times ``sign * scale``; with ``sign=-1``
+    the ends swap, so that the interval is written low to high."""
+    mean, low, high = (Key(file, f"{prefix}/{part}") for part in ("mean", "ci95/0", "ci95/1"))
+    if sign > 0:
+        return [scale * mean, scale * low, scale * high]
+    return [-scale * mean, -scale * high, -scale * low]
+
+
+def _lra_seeds(arm):
+    return [100 * Key(f"listops_lra_{arm}.json", f"runs/[seed={seed}]/test/accuracy") for seed in range(5)]
+
+
+def _cpu_seconds(arm):
+    return [Key(f"listops_lra_{arm}.json", "runs/*/cpu_seconds", reduce=r) for r in ("min", "max")]
+
+
+B = "bench_core_cpu.json"
+P = "profiling_cpu_small.json"
+INIT = "routing_collapse_init.json"
+ROUTING = "routing_small.json"
+LISTOPS = ("listops_gma_small.json", "listops_softmax_small.json")
+_V32 = "settings/d_route=32, init_variance=d_route"
+_LM_VS = "gma_against_baselines/pairs"
+_RECOVERED = "context_recovered/arms"
+
+# ---------------------------------------------------------------------------------------------------- bindings
+BINDINGS: dict[str, list[Binding]] = {
+    "Every number below": [
+        Binding("shared {}-core CPU", Key("*.json", "hardware/logical_cores")),
+    ],
+    "**Core forms**": [
+        Binding("broadcasting `(x - mu)` | {} | {}x | >= {}x |",
+                Key(B, "rows/0/n_tokens"), Key(B, "rows/0/speedup"), NumberIn(Key(B, "rows/0/target"), 0)),
+        Binding("`cumsum` | {} | {}x, {} of its peak memory | >= {}x, <= {}/{} |",
+                Key(B, "rows/1/n_tokens"), Key(B, "rows/1/speedup"), Key(B, "rows/1/memory_ratio"),
+                *(NumberIn(Key(B, "rows/1/target"), i) for i in range(3))),
+        Binding("`scaled_dot_product_attention` | {} / {} / {} | {}x / {}x / {}x | >= {}x at {} |",
+                *(Key(B, f"rows/{row}/n_tokens") for row in (2, 3, 4)),
+                *(Key(B, f"rows/{row}/speedup") for row in (2, 3, 4)),
+                NumberIn(Key(B, "rows/4/target"), 0), NumberIn(Key(B, "rows/4/target"), 1)),
+    ],
+    "**One mixing block, the paper's Table 1 protocol**": [
+        Binding("slopes GMA {}, eager softmax {};", Key(P, "memory_slopes/gma (K=64)"),
+                Key(P, "memory_slopes/softmax")),
+        Binding("tokens/s GMA {} and SDPA {} at N={}, GMA {} and SDPA {} at N={}.",
+                Key(P, "results/[label=gma (K=64),seq_len=512]/tokens_per_second"),
+                Key(P, "results/[label=sdpa,seq_len=512]/tokens_per_second"), Key(P, "config/seq_lens/0"),
+                Key(P, "results/[label=gma (K=64),seq_len=8192]/tokens_per_second"),
+                Key(P, "results/[label=sdpa,seq_len=8192]/tokens_per_second"), Key(P, "config/seq_lens/-1")),
+    ],
+    "**ListOps** (": [
+        Binding("trees of length {}-{}, majority class {}%, {} seeds",
+                Key(LISTOPS, "config/min_length"), Key(LISTOPS, "config/max_length"),
+                100 * Key(LISTOPS, "runs/*/majority_baseline", reduce="unique"),
+                Key(LISTOPS, "summary/seeds/*", reduce="count")),
+        Binding("GMA (K={}) {} +- {}% test accuracy, softmax {} +- {}%",
+                Key(LISTOPS[0], "n_components"), 100 * Key(LISTOPS[0], "summary/mean"),
+                100 * Key(LISTOPS[0], "summary/std"), 100 * Key(LISTOPS[1], "summary/mean"),
+                100 * Key(LISTOPS[1], "summary/std")),
+    ],
+    "**Why GMA's routing collapses at initialization**": [
+        Binding("small LM, K={}, {} seeds", Key(INIT, "n_components"),
+                Key(INIT, "settings/*/logit_spread/n", reduce="unique")),
+        Binding("{} at d_route={} to {} at d_route={} ({} and {} between)",
+                Key(INIT, "settings/d_route=8/logit_spread/mean"), Key(INIT, "settings/d_route=8/options/d_route"),
+                Key(INIT, "settings/d_route=64/logit_spread/mean"), Key(INIT, "settings/d_route=64/options/d_route"),
+                Key(INIT, "settings/d_route=16/logit_spread/mean"), Key(INIT, "settings/d_route=32/logit_spread/mean")),
+        Binding("(usage entropy {} at d_route={})", Key(INIT, "settings/d_route=32/usage_entropy/mean"),
+                Key(INIT, "settings/d_route=32/options/d_route")),
+        Binding("(logit spread {}, usage entropy {})", Key(INIT, f"{_V32}/logit_spread/mean"),
+                Key(INIT, f"{_V32}/usage_entropy/mean")),
+        Binding("({} of components win a token, against {})", Key(INIT, f"{_V32}/active_share/mean"),
+                Key(INIT, "settings/d_route=32/active_share/mean")),
+        Binding("the routing vectors, {} of the components",
+                Key(INIT, "settings/d_route=32, init_mean_std=0.5/active_share/mean")),
+    ],
+    "**Routing** (": [
+        Binding("default routing, {} steps", Key(ROUTING, "lm_config/n_steps")),
+        Binding("purity {} and MI {} nats against a permutation baseline of {} +- {} and {} +- {} ({} and {} standard",
+                Key(ROUTING, "report/metrics/purity"), Key(ROUTING, "report/metrics/mi"),
+                Key(ROUTING, "report/baseline/purity/mean"), Key(ROUTING, "report/baseline/purity/std"),
+                Key(ROUTING, "report/baseline/mi/mean"), Key(ROUTING, "report/baseline/mi/std"),
+                Key(ROUTING, "report/separation_sd/purity"), Key(ROUTING, "report/separation_sd/mi")),
+        Binding("only {} of {} components win tokens", Key(ROUTING, "report/metrics/active"),
+                Key(ROUTING, "report/metrics/n_components")),
+        Binding("the paper reports {} of {}.", Key(ROUTING, "paper/active"), Key(ROUTING, "paper/n_components")),
+    ],
+    "**Routing collapse and its remedy**": [
+        Binding("GMA with K={}, {} steps, {} seeds an arm", Key(RC_ARMS, "spec/n_components"),
+                Key(RC_ARMS, "config/n_steps"), Key(RC, "tables/val_bits_per_byte/arms/*/val_bits_per_byte/n",
+                                                    reduce="unique")),
+        Binding("default routing {} of the components win a token at the end of training ({} in the second layer)",
+                Key(RC, "tables/active_share/arms/default/active_share/mean"),
+                Key("routing_collapse_default.json", "summary/per_layer/1/active_share/mean")),
+        Binding("d_route keep {}, means from k-means {}, the balance loss {}, and variances at d_route with the "
+                "balance loss {}.",
+                *(Key(RC, f"tables/active_share/arms/{arm}/active_share/mean")
+                  for arm in ("variance_d_route", "kmeans_means", "balance", "variance_and_balance"))),
+        Binding("active share higher by {} ({}% interval {} to {})",
+                Key(RC, "tables/active_share/paired/variance_and_balance/mean"),
+                100 * Key(RC, "tables/active_share/confidence"),
+                Key(RC, "tables/active_share/paired/variance_and_balance/ci95/0"),
+                Key(RC, "tables/active_share/paired/variance_and_balance/ci95/1")),
+        Binding("bits per byte lower by {} ({} to {});",
+                *_signed(RC, "tables/val_bits_per_byte/paired/variance_and_balance", sign=-1)),
+        Binding("their intervals reach {}.", Computed("0 if every single remedy's interval reaches 0",
+                                                      single_remedies_reach_zero, (RC,))),
+        Binding("within the first {} steps", Key("routing_collapse_cause_default.json", "runs/*/history/steps/0",
+                                                 reduce="unique")),
+    ],
+    "**LM comparison**": [
+        Binding("seeds {}-{} for every arm and {}-{} as well for GMA K={} with",
+                Computed("the first seed every LM arm has", lambda r: lm_common_seeds(r)[0], (LM,)),
+                Computed("the last seed every LM arm has", lambda r: lm_common_seeds(r)[-1], (LM,)),
+                Computed("the first extra seed", lambda r: lm_extra_seeds(r)[0], (LM,)),
+                Computed("the last extra seed", lambda r: lm_extra_seeds(r)[-1], (LM,)),
+                Key("lm_study_gma_k32_remedy.json", "spec/n_components")),
+        Binding("bits per byte SDPA {} +- {};", *_lm_bits("sdpa")),
+        Binding("GMA K={} {} +- {}, K={} {} +- {}, K={} {} +- {};",
+                Key("lm_study_gma_k32.json", "spec/n_components"), *_lm_bits("gma_k32"),
+                Key("routing_collapse_default.json", "spec/n_components"), *_lm_bits("gma_k64"),
+                Key("lm_study_gma_k128.json", "spec/n_components"), *_lm_bits("gma_k128")),
+        Binding("remedy K={} {} +- {} (five seeds), K={} {} +- {}, K={} {} +- {} (active share {}, {} and {}, "
+                "against {}, {} and {} with",
+                Key("lm_study_gma_k32_remedy.json", "spec/n_components"), *_lm_bits("gma_k32_remedy"),
+                Key("routing_collapse_variance_and_balance.json", "spec/n_components"), *_lm_bits("gma_k64_remedy"),
+                Key("lm_study_gma_k128_remedy.json", "spec/n_components"), *_lm_bits("gma_k128_remedy"),
+                *(Key(LM, f"tables/active_share/arms/{arm}/active_share/mean")
+                  for arm in ("gma_k32_remedy", "gma_k64_remedy", "gma_k128_remedy", "gma_k32", "gma_k64",
+                              "gma_k128"))),
+        Binding("linear attention {} +- {} (five seeds); Performer {} +- {};", *_lm_bits("linear"),
+                *_lm_bits("performer")),
+        Binding("no mixing {} +- {} and a uniform causal average {} +- {}.", *_lm_bits("none"), *_lm_bits("uniform")),
+        Binding("Seed for seed on seeds {}-{}, SDPA is ahead of linear attention by {} ({}% interval {} to {}), of "
+                "GMA K={} by {} ({} to {}) and of no mixing by {} ({} to {});",
+                Key(LM, "tables/val_bits_per_byte/paired/linear/seeds/0"),
+                Key(LM, "tables/val_bits_per_byte/paired/linear/seeds/-1"),
+                Key(LM, "tables/val_bits_per_byte/paired/linear/mean"),
+                100 * Key(LM, "tables/val_bits_per_byte/confidence"),
+                Key(LM, "tables/val_bits_per_byte/paired/linear/ci95/0"),
+                Key(LM, "tables/val_bits_per_byte/paired/linear/ci95/1"),
+                Key("lm_study_gma_k128.json", "spec/n_components"),
+                *_signed(LM, "tables/val_bits_per_byte/paired/gma_k128"),
+                *_signed(LM, "tables/val_bits_per_byte/paired/none")),
+        Binding("On seeds {}-{}, GMA K={} with the remedy was",
+                Computed("the first seed every LM arm has", lambda r: lm_common_seeds(r)[0], (LM,)),
+                Computed("the last seed every LM arm has", lambda r: lm_common_seeds(r)[-1], (LM,)),
+                Key("lm_study_gma_k32_remedy.json", "spec/n_components")),
+        Binding("over the five, GMA is lower by {} (interval {} to {}).",
+                *_signed(LM, f"{_LM_VS}/gma_k32_remedy/linear", sign=-1)),
+        Binding("On seeds {}-{} that arm is ahead of Performer by {} ({} to {}) and of no mixing by {} ({} to {}),",
+                Key(LM, f"{_LM_VS}/gma_k32_remedy/performer/seeds/0"),
+                Key(LM, f"{_LM_VS}/gma_k32_remedy/performer/seeds/-1"),
+                *_signed(LM, f"{_LM_VS}/gma_k32_remedy/performer", sign=-1),
+                *_signed(LM, f"{_LM_VS}/gma_k32_remedy/none", sign=-1)),
+        Binding("uniform average (lower by {}, {} to {})", *_signed(LM, f"{_LM_VS}/gma_k32_remedy/uniform", sign=-1)),
+        Binding("recovers {} ({} to {}) of SDPA's gain over no mixing; linear attention recovers {} ({} to {}).",
+                *_signed(LM, f"{_RECOVERED}/gma_k32_remedy"), *_signed(LM, f"{_RECOVERED}/linear")),
+        Binding("K={} recovers {} ({} to {}), and the uniform average {}.",
+                Key("routing_collapse_default.json", "spec/n_components"), *_signed(LM, f"{_RECOVERED}/gma_k64"),
+                Key(LM, f"{_RECOVERED}/uniform/mean")),
+        Binding("holds here for K={} with", Key("lm_study_gma_k128.json", "spec/n_components")),
+        Binding("Between steps {} and {},", Key(LM_ARMS, "runs/*/history/steps/-2", reduce="unique"),
+                Key(LM_ARMS, "runs/*/history/steps/-1", reduce="unique")),
+        Binding("apart at step {} changes", Key(LM_ARMS, "runs/*/history/steps/-1", reduce="unique")),
+    ],
+    "**Text stand-in**": [
+        Binding("{} classes, byte-level, {} bytes, {} training texts; majority class {}%)",
+                Computed("the classes the Text stand-in's records name", text_classes, TEXT_ARMS),
+                Key(TEXT_ARMS, "config/max_length"), Key(TEXT_ARMS, "config/n_train"),
+                100 * Key(TEXT_ARMS, "summary/majority_baseline")),
+        Binding("GMA {} +- {}% test accuracy, softmax {} +- {}%, linear attention {} +- {}% ({} seeds each)",
+                *(100 * Key(TEXT, f"tables/test_accuracy/arms/{arm}/test_accuracy/{s}")
+                  for arm in ("gma", "softmax", "linear") for s in ("mean", "std")),
+                Key(TEXT, "tables/test_accuracy/arms/*/test_accuracy/n", reduce="unique")),
+        Binding("ahead of softmax by {} points ({}% interval {} to {}) and of linear attention by {} points ({} to {})",
+                *_signed(TEXT, "tables/test_accuracy/paired/softmax", sign=-1, scale=100)[:1],
+                100 * Key(TEXT, "tables/test_accuracy/confidence"),
+                *_signed(TEXT, "tables/test_accuracy/paired/softmax", sign=-1, scale=100)[1:],
+                *_signed(TEXT, "tables/test_accuracy/paired/linear", sign=-1, scale=100)),
+        Binding("accuracy here by {} points ({} to {});",
+                *_signed(TEXT, "tables/test_accuracy/paired/gma_variance_d_route", sign=-1, scale=100)),
+        Binding("the balance loss lowers it by {} points (interval {} to {}:",
+                *_signed(TEXT, "tables/test_accuracy/paired/gma_balance", sign=-1, scale=100)),
+    ],
+    "**ListOps at LRA's lengths**": [
+        Binding("depth {}, {}-{} tokens, {} training trees, {} epochs of {}-tree batches, a {}-layer width-{} encoder, "
+                "K={}; the test set's majority class is {}%;",
+                *(Key(LRA_ARMS, f"config/{key}") for key in ("max_depth", "min_length", "max_length", "n_train",
+                                                             "epochs", "batch_size", "n_layers", "d_model",
+                                                             "n_components")),
+                100 * Key(LRA_ARMS, "summary/majority_baseline")),
+        Binding("per seed SDPA {}, {}, {}, {} and {}%; GMA {}, {}, {}, {} and {}%; GMA with the remedy {}% at every "
+                "seed; linear attention {}, {}, {}, {} and {}%; Performer {}, {}, {}, {} and {}%.",
+                *_lra_seeds("sdpa"), *_lra_seeds("gma"),
+                100 * Key("listops_lra_gma_remedy.json", "runs/*/test/accuracy", reduce="unique"),
+                *_lra_seeds("linear"), *_lra_seeds("performer")),
+        Binding("{}% is the share of test trees whose answer is {}, the training set's most frequent label: a run at "
+                "{}% gives",
+                Computed("100 x the test share of the training set's most frequent label",
+                         lambda r: 100 * lra_labels(r)["share"], LRA_ARMS, slow=True),
+                Computed("the training set's most frequent label", lambda r: lra_labels(r)["label"], LRA_ARMS,
+                         slow=True),
+                Computed("100 x the test share of the training set's most frequent label",
+                         lambda r: 100 * lra_labels(r)["share"], LRA_ARMS, slow=True)),
+        Binding("constant answer ({}-{}%) or at {}-{}%.",
+                *(Computed(f"100 x the {how} accuracy of the runs {where} the majority class",
+                           lambda r, f=f, left=left: 100 * f(lra_accuracies(r, left_plateau=left)), LRA_ARMS)
+                  for left, where in ((False, "at or below"), (True, "above")) for how, f in (("lowest", min),
+                                                                                               ("highest", max)))),
+        Binding("GMA beyond seed noise: {} points ({}% interval {} to {})",
+                100 * Key(LRA, "tables/test_accuracy/paired/performer/mean"),
+                100 * Key(LRA, "tables/test_accuracy/confidence"),
+                *_signed(LRA, "tables/test_accuracy/paired/performer", scale=100)[1:]),
+        Binding("SDPA - GMA is {} points ({} to {}).", *_signed(LRA, "tables/test_accuracy/paired/sdpa", scale=100)),
+        Binding("A run took {}-{} CPU-seconds for SDPA, {}-{} for GMA, {}-{} for Performer and {}-{} for linear",
+                *_cpu_seconds("sdpa"), *_cpu_seconds("gma"), *_cpu_seconds("performer"), *_cpu_seconds("linear")),
+    ],
+}
+"""README's numbers, item by item: the start of the item's text, then its bindings in reading order."""
