@@ -107,6 +107,42 @@ def check_mixture(x, means, variances, log_priors, *, check_values: bool = True,
             )
 
 
+def check_gma_inputs(q, k, v, means, variances, log_priors, *, causal: bool, check_values: bool = True) -> None:
+    """The shape rules of GMA from routing vectors, shared by :func:`gma_teach.gma` and the fused kernels' entry
+    :func:`gma_teach.kernels.gma_triton` (which adds only its own limits: 4-D inputs, one mixture per head, sizes).
+
+    It lives here, beside :func:`check_mixture`, because the kernels import nothing above this module.
+
+    Args:
+        q: ``(..., N_q, d)``; k: ``(..., N_k, d)``; v: ``(..., N_k, d_v)`` (``(..., H, N, *)`` with a mixture per
+            head); means, variances, log_priors: a mixture as in :func:`check_mixture`.
+        causal: a bool; causal GMA needs ``N_q == N_k``.
+        check_values: also check the mixture's values (:func:`check_mixture`).
+
+    With one mixture per head, ``q``, ``k`` and ``v`` must have the same number of dims (a ``(B, N, d)`` ``q`` with
+    ``B == H`` would otherwise pass as ``(H, N, d)``); their leading dims must broadcast.
+
+    Raises:
+        TypeError: a non-tensor or a non-floating tensor. ValueError: shapes, devices or values that do not fit.
+    """
+    check_mixture(q, means, variances, log_priors, name="q", check_values=check_values)
+    check_mixture(k, means, variances, log_priors, name="k", check_values=False)
+    _checks.tensor("v", v, min_rank=2)
+    _checks.same_device(q=q, k=k, v=v)
+    if v.shape[-2] != k.shape[-2]:
+        raise ValueError(f"v must have one row per key: k has N_k={k.shape[-2]} ({tuple(k.shape)}), "
+                         f"v has {v.shape[-2]} ({tuple(v.shape)})")
+    if _checks.boolean("causal", causal) and q.shape[-2] != k.shape[-2]:
+        raise ValueError(f"causal=True needs as many queries as keys, got N_q={q.shape[-2]} (q {tuple(q.shape)}) "
+                         f"and N_k={k.shape[-2]} (k {tuple(k.shape)}); cross-attention needs causal=False")
+    if means.dim() == 3 and not q.dim() == k.dim() == v.dim():
+        raise ValueError(f"with one mixture per head (means {tuple(means.shape)}) q, k and v must each be "
+                         f"(..., H={means.shape[0]}, N, *) with the same number of dims, got q {tuple(q.shape)}, "
+                         f"k {tuple(k.shape)} and v {tuple(v.shape)}; add the missing head dim (for one tensor "
+                         "shared by the heads: t.unsqueeze(-3).expand(..., H, N, -1))")
+    _checks.leading_shape(q=q, k=k, v=v)
+
+
 def compute_dtype(*dtypes: torch.dtype) -> torch.dtype:
     """The dtype in which mixtures and GMA are computed: float64 if any of ``dtypes`` is float64, else float32
     (the GEMM-form logits cancel too much for half precision)."""

@@ -43,7 +43,7 @@ import torch
 import torch.nn.functional as F
 
 from . import _checks
-from .gmm import GEMM_LOGIT_TOLERANCE, check_mixture, compute_dtype, gemm_cancellation_bound, gemm_logits
+from .gmm import GEMM_LOGIT_TOLERANCE, check_gma_inputs, compute_dtype, gemm_cancellation_bound, gemm_logits
 
 IMPLS = ("naive", "linear", "cumsum", "chunked", "recurrent", "triton")
 
@@ -429,25 +429,10 @@ def gma(q, k, v, means, variances, log_priors, *, causal: bool = False, eps: flo
         ``return_responsibilities``, ``(output, gamma_q, gamma_k)``.
     """
     _check_options(causal, eps, impl, chunk_size)
-    check_mixture(q, means, variances, log_priors, name="q", check_values=check_values)
-    check_mixture(k, means, variances, log_priors, name="k", check_values=False)
-    _checks.tensor("v", v, min_rank=2)
-    _checks.same_device(q=q, k=k, v=v)
-    if v.shape[-2] != k.shape[-2]:
-        raise ValueError(f"v must have one row per key: k has N_k={k.shape[-2]} ({tuple(k.shape)}), "
-                         f"v has {v.shape[-2]} ({tuple(v.shape)})")
-    if causal and q.shape[-2] != k.shape[-2]:
-        raise ValueError(f"causal=True needs as many queries as keys, got N_q={q.shape[-2]} (q {tuple(q.shape)}) "
-                         f"and N_k={k.shape[-2]} (k {tuple(k.shape)}); cross-attention needs causal=False")
+    check_gma_inputs(q, k, v, means, variances, log_priors, causal=causal, check_values=check_values)
     if impl == "linear" and causal:
         raise ValueError("impl='linear' is the bidirectional associative form; for causal=True use "
                          "'chunked', 'cumsum' or 'recurrent' (or 'auto')")
-    if means.dim() == 3 and not q.dim() == k.dim() == v.dim():
-        raise ValueError(f"with one mixture per head (means {tuple(means.shape)}) q, k and v must each be "
-                         f"(..., H={means.shape[0]}, N, *) with the same number of dims, got q {tuple(q.shape)}, "
-                         f"k {tuple(k.shape)} and v {tuple(v.shape)}; add the missing head dim (for one tensor "
-                         "shared by the heads: t.unsqueeze(-3).expand(..., H, N, -1))")
-    _checks.leading_shape(q=q, k=k, v=v)
     if key_padding_mask is not None:
         if k.dim() < 3:
             raise ValueError(f"key_padding_mask needs a batch dim in k: k must be (B, ..., N_k, d), got shape "
@@ -499,6 +484,6 @@ def _gma_triton(q, k, v, means, variances, log_priors, *, causal, eps, chunk_siz
         return t.reshape(-1, *t.shape[-3:])
 
     output = kernels.gma_triton(flat(q), flat(k), flat(v), means, variances, log_priors, causal=causal, eps=eps,
-                                chunk_size=chunk_size if causal else None)
+                                chunk_size=chunk_size if causal else None, check_values=False)  # gma() checked
     output = output.reshape(*lead, *output.shape[-2:])
     return output if per_head else output.squeeze(-3)

@@ -132,9 +132,38 @@ def test_check_softmax_backward_accepts_and_names_the_missing_coupling(capsys):
         ch07.check_softmax_backward(lambda g, dg: g * dg)
 
 
+def causal_memory_bound_below(profile, element_bytes, chunk, *, clamp=True, chunk_flops=True, fixed=True):
+    """Exercise 7.5's answer in chapter 7b's model (d_r = d_v = 64), and three slips (clamp, chunk_flops, fixed)."""
+    if profile["tf32"] is None:
+        logit_peak = other_peak = profile["fp32"]
+    else:
+        logit_peak, other_peak = profile["tf32"] / 3, profile["tf32"] / (1 if element_bytes == 2 else 3)
+    memory_seconds = 256 * element_bytes / profile["bandwidth"]  # read q, k, v and write o: (2*64 + 2*64) elements
+    seconds_per_component = 512 / logit_peak + 256 / other_peak + (2 * chunk / other_peak if chunk_flops else 0)
+    fixed_seconds = 2 * chunk * 64 / other_peak if chunk_flops and fixed else 0.0
+    k = (memory_seconds - fixed_seconds) / seconds_per_component
+    return max(0.0, k) if clamp else k
+
+
+def test_check_causal_memory_bound_accepts_the_model_and_names_three_slips(capsys):
+    ch07.check_causal_memory_bound(causal_memory_bound_below)
+    assert capsys.readouterr().out.startswith("Exercise 7.5: correct -- the in-chunk products add work")
+    with pytest.raises(ExerciseError, match="Exercise 7.5: .* bidirectional forward's K: add the in-chunk"):
+        ch07.check_causal_memory_bound(lambda *a: causal_memory_bound_below(*a, chunk_flops=False))
+    with pytest.raises(ExerciseError, match="a part that does not grow with K, 2 C d_v"):
+        ch07.check_causal_memory_bound(lambda *a: causal_memory_bound_below(*a, fixed=False))
+    with pytest.raises(ExerciseError, match="compute-bound at every K; return 0"):
+        ch07.check_causal_memory_bound(lambda *a: causal_memory_bound_below(*a, clamp=False))
+    with pytest.raises(ExerciseError, match="stops being memory-bound at K = 27.77, you return 28.77"):
+        ch07.check_causal_memory_bound(lambda *a: causal_memory_bound_below(*a) + 1)
+    with pytest.raises(ExerciseError, match="return K as a finite number"):
+        ch07.check_causal_memory_bound(lambda *a: "many")
+
+
 @pytest.mark.parametrize("check, number", [(ch07.check_masked_softmax, "7.1"), (ch07.check_matmul_kernel, "7.2"),
                                            (ch07.check_normalizer_kernel, "7.3"),
                                            (ch07.check_softmax_backward, "7.4"),
+                                           (ch07.check_causal_memory_bound, "7.5"),
                                            (ch08.check_softmax_memory_prediction, "8.1"),
                                            (ch08.check_loglog_slope, "8.2")])
 def test_a_stub_is_not_attempted_and_fails_when_strict(check, number, capsys):

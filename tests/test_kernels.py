@@ -238,15 +238,19 @@ def _bad(**changes):
 @pytest.mark.parametrize("changes, error, words", [
     (dict(q=[[1.0]]), TypeError, "q must be a torch.Tensor"),
     (dict(q=torch.randn(17, 5)), ValueError, "q must have shape (B, H, N, features)"),
-    (dict(k=torch.randn(1, 2, 17, 4)), ValueError, "k must have shape"),
-    (dict(v=torch.randn(1, 2, 16, 7)), ValueError, "v must have shape"),
+    (dict(k=torch.randn(1, 2, 17, 4)), ValueError, "k has feature dim 4 but means/variances have d=5"),
+    (dict(v=torch.randn(1, 2, 16, 7)), ValueError, "v must have one row per key"),
+    (dict(q=torch.randn(2, 2, 17, 5)), ValueError, "k must have the (B, H) = (2, 2) of q"),
+    (dict(v=torch.randn(1, 1, 17, 7)), ValueError, "v must have the (B, H) = (1, 2) of q"),
     (dict(v=torch.randn(1, 2, 17, 7, dtype=torch.float64)), TypeError, "float64"),
     (dict(q=torch.ones(1, 2, 17, 5, dtype=torch.int64)), TypeError, "q must be a floating-point tensor"),
     (dict(q=torch.ones(1, 2, 17, 5, dtype=torch.float64)), TypeError, "q must be float16"),
-    (dict(means=torch.randn(3, 3, 5)), ValueError, "means must have shape (H, K, d)"),
+    (dict(means=torch.randn(3, 3, 5)), ValueError, "means must have shape (H, K, d) = (2, K, 5)"),
+    (dict(means=torch.randn(3, 5)), ValueError, "one mixture per head"),
     (dict(variances=torch.rand(2, 4, 5)), ValueError, "variances must have the shape of means"),
-    (dict(log_priors=torch.randn(2, 4)), ValueError, "log_priors must have shape (H, K)"),
-    (dict(variances=-torch.rand(2, 3, 5)), ValueError, "variances must be strictly positive"),
+    (dict(log_priors=torch.randn(2, 4)), ValueError, "log_priors must have shape (2, 3)"),
+    (dict(log_priors=torch.zeros(2, 3)), ValueError, "log_priors must be normalized"),
+    (dict(variances=-torch.rand(2, 3, 5)), ValueError, "variances must be > 0"),
     (dict(eps=0.0), ValueError, "eps must be > 0"),
     (dict(eps=-1e-6), ValueError, "eps must be > 0"),
     (dict(eps=float("inf")), ValueError, "eps must be a positive number (finite)"),
@@ -260,7 +264,7 @@ def _bad(**changes):
           log_priors=torch.full((2, 513), -6.24)), ValueError, "K <= 512"),
     (dict(q=torch.randn(1, 2, 17, 129), k=torch.randn(1, 2, 17, 129), means=torch.randn(2, 3, 129),
           variances=torch.ones(2, 3, 129)), ValueError, "d, dv <= 128"),
-    (dict(causal=True, q=torch.randn(1, 2, 16, 5)), ValueError, "causal GMA needs as many queries as keys"),
+    (dict(causal=True, q=torch.randn(1, 2, 16, 5)), ValueError, "causal=True needs as many queries as keys"),
     (dict(chunk_size=48), ValueError, "chunk_size must be None or one of"),
     (dict(means=torch.randn(2, 3, 5, device="meta")), ValueError, "device"),
 ])
@@ -268,6 +272,37 @@ def test_bad_input_raises_clear_errors(changes, error, words):
     with pytest.raises(error) as info:
         kernels.gma_triton(**_bad(**changes))
     assert words in str(info.value)
+
+
+SHARED_RULES = [  # broken inputs that gma() and the kernels' entry refuse by one shared check (gmm.check_gma_inputs)
+    dict(v=torch.randn(1, 2, 16, 7)),
+    dict(causal=True, q=torch.randn(1, 2, 16, 5)),
+    dict(k=torch.randn(1, 2, 17, 4)),
+    dict(variances=torch.rand(2, 4, 5)),
+    dict(log_priors=torch.randn(2, 4)),
+    dict(log_priors=torch.zeros(2, 3)),
+    dict(variances=torch.zeros(2, 3, 5)),
+    dict(means=torch.randn(2, 3, 5, device="meta")),
+]
+
+
+@pytest.mark.parametrize("changes", SHARED_RULES)
+def test_gma_and_the_kernels_refuse_bad_shapes_with_one_message(changes):
+    arguments = _bad(**changes)
+    messages = []
+    for function in (kernels.gma_triton, lambda **a: gma_teach.gma(**a, impl="triton")):
+        with pytest.raises(ValueError) as info:
+            function(**arguments)
+        messages.append(str(info.value))
+    assert messages[0] == messages[1]
+
+
+def test_check_values_false_skips_the_mixture_values_only():
+    arguments = _bad(log_priors=torch.zeros(2, 3))  # unnormalized: refused by default (above)
+    out = kernels.gma_triton(**arguments, check_values=False)
+    assert out.shape == (1, 2, 17, 7) and torch.isfinite(out).all()
+    with pytest.raises(ValueError, match="v must have one row per key"):
+        kernels.gma_triton(**_bad(v=torch.randn(1, 2, 16, 7)), check_values=False)
 
 
 def _run_python(code, **env):

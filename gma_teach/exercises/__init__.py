@@ -14,7 +14,8 @@ from .ch03 import check_affinity, check_affinity_rank
 from .ch04 import check_flop_count, check_read_memory, check_write_memory
 from .ch05 import check_raw_for_variance, check_responsibility_jacobian
 from .ch06 import check_causal_gma, check_recurrent_step
-from .ch07 import check_masked_softmax, check_matmul_kernel, check_normalizer_kernel, check_softmax_backward
+from .ch07 import (check_causal_memory_bound, check_masked_softmax, check_matmul_kernel, check_normalizer_kernel,
+                   check_softmax_backward)
 from .ch08 import check_gma_memory_extrapolation, check_loglog_slope, check_softmax_memory_prediction
 from .ch09 import check_cross_attention_gma, check_listops_evaluator, check_listops_tokenizer, check_multi_head_gma
 from .ch10 import check_chunked_causal_gma, check_k_sweep, check_pack, check_perplexity, check_state_bytes
@@ -27,6 +28,7 @@ __all__ = [
     "check_affinity_rank",
     "check_causal_attention",
     "check_causal_gma",
+    "check_causal_memory_bound",
     "check_chunked_causal_gma",
     "check_cross_attention_gma",
     "check_flop_count",

@@ -1,5 +1,6 @@
 """Chapter 7's exercises: a ladder of small Triton kernels (a masked softmax, a tiled matrix product, the
-normalizer of GMA's write pass) and the softmax backward that the kernels' backward pass uses.
+normalizer of GMA's write pass), the softmax backward that the kernels' backward pass uses, and (chapter 7b) the
+arithmetic intensity of the causal kernels.
 
 The checkers never import Triton themselves: they call *your* launcher on random float32 tensors (the kernels
 run in Triton's interpreter without a GPU, on the GPU where there is one) at sizes that are and are not multiples
@@ -11,13 +12,15 @@ instead of failing.
 """
 from __future__ import annotations
 
+import math
+
 import torch
 
 from ..gmm import responsibilities
 from ._common import ExerciseError, call_reader, checker, compare
 
-__all__ = ["check_masked_softmax", "check_matmul_kernel", "check_normalizer_kernel", "check_softmax_backward",
-           "skip_cells_without_triton"]
+__all__ = ["check_causal_memory_bound", "check_masked_softmax", "check_matmul_kernel", "check_normalizer_kernel",
+           "check_softmax_backward", "skip_cells_without_triton"]
 
 NEEDS_TRITON = "# needs Triton"
 
@@ -62,6 +65,16 @@ def _device():
     return torch.device("cuda") if kernels.is_available("cuda") else torch.device("cpu")
 
 
+def _reader_tolerance(device, in_float32: float, tf32_scale: float) -> float:
+    """The tolerance of a result of the reader's ``tl.dot`` (default ``input_precision``): ``in_float32`` where it
+    multiplies in IEEE float32 (a CPU's interpreter, GPUs before sm_80), else ``tf32_scale`` times
+    :func:`gma_teach.kernels.tolerance` of the one-pass TF32 it uses on newer GPUs."""
+    from .. import kernels
+
+    precision = kernels.dot_precision(device)
+    return in_float32 if precision == "ieee" else tf32_scale * kernels.tolerance(precision)
+
+
 def _random_mixture(generator, n_heads, n_components, dim, device):
     means = torch.randn(n_heads, n_components, dim, generator=generator)
     variances = 0.3 + 1.5 * torch.rand(n_heads, n_components, dim, generator=generator)
@@ -71,7 +84,7 @@ def _random_mixture(generator, n_heads, n_components, dim, device):
 
 @checker("7.3")
 def check_normalizer_kernel(fn, *, seed: int = 0) -> str:
-    """Exercise 7.3: check ``fn(k, means, variances, log_priors) -> normalizer``, ``Z = (Gamma^K)^T 1`` of every
+    """Exercise 7.3: check ``fn(k, means, variances, log_priors) -> normalizer``, ``Z = (Γ^K)^T 1`` of every
     (batch, head).
 
     Args:
@@ -81,6 +94,8 @@ def check_normalizer_kernel(fn, *, seed: int = 0) -> str:
     """
     generator = torch.Generator().manual_seed(seed)
     device = _device()
+    # Z sums up to 64 responsibilities: one-pass TF32 moves it by up to 2e-2 (tests/test_tf32_tolerance.py)
+    atol = _reader_tolerance(device, 1e-4, 2.0)
     whole_blocks_ok = False
     for batch, heads, n, n_components, dim in ((1, 2, 64, 16, 16), (2, 1, 37, 5, 3), (1, 3, 1, 3, 2)):
         k = torch.randn(batch, heads, n, dim, generator=generator).to(device)
@@ -89,12 +104,12 @@ def check_normalizer_kernel(fn, *, seed: int = 0) -> str:
         got = call_reader(fn, k, *mixture)
         if isinstance(got, torch.Tensor) and got.shape == expected.shape and whole_blocks_ok:
             error = (got.double().cpu() - expected.double().cpu()).abs().max().item()
-            if error > 1e-4:
+            if error > atol:
                 raise ExerciseError(
                     f"correct for N=64 but wrong for N={n} (K={n_components}, d={dim}; max error {error:.3g}): the "
                     "last block runs past the end. Mask the loads (rows < N, columns < K and < d), give padded "
                     "components the logit -inf, and set the responsibilities of rows >= N to 0 before summing")
-        compare(f"normalizer for k of shape {tuple(k.shape)} and K={n_components}", got, expected, atol=1e-4, rtol=1e-4)
+        compare(f"normalizer for k of shape {tuple(k.shape)} and K={n_components}", got, expected, atol=atol, rtol=1e-4)
         whole_blocks_ok = True
         if not torch.allclose(got.sum(-1).double().cpu(), torch.full((batch, heads), float(n), dtype=torch.float64),
                               atol=1e-3):
@@ -151,8 +166,8 @@ def check_matmul_kernel(fn, *, seed: int = 0) -> str:
         b = torch.randn(inner, p, generator=generator).to(device)
         expected = (a.double() @ b.double()).cpu()
         got = call_reader(fn, a, b)
-        # tl.dot rounds float32 tiles to tf32 on a GPU by default (10 mantissa bits): allow for it there.
-        atol = 1e-4 if device.type == "cpu" else 5e-3 * inner ** 0.5
+        # tl.dot rounds float32 tiles to tf32 on sm_80+ GPUs by default (10 mantissa bits): allow for it there.
+        atol = _reader_tolerance(device, 1e-4, inner ** 0.5 / 6)  # 5e-3 sqrt(L) under TF32
         if isinstance(got, torch.Tensor) and got.shape == expected.shape:
             got64 = got.double().cpu()
             for block in (16, 32, 64):
@@ -194,3 +209,75 @@ def check_softmax_backward(fn, *, seed: int = 0) -> str:
                                     "each row's sum(gamma * d_gamma) from d_gamma before multiplying by gamma")
         compare(f"d_logits for shape {shape}", got, expected, atol=1e-12, rtol=1e-10)
     return "d_logits = gamma * (d_gamma - sum_k gamma_k d_gamma_k)"
+
+
+def _causal_memory_bound_below(profile: dict, element_bytes: int, chunk: int | None, d_route: int = 64,
+                               d_value: int = 64, *, fixed_part: bool = True, chunk_peak: str = "other") -> float:
+    """The K at which the forward's compute time equals its memory time, with chapter 7b's model (chunk None:
+    bidirectional). ``fixed_part`` and ``chunk_peak`` reproduce two slips, for the checker's messages."""
+    if profile["tf32"] is None:  # no TF32 (sm_75): every product in IEEE float32
+        logit_peak = other_peak = profile["fp32"]
+    else:  # logits always tf32x3; the other products tf32 for half inputs, tf32x3 for float32 ones
+        logit_peak = profile["tf32"] / 3
+        other_peak = profile["tf32"] if element_bytes < 4 else profile["tf32"] / 3
+    memory_time = (2 * d_route + 2 * d_value) * element_bytes / profile["bandwidth"]
+    per_component = 8 * d_route / logit_peak + 4 * d_value / other_peak
+    fixed = 0.0
+    if chunk:
+        in_chunk_peak = other_peak if chunk_peak == "other" else logit_peak
+        per_component += 2 * chunk / in_chunk_peak
+        fixed = 2 * chunk * d_value / in_chunk_peak if fixed_part else 0.0
+    return max(0.0, (memory_time - fixed) / per_component)
+
+
+# GPU profiles in the form of chapter 7b's PROFILES (spec-sheet FLOP/s and bytes/s): one with TF32, one without, and
+# one whose bandwidth is so low that the causal forward stays memory-bound up to large K.
+_PROFILES = {"a GPU with TF32": dict(fp32=67e12, bf16=989e12, tf32=494e12, bandwidth=4.8e12),
+             "a GPU without TF32": dict(fp32=8.1e12, bf16=65e12, tf32=None, bandwidth=320e9),
+             "a GPU with little bandwidth": dict(fp32=20e12, bf16=300e12, tf32=150e12, bandwidth=50e9)}
+
+
+@checker("7.5")
+def check_causal_memory_bound(fn) -> str:
+    """Exercise 7.5: check ``fn(profile, element_bytes, chunk) -> K``, the number of components at which the causal
+    forward kernels' compute time equals their memory time (``d_r = d_v = 64``; 0 when they are compute-bound at
+    every K), with chapter 7b's model.
+
+    Args:
+        fn: your function; ``profile`` a dict ``{"fp32", "bf16", "tf32", "bandwidth"}`` of peak FLOP/s and bytes/s
+            (``tf32`` None on GPUs without TF32), as in chapter 7b's ``PROFILES``; ``element_bytes`` 2 or 4;
+            ``chunk`` the chunk length C.
+    """
+    for name, profile in _PROFILES.items():
+        for element_bytes in (2, 4):
+            for chunk in (16, 64, 128):
+                expected = _causal_memory_bound_below(profile, element_bytes, chunk)
+                got = call_reader(fn, dict(profile), element_bytes, chunk)
+                if isinstance(got, torch.Tensor) and got.numel() == 1:
+                    got = got.item()
+                if isinstance(got, bool) or not isinstance(got, (int, float)) or not math.isfinite(got):
+                    raise ExerciseError(f"return K as a finite number, got {got!r}")
+                if math.isclose(got, expected, rel_tol=1e-6, abs_tol=1e-9):
+                    continue
+                where = f"for {name}, {8 * element_bytes}-bit inputs and C={chunk}"
+                slips = {
+                    "bidirectional": (_causal_memory_bound_below(profile, element_bytes, None),
+                                      "that is the bidirectional forward's K: add the in-chunk products, "
+                                      "2 C (K + d_v) FLOPs per token and head"),
+                    "fixed": (_causal_memory_bound_below(profile, element_bytes, chunk, fixed_part=False),
+                              "the in-chunk products have a part that does not grow with K, 2 C d_v (the masked "
+                              "block times V): it uses up memory time before any component is counted"),
+                    "peak": (_causal_memory_bound_below(profile, element_bytes, chunk, chunk_peak="logits"),
+                             "the in-chunk products run at the precision of the other products (the second peak "
+                             "of precision_peaks), not at the logits' tf32x3"),
+                }
+                for value, hint in slips.values():
+                    if math.isclose(got, value, rel_tol=1e-6, abs_tol=1e-9):
+                        raise ExerciseError(f"{where} you return {got:.4g}: {hint}")
+                if got < 0:
+                    raise ExerciseError(f"{where} you return {got:.4g}: when the fixed in-chunk work alone takes "
+                                        "longer than the memory traffic the kernel is compute-bound at every K; "
+                                        "return 0")
+                raise ExerciseError(f"{where} the causal forward stops being memory-bound at K = {expected:.4g}, "
+                                    f"you return {got:.4g}")
+    return "the in-chunk products add work but no traffic, so the causal kernel meets the ridge at a smaller K"

@@ -8,6 +8,8 @@
 * :func:`tile_sizes`, :func:`shared_memory`, ``SHARED_MEMORY_LIMITS`` -- the tiles used on a GPU architecture,
   and their shared memory, counted by Triton's own allocator for that architecture (no GPU needed).
 * :func:`is_available`, :func:`triton_status`, :func:`interpreting` -- can the kernels run here, and how.
+* :func:`dot_precision`, :func:`tolerance` -- the precision a ``tl.dot`` multiplies in on a device (TF32 or IEEE
+  float32), and the tolerance a kernel's result is checked with against float64 at that precision.
 
 Without CUDA, Triton runs the same kernels in its CPU interpreter: importing this package sets
 ``TRITON_INTERPRET=1`` first (see ``gma_teach/kernels/_environment.py``). Without Triton, importing still works,
@@ -17,6 +19,7 @@ to install it. This package imports nothing of gma_teach above :mod:`gma_teach.g
 from ._environment import configure as _configure
 from ._environment import interpreting, is_available
 from ._environment import status as triton_status
+from ._precision import dot_precision, tolerance
 
 if _configure()["installed"]:
     from ._accounting import SHARED_MEMORY_LIMITS, shared_memory
@@ -36,4 +39,4 @@ else:
 responsibilities = fused_responsibilities
 
 __all__ = ["gma_triton", "fused_responsibilities", "mixture_tables", "supports", "tile_sizes", "shared_memory",
-           "SHARED_MEMORY_LIMITS", "is_available", "triton_status", "interpreting"]
+           "SHARED_MEMORY_LIMITS", "is_available", "triton_status", "interpreting", "dot_precision", "tolerance"]

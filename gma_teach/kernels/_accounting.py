@@ -16,7 +16,8 @@ from pathlib import Path
 
 import torch
 
-from ._ops import precisions, tile_sizes
+from ._ops import tile_sizes
+from ._precision import precisions
 
 # Shared memory per block (opt-in maximum), bytes.
 SHARED_MEMORY_LIMITS = {75: 64 * 1024, 80: 163 * 1024, 86: 99 * 1024, 89: 99 * 1024, 90: 227 * 1024}

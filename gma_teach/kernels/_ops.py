@@ -15,6 +15,7 @@ import triton
 from .. import _checks, gmm
 from . import _triton_kernels as kernels
 from ._environment import interpreting
+from ._precision import device_arch, precisions
 
 FLOAT_INPUTS = (torch.float16, torch.bfloat16, torch.float32)
 MAX_COMPONENTS = 512
@@ -43,15 +44,6 @@ def _block(size: int) -> int:
     return max(16, triton.next_power_of_2(size))
 
 
-def device_arch(device: torch.device) -> int | None:
-    """``10 * major + minor`` of a CUDA device, or None (CPU, interpreted)."""
-    device = torch.device(device)
-    if device.type != "cuda":
-        return None
-    major, minor = torch.cuda.get_device_capability(device)
-    return 10 * major + minor
-
-
 def tile_sizes(n_components: int, d_route: int, d_value: int, *, arch: int | None = None,
                chunk_size: int | None = None) -> dict:
     """The tiles the kernels use for these sizes on GPU architecture ``arch`` (75 for sm_75; None: interpreted).
@@ -69,16 +61,6 @@ def tile_sizes(n_components: int, d_route: int, d_value: int, *, arch: int | Non
     num_warps = 8 if rows * max(k_tile, block_d, block_dv) > 4096 else 4
     return dict(profile=profile, rows=rows, chunk=min(chunk_size or DEFAULT_CHUNK, rows), k_tile=k_tile,
                 block_d=block_d, block_dv=block_dv, num_warps=num_warps, num_stages=NUM_STAGES)
-
-
-def precisions(arch: int | None, dtype: torch.dtype) -> dict:
-    """``input_precision`` of the fp32 tl.dot calls. Logits: 3-pass TF32 on sm_80+, IEEE fp32 elsewhere (never one
-    pass: it is not accurate enough, chapter 7). Every other product: the same for fp32 inputs, one-pass TF32 on
-    sm_80+ for half-precision inputs (their results are rounded to 8 or 11 bits anyway). The interpreter ignores
-    both."""
-    if arch is not None and arch >= 80:
-        return dict(LOGIT_PRECISION="tf32x3", PRECISION="tf32" if dtype != torch.float32 else "tf32x3")
-    return dict(LOGIT_PRECISION="ieee", PRECISION="ieee")
 
 
 def _parts(n_blocks: int, programs: int, device: torch.device) -> tuple[int, int]:
@@ -235,7 +217,7 @@ def _backward_kernels(d_out, q, k, v, w_sq, w_lin, bias, out, den, lse_q, lse_k,
 def gma_backward(d_out: torch.Tensor, q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, w_sq: torch.Tensor,
                  w_lin: torch.Tensor, bias: torch.Tensor, out: torch.Tensor, den: torch.Tensor, lse_q: torch.Tensor,
                  lse_k: torch.Tensor, causal: bool, eps: float, chunk_size: int) -> list[torch.Tensor]:
-    """[d_q, d_k, d_v] in the inputs' dtypes and [d_w_sq, d_w_lin, d_bias] in fp32, recomputing Gamma."""
+    """[d_q, d_k, d_v] in the inputs' dtypes and [d_w_sq, d_w_lin, d_bias] in fp32, recomputing Γ."""
     d_q, d_k, d_v, *mixture = _backward_kernels(d_out.contiguous(), q, k, v, w_sq, w_lin, bias, out, den, lse_q,
                                                 lse_k, causal, eps, chunk_size)
     return [d_q.to(q.dtype), d_k.to(k.dtype), d_v.to(v.dtype), *mixture]
@@ -300,46 +282,31 @@ def _check_tokens(**tensors):
                              f"{tuple(value.shape)} (B, H, N, features)")
 
 
-def _validate(q, k, v, means, variances, log_priors, causal, eps, chunk_size):
+def _validate(q, k, v, means, variances, log_priors, causal, eps, chunk_size, check_values):
+    """gma()'s shape rules (:func:`gma_teach.gmm.check_gma_inputs`) plus the kernels' own limits: 4-D inputs with
+    equal (B, H), one mixture per head, float16/bfloat16/float32, the supported sizes, chunk and device."""
     for name, value in (("q", q), ("k", k), ("v", v)):
         _check_kernel_tensor(name, value)
     _check_tokens(q=q, k=k, v=v)
-    _checks.tensor("means", means, min_rank=3)
-    _checks.tensor("variances", variances, min_rank=3)
-    _checks.tensor("log_priors", log_priors, min_rank=2)
-    batch, heads, n_q, d = q.shape
-    if k.shape[:2] != (batch, heads) or k.shape[3] != d:
-        raise ValueError(f"k must have shape (B, H, Nk, d) = ({batch}, {heads}, Nk, {d}) to match q "
-                         f"{tuple(q.shape)}, got {tuple(k.shape)}")
-    n_k = k.shape[2]
-    if v.shape[:3] != (batch, heads, n_k):
-        raise ValueError(f"v must have shape (B, H, Nk, dv) = ({batch}, {heads}, {n_k}, dv) to match k "
-                         f"{tuple(k.shape)}, got {tuple(v.shape)}")
-    if means.dim() != 3 or means.shape[0] != heads or means.shape[2] != d:
-        raise ValueError(f"means must have shape (H, K, d) = ({heads}, K, {d}), got {tuple(means.shape)}")
-    n_components = means.shape[1]
-    if variances.shape != means.shape:
-        raise ValueError(f"variances must have the shape of means {tuple(means.shape)}, got "
-                         f"{tuple(variances.shape)}")
-    if log_priors.shape != (heads, n_components):
-        raise ValueError(f"log_priors must have shape (H, K) = ({heads}, {n_components}), got "
-                         f"{tuple(log_priors.shape)}")
-    if not 1 <= n_components <= MAX_COMPONENTS:
+    batch, heads, _, d = q.shape
+    _checks.tensor("means", means, min_rank=2)
+    if means.dim() != 3 or means.shape[0] != heads:
+        raise ValueError(f"means must have shape (H, K, d) = ({heads}, K, {d}) for the Triton kernels (one mixture "
+                         f"per head), got {tuple(means.shape)}")
+    if not 1 <= means.shape[1] <= MAX_COMPONENTS:
         raise ValueError(f"means must have 1 <= K <= {MAX_COMPONENTS} components for the Triton kernels, got "
-                         f"K={n_components} (means {tuple(means.shape)})")
+                         f"K={means.shape[1]} (means {tuple(means.shape)})")
     if max(d, v.shape[3]) > MAX_FEATURES:
         raise ValueError(f"the Triton kernels support d, dv <= {MAX_FEATURES}, got d={d} (q {tuple(q.shape)}), "
                          f"dv={v.shape[3]} (v {tuple(v.shape)})")
-    _checks.same_device(q=q, k=k, v=v, means=means, variances=variances, log_priors=log_priors)
+    gmm.check_gma_inputs(q, k, v, means, variances, log_priors, causal=causal, check_values=check_values)
+    for name, value in (("k", k), ("v", v)):
+        if value.shape[:2] != (batch, heads):
+            raise ValueError(f"{name} must have the (B, H) = ({batch}, {heads}) of q {tuple(q.shape)} (the kernels "
+                             f"do not broadcast), got {tuple(value.shape)}")
     _checks.positive_number("eps", eps)
-    _checks.boolean("causal", causal)
-    if causal and n_q != n_k:
-        raise ValueError(f"causal GMA needs as many queries as keys (self-attention), got Nq={n_q} (q "
-                         f"{tuple(q.shape)}), Nk={n_k} (k {tuple(k.shape)})")
     if chunk_size is not None and (isinstance(chunk_size, bool) or chunk_size not in CHUNK_SIZES):
         raise ValueError(f"chunk_size must be None or one of {CHUNK_SIZES} (a tl.dot tile), got {chunk_size!r}")
-    if not torch.compiler.is_compiling() and not bool((variances > 0).all()):
-        raise ValueError(f"variances must be strictly positive, got minimum {variances.min().item():.3g}")
     _check_device(q.device)
 
 
@@ -360,8 +327,9 @@ def _without_bf16(device: torch.device) -> bool:
 
 
 def gma_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, means: torch.Tensor, variances: torch.Tensor,
-               log_priors: torch.Tensor, *, causal: bool, eps: float, chunk_size: int | None = None) -> torch.Tensor:
-    """Gaussian Mixture Attention with fused Triton kernels; Gamma is recomputed, never stored.
+               log_priors: torch.Tensor, *, causal: bool, eps: float, chunk_size: int | None = None,
+               check_values: bool = True) -> torch.Tensor:
+    """Gaussian Mixture Attention with fused Triton kernels; Γ is recomputed, never stored.
 
     Args:
         q: ``(B, H, Nq, d_r)`` query routing vectors; k: ``(B, H, Nk, d_r)``; v: ``(B, H, Nk, d_v)``
@@ -371,6 +339,8 @@ def gma_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, means: torch.T
         eps: the positive finite constant added to the denominator.
         chunk_size: causal chunk length (16, 32, 64 or 128); ``None`` means 64. A GPU with little shared memory
             uses shorter chunks (see :func:`tile_sizes`); the result is the same up to rounding.
+        check_values: check the mixture's values (positive normal variances, normalized log priors), as
+            :func:`gma_teach.gma` does; ``gma`` passes ``False`` after its own check.
 
     Returns:
         ``(B, H, Nq, d_v)`` in v's dtype, differentiable w.r.t. all six tensors.
@@ -378,7 +348,7 @@ def gma_triton(q: torch.Tensor, k: torch.Tensor, v: torch.Tensor, means: torch.T
     Raises:
         TypeError, ValueError: inputs the kernels do not take (:func:`supports` says which sizes they take).
     """
-    _validate(q, k, v, means, variances, log_priors, causal, eps, chunk_size)
+    _validate(q, k, v, means, variances, log_priors, causal, eps, chunk_size, check_values)
     out_dtype = v.dtype
     if _without_bf16(q.device):  # compute from fp32 copies (the result is the same: the kernels work in fp32)
         q, k, v = (t.float() if t.dtype == torch.bfloat16 else t for t in (q, k, v))
@@ -402,7 +372,7 @@ def fused_responsibilities(x: torch.Tensor, means: torch.Tensor, variances: torc
     batch, heads, n, d = x.shape
     n_components = means.shape[-2] if isinstance(means, torch.Tensor) and means.dim() == 3 else 1
     dummy_v = x.new_empty(batch, heads, n, 1)
-    _validate(x, x, dummy_v, means, variances, log_priors, False, 1.0, None)
+    _validate(x, x, dummy_v, means, variances, log_priors, False, 1.0, None, True)
     if _without_bf16(x.device) and x.dtype == torch.bfloat16:
         x = x.float()
     x = x.contiguous()
