@@ -36,7 +36,7 @@ from ..environment import seed_everything
 from ..models import DecoderLM
 from ..tasks import IGNORE_INDEX, MQARData, mqar
 from ..train import lr_at
-from .recall_tables import chosen_lr
+from .recall_tables import chosen_lr, format_recall_table, recall_table
 from .settings import RECALL_STUDY
 
 
@@ -171,7 +171,7 @@ def run_arm(study: dict, arm: str, width: int, *, seeds=None, folder=None, comma
         lr = lr if lr is not None else chosen_lr(record)
         if any(r["seed"] == seed and r["lr"] == lr for r in record["runs"]):
             continue
-        origin = records.provenance(command or "python -m gma_teach.runs.recall " + " ".join(sys.argv[1:]))
+        origin = records.provenance(command or "python -m gma_teach.study recall " + " ".join(sys.argv[1:]))
         run = train_run(study, arm, width, lr, seed, data, progress=progress)
         run["provenance"] = origin
         record["runs"].append(run)
@@ -183,17 +183,33 @@ def run_arm(study: dict, arm: str, width: int, *, seeds=None, folder=None, comma
     return record
 
 
-def main(argv=None) -> None:
-    parser = argparse.ArgumentParser(prog="python -m gma_teach.runs.recall", description=__doc__.split("\n")[0])
+def main(argv=None, *, command: str | None = None) -> dict:
+    """Command line: run what is missing of the recall study, or (``--summary``) print and save its table."""
+    parser = argparse.ArgumentParser(prog="python -m gma_teach.study recall", description=__doc__.split("\n")[0])
     parser.add_argument("--arms", nargs="+", default=list(RECALL_STUDY["arms"]), choices=list(RECALL_STUDY["arms"]))
     parser.add_argument("--widths", nargs="+", type=int, default=list(RECALL_STUDY["widths"]))
     parser.add_argument("--seeds", nargs="+", type=int, default=None)
+    parser.add_argument("--threads", type=int, default=1, help="torch threads (default 1)")
     parser.add_argument("--out-dir", default=None, help="folder of the records (default: the results folder)")
-    args = parser.parse_args(argv)
+    parser.add_argument("--summary", action="store_true",
+                        help="run nothing: print the recorded table and save it as recall_study_tables.json")
+    parser.add_argument("--progress", action="store_true")
+    given = list(argv if argv is not None else sys.argv[1:])
+    args = parser.parse_args(given)
+    command = command or "python -m gma_teach.runs.recall " + " ".join(given)
+    if args.summary:
+        table = recall_table(args.out_dir)
+        for line in format_recall_table(table):
+            print(line)
+        path = Path(args.out_dir or records.results_folder()) / f"{RECALL_STUDY['name']}_study_tables.json"
+        records.write_record(path, {"study": RECALL_STUDY["name"], "table": table, **records.provenance(command)})
+        print(f"-> {path}")
+        return table
+    torch.set_num_threads(args.threads)
     data = {name: split(RECALL_STUDY, name) for name in ("train", "val", "test")}
-    for width in args.widths:
-        for arm in args.arms:
-            run_arm(RECALL_STUDY, arm, width, seeds=args.seeds, folder=args.out_dir, data=data)
+    return {(arm, width): run_arm(RECALL_STUDY, arm, width, seeds=args.seeds, folder=args.out_dir, command=command,
+                                  progress=args.progress, data=data)
+            for width in args.widths for arm in args.arms}
 
 
 if __name__ == "__main__":

@@ -103,3 +103,23 @@ def exploratory_comparison(table: dict, arm: str, against: str, width: int) -> d
         return None
     pair = _pair(entries[arm][width], entries[against][width])
     return None if pair is None else {"arm": arm, "against": against, "width": width, "exploratory": True, **pair}
+
+
+def format_recall_table(table: dict) -> list[str]:
+    """Lines of at most 75 characters: each arm's mean test accuracy (mean over the kv counts, then the lowest
+    count's and the highest's) and state bytes at each width, then the declared comparisons with Holm's p."""
+    counts = table["design"]["kv_pairs"]
+    lines = [f"{'arm':<17}{'d':>4}{'seeds':>6}{'acc':>7}{f'@{counts[0]}':>7}{f'@{counts[-1]}':>7}{'state B':>10}"]
+    for arm, widths in table["arms"].items():
+        for width, e in sorted(widths.items()):
+            mean = sum(e["test_mean"]) / len(e["test_mean"])
+            low, high = (sum(e["by_count"][n]) / len(e["by_count"][n]) for n in (counts[0], counts[-1]))
+            lines.append(f"{arm:<17}{width:>4}{len(e['seeds']):>6}{mean:>7.3f}{low:>7.3f}{high:>7.3f}"
+                         f"{e['state_bytes']:>10,}")
+    lines.append(f"declared comparisons ({len(table['comparisons'])} of {table['family_size']} recorded), "
+                 "test accuracy:")
+    for c in table["comparisons"]:
+        verdict = "told apart" if c["told_apart"] else "not told apart"
+        lines.append(f"  {c['arm']} - {c['against']} d={c['width']}: {c['difference']:+.3f} "
+                     f"[{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}] Holm p {c['p_holm']:.3f}, {verdict}")
+    return lines

@@ -172,7 +172,7 @@ RECALL_STUDY = {
     "steps": 1_000,
     "warmup": 100,
     "weight_decay": 0.1,
-    "learning_rates": (1e-3, 3e-3),
+    "learning_rates": (3e-3, 1e-2),
     "seeds": (0, 1, 2),
     "arms": _recall_arms(),
     "metric": "test accuracy, mean over the kv-pair counts (and per count)",

@@ -41,6 +41,7 @@ import torch
 
 from ..environment import device
 from ..records import provenance, write_record
+from . import recall
 from .arm import run_arm, study_data
 from .arm_records import speed_path, study_folder, tables_path
 from .init_scan import scan_initial_routing
@@ -52,10 +53,14 @@ __all__ = ["main"]
 
 
 def main(argv=None) -> dict:
-    """Command line: run (or summarize) a study."""
+    """Command line: run (or summarize) a study; ``recall`` hands over to :func:`gma_teach.runs.recall.main`."""
+    given = list(argv if argv is not None else sys.argv[1:])
+    if given[:1] == ["recall"]:
+        return recall.main(given[1:], command="python -m gma_teach.study " + " ".join(given))
     parser = argparse.ArgumentParser(prog="python -m gma_teach.study", description=__doc__.split("\n\n")[0])
-    parser.add_argument("study", choices=[*sorted(STUDIES), "init-scan"],
-                        help="a study, or init-scan: the untrained routing under several initialisations")
+    parser.add_argument("study", choices=[*sorted(STUDIES), "init-scan", "recall"],
+                        help="a study, or init-scan: the untrained routing under several initialisations, or recall "
+                             "(chapter 12; `python -m gma_teach.study recall --help` lists its options)")
     parser.add_argument("--arms", nargs="*", default=None, help="arms to run (default: all)")
     parser.add_argument("--seeds", nargs="*", type=int, default=None, help="seeds (default: the study's)")
     parser.add_argument("--out-dir", default=None,
