@@ -196,7 +196,8 @@ def plot_exact_capacity(n_pairs, measured: dict, *, n_slots: int, predicted: dic
             ax.plot(pairs, as_float_array(label, measured[label]), ls="none", marker="o", ms=4, color=color,
                     mfc="none", label=f"{label} (GMA demo)")
     ax.axvline(n_slots, color="#555555", lw=0.8, ls=":")
-    ax.annotate(f"K = {n_slots}", (n_slots, 1.0), xytext=(3, -10), textcoords="offset points", fontsize=8)
+    ax.annotate(f"K = {n_slots}", (n_slots, 0.0), xytext=(3, 2), textcoords="offset points", fontsize=8)
+    ax.set_xlim(left=0)
     ax.set(xlabel="key-value pairs stored", ylabel="recall accuracy", ylim=(-0.03, 1.05))
-    ax.legend(fontsize=7, loc="lower left")
+    ax.legend(fontsize=7, loc="upper right")
     return fig
