@@ -18,8 +18,8 @@ reads off the recall study's table.
   decoding state's ``nbytes()``.
 * **The live run.** :func:`shrink_study` copies a study design with a few sizes replaced.
 * **The study's table.** :func:`check_recall_table` validates the table the recall study's records give (format in
-  its docstring); :func:`recall_findings` and :func:`when_to_choose_gma` turn it into sentences, every number
-  computed from the table.
+  its docstring); :func:`recall_findings` (with its part :func:`forgetting_findings`) and
+  :func:`when_to_choose_gma` turn it into sentences, every number computed from the table.
 """
 from __future__ import annotations
 
@@ -586,6 +586,18 @@ def _best_and_smallest(entries, width, near) -> list[str]:
                          f"{_mean(entries[arm, width]['test_mean']):.3f}.")
         else:
             found.append(f"No arm but SDPA comes within {near:g} of SDPA's mean accuracy at width {width}.")
+    return found
+
+
+def forgetting_findings(table) -> list[str]:
+    """The part of :func:`recall_findings` about forgetting and the hybrid: each of ``window``, ``local_gma``,
+    ``decay_linear`` and ``decay_gma`` against the arm it changes (``sdpa``; ``window`` and the GMA arm of the same
+    K; ``linear``; the GMA arm of the same K), at every width where both are recorded."""
+    check_recall_table(table)
+    entries = table_entries(table)
+    found = []
+    for width in sorted({width for _, width in entries}):
+        found.extend(_forgetting_sentences(table, entries, width))
     return found
 
 

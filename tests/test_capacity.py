@@ -341,6 +341,11 @@ def test_findings_read_the_table():
             f"(paired over 3 seeds, exploratory)") in text
     assert "local_gma against window at width 64" in text and "decay_linear against linear at width 128" in text
     assert "window against sdpa at width 64" in text
+    extras = capacity.forgetting_findings(table)
+    assert extras == [line for line in found if line.split()[0] in ("window", "local_gma", "decay_linear",
+                                                                    "decay_gma")]
+    assert len(extras) == 2 * 5  # per width: window, local_gma (twice), decay_linear, decay_gma
+    assert capacity.forgetting_findings(synthetic_table(with_extras=False)) == []
 
 
 def test_findings_name_what_is_missing_and_the_smallest_close_state():

@@ -130,7 +130,7 @@ def check_state_bytes(fn):
                     raise RuntimeError(f"{mixer}: the formula gives {expected:,} bytes but its decoding state "
                                        f"holds {real:,}; please report this")
                 measured += 1
-    return f"every formula agrees with {measured} real decoding states' nbytes()."
+    return f"the formulas match {measured} real states' nbytes()."
 
 
 # ------------------------------------------------------------------------------------------------ Exercise 12.2
@@ -190,7 +190,7 @@ def check_separating_routing(fn, *, seed: int = 0):
         if leaked != 0 or own < 1 - 1e-3:
             raise ExerciseError(f"with {n_keys} keys in {n_slots} slots the reads are not exact: largest weight on "
                                 f"another value {leaked:.3g}, smallest weight on the right one {own:.4f}")
-    return "disjoint routing: every read returns its own value, whatever the order of the queries."
+    return "every read holds its own value, in any order."
 
 
 # ------------------------------------------------------------------------------------------------ Exercise 12.3
@@ -235,4 +235,4 @@ def check_random_capacity(fn, *, n_trials: int = 4000, seed: int = 0):
         if abs(got - _expected_random(n_pairs, n_slots)) > 1e-9:
             raise ExerciseError(f"{where}: close to the demo but not the exact expectation"
                                 + (f" ({hint})" if hint else ""))
-    return "the expected number of occupied slots over n, as the Monte Carlo of the demo confirms."
+    return "occupied slots over n, as the Monte Carlo shows."
