@@ -680,9 +680,11 @@ def when_to_choose_gma(table, *, near: float = 0.05) -> list[str]:
             if (arm, width) not in entries:
                 continue
             for against in _references(entries, arm, width):
-                recorded = _comparison(table, arm, against, width) or _exploratory(entries, arm, against, width)
+                recorded, how = _comparison(table, arm, against, width), "Holm-corrected"
+                if recorded is None:
+                    recorded, how = _exploratory(entries, arm, against, width), "exploratory"
                 if recorded is not None and recorded["told_apart"] and recorded["difference"] > 0:
                     advice.append(f"At width {width}, {arm} recalls more than {against} "
-                                  f"({recorded['difference']:+.3f}): prefer it when its state of "
+                                  f"({recorded['difference']:+.3f}, {how}): prefer it when its state of "
                                   f"{_bytes(entries[arm, width]['state_bytes'])} fits.")
     return advice

@@ -378,7 +378,7 @@ def test_when_to_choose_gma_reads_the_table():
                for line in advice)
     assert any(line.startswith("At width 64, ") and "keep a larger state" in line
                and all(a in line for a in dearer) for line in advice)
-    assert any("local_gma recalls more than window" in line for line in advice)
+    assert any("local_gma recalls more than window (+0.50" in line and "exploratory" in line for line in advice)
     assert not any("decay_linear recalls more" in line for line in advice)  # not told apart from linear
     far = synthetic_table(with_extras=False, widths=(64,))
     for arm in far["arms"]:

@@ -115,6 +115,7 @@ def plot_recall_frontier(table, *, ax=None):
         fig = ax.figure
     markers = {width: marker for width, marker in zip(sorted({w for _, w in entries}), "oDv^<>")}
     curves: dict[tuple, list] = {}
+    placed = []  # labelled points so far: a label near another one moves down a line
     for (arm, width), entry in entries.items():
         style = arm_style(arm)
         size, accuracy = float(entry["state_bytes"]), _mean(entry["test_mean"])
@@ -125,8 +126,10 @@ def plot_recall_frontier(table, *, ax=None):
             curves.setdefault(("gma", gma[1], width), []).append((size, accuracy, gma[0]))
             continue
         ax.plot(size, accuracy, marker=markers[width], ms=6, color=style["color"], ls="none")
-        ax.annotate(f"{arm} (d={width})", (size, accuracy), xytext=(4, 4), textcoords="offset points", fontsize=7,
-                    color=style["color"])
+        crowd = sum(1 for x, y in placed if abs(math.log10(size / x)) < 0.08 and abs(accuracy - y) < 0.04)
+        placed.append((size, accuracy))
+        ax.annotate(f"{arm} (d={width})", (size, accuracy), xytext=(4, 4 - 9 * crowd), textcoords="offset points",
+                    fontsize=7, color=style["color"])
         if arm == "linear":
             curves.setdefault(("linear", False, 0), []).append((size, accuracy, width))
     for (kind, remedy, width), points in curves.items():
