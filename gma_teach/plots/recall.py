@@ -97,7 +97,7 @@ def plot_accuracy_by_pairs(table, *, widths=None, axes=None):
 
 def plot_recall_frontier(table, *, ax=None):
     """The recall frontier: mean test accuracy (over the kv counts; one faint point per seed) against the bytes of
-    the decoding state (log scale), every arm at every width.
+    the model's decoding state (the table's ``state_bytes``, log scale), every arm at every width.
 
     GMA's K sweep is a connected curve per width and routing (default: solid, remedy: dashed), labelled at its
     largest K; linear attention's widths are a connected curve when two or more are recorded; every other arm is a
@@ -152,7 +152,7 @@ def plot_recall_frontier(table, *, ax=None):
             ax.legend(loc="lower right", fontsize=7)
     else:
         ax.text(0.5, 0.5, "no arm recorded", ha="center", va="center", transform=ax.transAxes)
-    ax.set(xlabel="decoding-state bytes (both layers, after the whole sequence)",
+    ax.set(xlabel="decoding-state bytes (the whole model, after the whole sequence)",
            ylabel="test accuracy (mean over kv counts)", ylim=(-0.03, 1.03),
            title="the recall frontier (GMA points labelled with K)")
     return fig
