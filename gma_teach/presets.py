@@ -179,6 +179,32 @@ PRESETS: dict[str, dict[str, dict]] = {
                      demo_args=4, demo_seed=1, n_stats=2000, live_scale="medium",
                      recorded_runs=["listops_*_full.json", "text_*_full.json"]),
     },
+    # ch12: what the memory holds -- the exact demo (n_slots slots, pairs up to max_pairs; forgetting with decays and
+    # a router's leak; the recency horizon at horizon_slots; Monte Carlo trials of random routing), the state-byte
+    # table (state_width, state_seq_lens, gma_ks), and the live MQAR run: sdpa and GMA K=live_gma_k at live_width,
+    # trained by gma_teach.runs.recall.train_run on RECALL_STUDY with the sizes of `live` (tiny: < 30 s on one core).
+    "ch12": {
+        "tiny": dict(seed=0, n_slots=16, max_pairs=48, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
+                     mc_trials=400, state_width=64, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
+                     live=dict(seq_len=32, vocab_size=64, kv_pairs=[2, 4, 8], n_train=2048, n_val=64, n_test=256,
+                               steps=250, batch_size=32, warmup=25),
+                     live_width=32, live_lr=3e-3, live_gma_k=8),
+        "small": dict(seed=0, n_slots=32, max_pairs=96, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
+                      mc_trials=2000, state_width=64, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
+                      live=dict(seq_len=64, vocab_size=256, kv_pairs=[4, 8, 16], n_train=16384, n_val=200,
+                                n_test=500, steps=800, batch_size=64, warmup=50),
+                      live_width=64, live_lr=3e-3, live_gma_k=32),
+        "medium": dict(seed=0, n_slots=32, max_pairs=96, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
+                       mc_trials=4000, state_width=128, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
+                       live=dict(seq_len=64, vocab_size=512, kv_pairs=[4, 8, 16], n_train=20000, n_val=500,
+                                 n_test=1000, steps=2000, batch_size=64, warmup=100),
+                       live_width=128, live_lr=3e-3, live_gma_k=64),
+        "full": dict(seed=0, n_slots=32, max_pairs=96, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
+                     mc_trials=4000, state_width=128, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
+                     live=dict(seq_len=64, vocab_size=512, kv_pairs=[4, 8, 16], n_train=20000, n_val=500,
+                               n_test=1000, steps=3000, batch_size=64, warmup=150),
+                     live_width=128, live_lr=3e-3, live_gma_k=64),
+    },
     # Experiments of chapters 9-10 (gma_teach.experiments). listops: LRA's generator settings and split sizes
     # (full = LRA: depth 10, 500 < length < 2000, 96k/2k/2k, 4 layers, width 512, 8 heads, MLP 1024), the encoder,
     # AdamW with warmup + cosine. small = the CPU preset that learns (notes: ~35% for softmax in ~77 s).

@@ -2,7 +2,7 @@
 
 * every notebook under book/ (chapters and answers) is valid nbformat 4, committed without outputs or execution
   counts, opens with prose and imports gma_teach; every chapter sizes its work from its preset;
-* every file that _toc.yml lists exists, the numbered chapters (01 to 11, with any lettered companion such as 07b)
+* every file that _toc.yml lists exists, the numbered chapters (01 to 12, with any lettered companion such as 07b)
   are listed in order, and every notebook under book/ is listed.
 
 The first code cell of every notebook is tests/test_colab.py's subject; running the notebooks is nbval's job (see
@@ -59,7 +59,7 @@ def _source_file(entry: str) -> Path | None:
 def test_toc_lists_every_numbered_chapter_in_order():
     listed = [entry for entry in _listed() if re.fullmatch(r"book/\d\d[^/]*", entry)]
     assert listed == sorted(_entry(path) for path in CHAPTERS)
-    assert sorted({entry[5:7] for entry in listed}) == [f"{number:02d}" for number in range(1, 12)]
+    assert sorted({entry[5:7] for entry in listed}) == [f"{number:02d}" for number in range(1, 13)]
 
 
 @pytest.mark.parametrize("entry", _listed())

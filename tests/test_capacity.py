@@ -1,0 +1,411 @@
+"""gma_teach.capacity: the exact demo against counting (float64), the rank bound, the decayed recurrence against its
+explicit formula (with gradcheck and causality), state bytes against the formulas, and the recall study's sentences
+read off synthetic tables."""
+import itertools
+import math
+import statistics
+
+import pytest
+import torch
+from conftest import random_responsibilities
+
+from gma_teach import capacity
+from gma_teach.mixing import affinity, gma_from_responsibilities, write_memory
+from gma_teach.study import t_quantile_975
+
+EPS = 1e-6
+
+
+# ----------------------------------------------------------------------------------------------- the exact demo
+def test_slot_routing_rows_are_responsibilities():
+    gamma = capacity.slot_routing([2, 0, 2, 4], 5, leak=0.25)
+    assert gamma.dtype == torch.float64 and gamma.shape == (4, 5)
+    torch.testing.assert_close(gamma.sum(-1), torch.ones(4, dtype=torch.float64), rtol=0, atol=1e-15)
+    assert gamma[0, 2] == pytest.approx(0.75 + 0.05) and gamma[0, 1] == pytest.approx(0.05)
+    hard = capacity.slot_routing(torch.tensor([[1, 0], [0, 0]]), 3)
+    assert torch.equal(hard, torch.tensor([[[0., 1, 0], [1, 0, 0]], [[1, 0, 0], [1, 0, 0]]], dtype=torch.float64))
+    assert torch.equal(capacity.round_robin(7, 3), torch.tensor([0, 1, 2, 0, 1, 2, 0]))
+
+
+@pytest.mark.parametrize("n_pairs, n_slots", [(1, 1), (5, 7), (13, 13), (3, 11)])
+def test_k_slots_store_up_to_k_pairs_exactly(n_pairs, n_slots):
+    gamma = capacity.slot_routing(capacity.round_robin(n_pairs, n_slots), n_slots)
+    values = torch.eye(n_pairs, dtype=torch.float64)
+    outputs = capacity.store_and_recall(gamma, values, eps=EPS)
+    assert torch.equal(outputs, values / (1 + EPS))  # every read is its own value, to the last bit
+    spec = gma_from_responsibilities(gamma, gamma, values, eps=EPS, impl="naive")
+    torch.testing.assert_close(outputs, spec, rtol=0, atol=1e-15)
+    assert capacity.routed_recall(n_pairs, n_slots, ties="fail") == 1.0
+
+
+def test_one_pair_too_many_returns_the_average_and_ties():
+    n_slots = 6
+    n_pairs = n_slots + 1
+    gamma = capacity.slot_routing(capacity.round_robin(n_pairs, n_slots), n_slots)
+    values = torch.eye(n_pairs, dtype=torch.float64)
+    outputs = capacity.store_and_recall(gamma, values, eps=EPS)
+    shared = (values[0] + values[n_slots]) / (2 + EPS)
+    torch.testing.assert_close(outputs[0], shared, rtol=0, atol=1e-15)
+    torch.testing.assert_close(outputs[n_slots], shared, rtol=0, atol=1e-15)
+    targets = torch.arange(n_pairs)
+    share = capacity.recall_credit(outputs, targets, ties="share")
+    fail = capacity.recall_credit(outputs, targets, ties="fail")
+    assert share[0] == share[n_slots] == 0.5 and fail[0] == fail[n_slots] == 0.0
+    assert torch.equal(share[1:n_slots], torch.ones(n_slots - 1, dtype=torch.float64))
+    assert capacity.recall_accuracy(outputs, targets) == pytest.approx(n_slots / n_pairs)
+
+
+def _alone_share(n_pairs, n_slots):
+    """Keys alone in their slot under i mod K, counted one by one."""
+    slots = [i % n_slots for i in range(n_pairs)]
+    return sum(1 for s in slots if slots.count(s) == 1) / n_pairs
+
+
+@pytest.mark.parametrize("n_slots", [1, 5, 8])
+def test_capacity_without_forgetting_is_k_over_n(n_slots):
+    for n_pairs in range(1, 3 * n_slots + 2):
+        share = capacity.routed_recall(n_pairs, n_slots)
+        fail = capacity.routed_recall(n_pairs, n_slots, ties="fail")
+        assert share == pytest.approx(min(1.0, n_slots / n_pairs), abs=1e-15)
+        assert fail == pytest.approx(_alone_share(n_pairs, n_slots), abs=1e-15)
+        assert capacity.capacity_formula(n_pairs, n_slots) == pytest.approx(share, abs=1e-15)
+        assert capacity.capacity_formula(n_pairs, n_slots, ties="fail") == pytest.approx(fail, abs=1e-15)
+        if n_slots <= n_pairs <= 2 * n_slots:
+            assert fail == pytest.approx((2 * n_slots - n_pairs) / n_pairs, abs=1e-15)
+
+
+@pytest.mark.parametrize("decay, leak", [(0.9, 0.0), (0.5, 0.0), (0.9, 0.1), (0.8, 0.1), (0.7, 0.3), (1.0, 0.2)])
+@pytest.mark.parametrize("n_slots", [3, 8])
+def test_the_formula_predicts_the_demo_with_forgetting_and_leaks(decay, leak, n_slots):
+    for n_pairs in range(1, 3 * n_slots + 2):
+        for ties in capacity.TIES:
+            demo = capacity.routed_recall(n_pairs, n_slots, decay=decay, leak=leak, ties=ties)
+            formula = capacity.capacity_formula(n_pairs, n_slots, decay=decay, leak=leak, ties=ties)
+            assert demo == pytest.approx(formula, abs=1e-15), (n_pairs, ties)
+
+
+def test_forgetting_caps_recall_by_recency_not_by_slots():
+    decay, leak = 0.8, 0.1
+    for n_slots in (16, 64, 256):
+        horizon = capacity.recency_horizon(n_slots, decay=decay, leak=leak)
+        assert abs(horizon - round(horizon)) > 1e-6  # away from an exact tie
+        cross = (2 * (1 - leak) * leak + leak * leak) / n_slots
+        assert decay ** horizon * ((1 - leak) ** 2 + cross) == pytest.approx(cross, rel=1e-12)
+        n_pairs = n_slots
+        recalled = capacity.routed_recall(n_pairs, n_slots, decay=decay, leak=leak, ties="fail") * n_pairs
+        assert round(recalled) == min(n_pairs, math.ceil(horizon))
+    assert capacity.recency_horizon(64, decay=0.8, leak=0.1) < 64  # fewer pairs than slots
+    assert capacity.recency_horizon(8, decay=1.0, leak=0.1) == math.inf
+    assert capacity.recency_horizon(8, decay=0.9, leak=0.0) == math.inf
+    # hard routing with forgetting: the newest key of each slot wins, no ties
+    assert capacity.routed_recall(12, 8, decay=0.9, ties="fail") == pytest.approx(8 / 12)
+
+
+def test_the_affinity_has_rank_at_most_k():
+    n_slots = 5
+    for n_pairs in (3, 5, 6, 11):
+        gamma = capacity.slot_routing(capacity.round_robin(n_pairs, n_slots), n_slots)
+        assert torch.linalg.matrix_rank(affinity(gamma, gamma)).item() == min(n_pairs, n_slots)
+        outputs = capacity.store_and_recall(gamma, torch.eye(n_pairs, dtype=torch.float64))
+        assert torch.linalg.matrix_rank(outputs).item() == min(n_pairs, n_slots)
+    soft = random_responsibilities(20, 6)
+    assert torch.linalg.matrix_rank(affinity(soft, soft)).item() <= 6
+
+
+def _expected_random_by_enumeration(n_pairs, n_slots):
+    """E[accuracy] over all K^n slot assignments, ties shared: a slot of m keys contributes 1 (m times 1/m)."""
+    total = 0.0
+    for slots in itertools.product(range(n_slots), repeat=n_pairs):
+        total += len(set(slots)) / n_pairs
+    return total / n_slots ** n_pairs
+
+
+@pytest.mark.parametrize("n_pairs, n_slots", [(3, 3), (5, 2), (4, 6)])
+def test_random_routing_monte_carlo_matches_enumeration(n_pairs, n_slots):
+    mean, error = capacity.random_slot_recall(n_pairs, n_slots, 3000, seed=1)
+    assert abs(mean - _expected_random_by_enumeration(n_pairs, n_slots)) <= 4 * error
+    assert capacity.random_slot_recall(n_pairs, n_slots, 50, seed=3) == capacity.random_slot_recall(
+        n_pairs, n_slots, 50, seed=3)
+
+
+def test_recall_credit_treats_rounding_as_a_tie_and_checks_its_input():
+    outputs = torch.tensor([[0.5, 0.5 + 1e-16, 0.0], [0.2, 0.7, 0.1]], dtype=torch.float64)
+    credit = capacity.recall_credit(outputs, torch.tensor([0, 1]))
+    assert credit.tolist() == [0.5, 1.0]
+    assert capacity.recall_credit(outputs, torch.tensor([0, 1]), rtol=0.0).tolist() == [0.0, 1.0]
+    with pytest.raises(TypeError, match="targets must be an int64 tensor"):
+        capacity.recall_credit(outputs, torch.tensor([0.0, 1.0]))
+    with pytest.raises(ValueError, match="targets must have one entry per read"):
+        capacity.recall_credit(outputs, torch.tensor([0, 1, 2]))
+    with pytest.raises(ValueError, match=r"targets must lie in \[0, d_v=3\)"):
+        capacity.recall_credit(outputs, torch.tensor([0, 3]))
+    with pytest.raises(ValueError, match="ties must be one of"):
+        capacity.recall_credit(outputs, torch.tensor([0, 1]), ties="coin")
+
+
+def test_bad_demo_input_raises_clear_errors():
+    with pytest.raises(ValueError, match=r"slots must lie in \[0, n_slots=3\)"):
+        capacity.slot_routing([0, 3], 3)
+    with pytest.raises(TypeError, match="slots must be a tensor of int slot indices"):
+        capacity.slot_routing(torch.tensor([0.0, 1.0]), 3)
+    with pytest.raises(ValueError, match=r"leak must be in \[0, 1\)"):
+        capacity.slot_routing([0], 3, leak=1.0)
+    with pytest.raises(ValueError, match="n_slots must be >= 1"):
+        capacity.round_robin(3, 0)
+    with pytest.raises(ValueError, match=r"decay must be in \(0, 1\]"):
+        capacity.routed_recall(3, 2, decay=1.5)
+    with pytest.raises(ValueError, match="decay must be > 0"):
+        capacity.capacity_formula(3, 2, decay=0.0)
+    with pytest.raises(ValueError, match="slots must give one slot per pair"):
+        capacity.routed_recall(3, 2, slots=[0, 1])
+    gamma = capacity.slot_routing([0, 1], 2)
+    with pytest.raises(ValueError, match="values must have one row per key"):
+        capacity.store_and_recall(gamma, torch.eye(3, dtype=torch.float64))
+    with pytest.raises(ValueError, match="gamma_q and gamma_k must have the same K"):
+        capacity.store_and_recall(gamma, torch.eye(2, dtype=torch.float64), torch.ones(2, 3, dtype=torch.float64))
+
+
+# ---------------------------------------------------------------------------------------------------- forgetting
+def _decayed_spec(gamma_q, gamma_k, v, decay, eps):
+    """The explicit formula: o_i = sum_{j<=i} decay^(i-j) s_ij v_j / (sum_{j<=i} decay^(i-j) s_ij + eps)."""
+    n = gamma_q.shape[-2]
+    i = torch.arange(n, dtype=torch.float64)
+    age = i[:, None] - i[None, :]
+    weights = torch.where(age >= 0, decay ** age.clamp_min(0), torch.zeros(()).double())
+    scores = (gamma_q @ gamma_k.transpose(-1, -2)) * weights
+    return (scores @ v) / (scores.sum(-1, keepdim=True) + eps)
+
+
+@pytest.mark.parametrize("decay", [1.0, 0.83, 0.3])
+def test_decayed_gma_equals_its_explicit_formula(decay):
+    gamma_q, gamma_k = random_responsibilities(2, 3, 11, 4), random_responsibilities(2, 3, 11, 4)
+    v = torch.randn(2, 3, 11, 5, dtype=torch.float64)
+    got = capacity.decayed_gma(gamma_q, gamma_k, v, decay, eps=EPS)
+    torch.testing.assert_close(got, _decayed_spec(gamma_q, gamma_k, v, decay, EPS), rtol=0, atol=1e-12)
+    if decay == 1.0:
+        causal = gma_from_responsibilities(gamma_q, gamma_k, v, causal=True, eps=EPS, impl="naive")
+        torch.testing.assert_close(got, causal, rtol=0, atol=1e-12)
+    memory, normalizer = capacity.decayed_state(gamma_k, v, decay)
+    age = torch.arange(10, -1, -1, dtype=torch.float64)
+    reference = write_memory(gamma_k * (decay ** age)[:, None], v)
+    torch.testing.assert_close(memory, reference[0], rtol=0, atol=1e-12)
+    torch.testing.assert_close(normalizer, reference[1], rtol=0, atol=1e-12)
+    last = capacity.store_and_recall(gamma_k, v, gamma_q[..., -1:, :], decay=decay, eps=EPS)
+    torch.testing.assert_close(last, got[..., -1:, :], rtol=0, atol=1e-12)
+
+
+def test_decayed_gma_is_causal_and_has_exact_gradients():
+    gamma_q, gamma_k = random_responsibilities(9, 3), random_responsibilities(9, 3)
+    v = torch.randn(9, 2, dtype=torch.float64)
+    before = capacity.decayed_gma(gamma_q, gamma_k, v, 0.7)
+    changed_k, changed_v = gamma_k.clone(), v.clone()
+    changed_k[6:] = random_responsibilities(3, 3)
+    changed_v[6:] += 5.0
+    after = capacity.decayed_gma(gamma_q, changed_k, changed_v, 0.7)
+    torch.testing.assert_close(after[:6], before[:6], rtol=0, atol=0)
+    assert not torch.allclose(after[6:], before[6:])
+    inputs = [t[:5].clone().requires_grad_(True) for t in (gamma_q, gamma_k, v)]
+    assert torch.autograd.gradcheck(lambda q, k, x: capacity.decayed_gma(q, k, x, 0.6), inputs)
+
+
+def test_decayed_gma_rejects_bad_input():
+    gamma = random_responsibilities(4, 3)
+    v = torch.randn(4, 2, dtype=torch.float64)
+    with pytest.raises(ValueError, match=r"decay must be in \(0, 1\]"):
+        capacity.decayed_gma(gamma, gamma, v, 1.01)
+    with pytest.raises(ValueError, match="causal GMA needs gamma_q and gamma_k of one shape"):
+        capacity.decayed_gma(gamma[:3], gamma, v, 0.9)
+    with pytest.raises(TypeError, match="values must be a floating-point tensor"):
+        capacity.decayed_gma(gamma, gamma, torch.ones(4, 2, dtype=torch.long), 0.9)
+    assert capacity.decayed_gma(gamma[:0], gamma[:0], v[:0], 0.9).shape == (0, 2)
+
+
+# --------------------------------------------------------------------------------------------------- state bytes
+def test_measured_state_bytes_follow_the_formulas():
+    d, h = 24, 2
+    d_head = d // h
+    for n in (0, 5, 13):
+        assert capacity.measured_state_bytes("sdpa", d, h, n) == 2 * n * d * 4
+        assert capacity.measured_state_bytes("gma", d, h, n, n_components=7) == h * 7 * (d_head + 1) * 4
+    assert capacity.measured_state_bytes("linear", d, h, 9) == h * (d_head * d_head + d_head) * 4
+    assert capacity.measured_state_bytes("performer", d, h, 9, n_features=5) == h * (5 * d_head + 5) * 4
+    assert capacity.measured_state_bytes("none", d, h, 9) == 0
+    with pytest.raises(ValueError, match="mixer must be one of"):
+        capacity.measured_state_bytes("flash", d, h, 3)
+    with pytest.raises(ValueError, match="seq_len must be >= 0"):
+        capacity.measured_state_bytes("sdpa", d, h, -1)
+    with pytest.raises(ValueError):
+        capacity.measured_state_bytes("linformer", d, h, 3, max_seq_len=8)
+
+
+def test_shrink_study_copies_and_checks_its_keys():
+    design = {"seq_len": 64, "kv_pairs": (4, 8), "arms": {"sdpa": {"mixer": "sdpa"}}}
+    small = capacity.shrink_study(design, seq_len=16, kv_pairs=(2,))
+    assert small["seq_len"] == 16 and small["kv_pairs"] == (2,) and design["seq_len"] == 64
+    small["arms"]["sdpa"]["mixer"] = "changed"
+    assert design["arms"]["sdpa"]["mixer"] == "sdpa"
+    with pytest.raises(ValueError, match=r"unknown study keys \['width'\]"):
+        capacity.shrink_study(design, width=3)
+    with pytest.raises(TypeError, match="study must be a dict"):
+        capacity.shrink_study([design])
+
+
+# ------------------------------------------------------------------------------------------- the study's table
+KV = [4, 8, 16]
+SEEDS = [0, 1, 2]
+
+
+def _run(mixer, by_count, state_bytes, options=None, seeds=SEEDS):
+    by_count = {n: list(values) for n, values in by_count.items()}
+    means = [statistics.fmean(by_count[n][i] for n in by_count) for i in range(len(seeds))]
+    return {"mixer": mixer, "options": options or {}, "lr": 1e-3, "seeds": list(seeds), "state_bytes": state_bytes,
+            "test_mean": means, "by_count": by_count}
+
+
+def _curve(levels, offsets=(-0.01, 0.0, 0.01)):
+    """Per-count accuracies for 3 seeds: ``levels`` (one per kv count) plus each seed's offset."""
+    return {n: [min(1.0, level + offset) for offset in offsets] for n, level in zip(KV, levels)}
+
+
+def synthetic_table(*, with_extras=True, widths=(64, 128)):
+    """A table in the recall study's format: SDPA solves every count, linear attention falls, GMA rises with K."""
+    arms = {}
+    for width in widths:
+        scale = width // 64
+        arms.setdefault("sdpa", {})[width] = _run("sdpa", {n: [1.0, 0.995, 1.0] for n in KV}, 65536 * scale)
+        arms.setdefault("linear", {})[width] = _run("linear", _curve([0.9, 0.6, 0.3]), 33280 * scale * scale)
+        arms.setdefault("performer", {})[width] = _run("performer", _curve([0.7, 0.4, 0.2]), 33280 * scale)
+        arms.setdefault("mamba", {})[width] = _run("mamba", _curve([0.8, 0.5, 0.3]), 19456 * scale)
+        for k in (8, 16, 32, 64, 128, 256):
+            level = min(0.99, 0.2 + 0.12 * math.log2(k))
+            for suffix, shift in (("", 0.0), ("_remedy", 0.02)):
+                arms.setdefault(f"gma_k{k}{suffix}", {})[width] = _run(
+                    "gma", _curve([level + shift, level - 0.1 + shift, level - 0.2 + shift]),
+                    2 * k * (width + 1) * 4, {"n_components": k})
+        if with_extras:
+            arms.setdefault("window", {})[width] = _run("window", _curve([0.5, 0.3, 0.2]), 8192 * scale)
+            arms.setdefault("local_gma", {})[width] = _run("local_gma", _curve([0.95, 0.85, 0.7], (0.0, 0.0, 0.01)),
+                                                           40000 * scale,
+                                                           {"n_components": 64, "window": 16})
+            arms.setdefault("decay_linear", {})[width] = _run("decay_linear", _curve([0.9, 0.6, 0.31],
+                                                                                     (0.01, -0.02, 0.02)),
+                                                              33280 * scale * scale)
+            arms.setdefault("decay_gma", {})[width] = _run("decay_gma", _curve([0.7, 0.5, 0.4]), 2 * 64 * 65 * 4,
+                                                           {"n_components": 64})
+    comparisons = []
+    for width in widths:
+        for k in (8, 16, 32, 64, 128, 256):
+            for suffix in ("", "_remedy"):
+                arm = f"gma_k{k}{suffix}"
+                for against in ("linear", "sdpa"):
+                    a, b = arms[arm][width]["test_mean"], arms[against][width]["test_mean"]
+                    difference = statistics.fmean(a) - statistics.fmean(b)
+                    told_apart = abs(difference) > 0.08
+                    comparisons.append({"arm": arm, "against": against, "width": width, "difference": difference,
+                                        "ci95": [difference - 0.05, difference + 0.05], "p": 0.01, "p_holm": 0.04,
+                                        "told_apart": told_apart, "seeds": SEEDS})
+    design = {"seq_len": 64, "vocab_size": 512, "kv_pairs": KV, "widths": list(widths)}
+    return {"design": design, "arms": arms, "comparisons": comparisons}
+
+
+def _paired(a, b):
+    differences = [x - y for x, y in zip(a, b)]
+    mean = statistics.fmean(differences)
+    half = t_quantile_975(len(differences) - 1) * statistics.stdev(differences) / math.sqrt(len(differences))
+    return mean, mean - half, mean + half
+
+
+def test_findings_read_the_table():
+    table = synthetic_table()
+    found = capacity.recall_findings(table)
+    text = "\n".join(found)
+    assert "SDPA at width 64 (3 seeds) reaches 0.99 at every kv count (4, 8 and 16 pairs)." in found
+    linear = table["arms"]["linear"][64]["by_count"]
+    assert (f"Linear attention at width 64 falls from {statistics.fmean(linear[4]):.3f} at 4 kv pairs to "
+            f"{statistics.fmean(linear[16]):.3f} at 16.") in found
+    family = [line for line in found if line.startswith("Against linear attention at width 64, GMA with the default")]
+    assert len(family) == 1
+    higher = sorted(k for k in (8, 16, 32, 64, 128, 256)
+                    if statistics.fmean(table["arms"][f"gma_k{k}"][64]["test_mean"])
+                    - statistics.fmean(table["arms"]["linear"][64]["test_mean"]) > 0.08)
+    joined = ", ".join(str(k) for k in higher[:-1]) + " and " + str(higher[-1])
+    assert f"is higher at K = {joined}" in family[0]
+    assert "Holm-corrected" in family[0]
+    best = max((arm for arm in table["arms"] if arm.startswith("gma_k")),
+               key=lambda arm: statistics.fmean(table["arms"][arm][64]["test_mean"]))
+    assert f"The best GMA arm at width 64 is {best}" in text
+    # the forgetting and hybrid arms, exploratory paired intervals computed here independently
+    mean, low, high = _paired(table["arms"]["decay_gma"][64]["test_mean"],
+                              table["arms"]["gma_k64"][64]["test_mean"])
+    assert (f"decay_gma against gma_k64 at width 64: {mean:+.3f} [{low:+.3f}, {high:+.3f}] "
+            f"(paired over 3 seeds, exploratory)") in text
+    assert "local_gma against window at width 64" in text and "decay_linear against linear at width 128" in text
+    assert "window against sdpa at width 64" in text
+    extras = capacity.forgetting_findings(table)
+    assert extras == [line for line in found if line.split()[0] in ("window", "local_gma", "decay_linear",
+                                                                    "decay_gma")]
+    assert len(extras) == 2 * 5  # per width: window, local_gma (twice), decay_linear, decay_gma
+    assert capacity.forgetting_findings(synthetic_table(with_extras=False)) == []
+
+
+def test_findings_name_what_is_missing_and_the_smallest_close_state():
+    table = synthetic_table(with_extras=False, widths=(64,))
+    del table["arms"]["sdpa"]
+    found = capacity.recall_findings(table)
+    assert "SDPA is not in the records at width 64." in found
+    table = synthetic_table(with_extras=False, widths=(64,))
+    table["arms"]["gma_k32"][64] = _run("gma", {n: [0.99, 0.98, 0.97] for n in KV}, 2 * 32 * 65 * 4,
+                                        {"n_components": 32})
+    found = capacity.recall_findings(table)
+    line = [text for text in found if text.startswith("The smallest state within 0.05 of SDPA at width 64")]
+    assert line == [f"The smallest state within 0.05 of SDPA at width 64 is gma_k32's: 16,640 bytes "
+                    f"({16640 / 65536:.2f} of SDPA's), mean accuracy 0.980."]
+    table["arms"]["sdpa"][64] = _run("sdpa", {4: [1.0] * 3, 8: [0.99] * 3, 16: [0.9] * 3}, 65536)
+    assert ("SDPA at width 64 (3 seeds) reaches 0.99 at 4 and 8 kv pairs and falls short at 16 (0.900)."
+            in capacity.recall_findings(table))
+
+
+def test_when_to_choose_gma_reads_the_table():
+    table = synthetic_table(widths=(64,))
+    advice = capacity.when_to_choose_gma(table)
+    linear_bytes = table["arms"]["linear"][64]["state_bytes"]
+    winners = [c["arm"] for c in table["comparisons"]
+               if c["against"] == "linear" and c["told_apart"] and c["difference"] > 0]
+    cheaper = [arm for arm in winners if table["arms"][arm][64]["state_bytes"] <= linear_bytes]
+    dearer = [arm for arm in winners if arm not in cheaper]
+    assert cheaper and dearer  # the synthetic table exercises both sentences
+    assert any(line.startswith("At width 64, choose GMA over linear attention: ") and all(a in line for a in cheaper)
+               for line in advice)
+    assert any(line.startswith("At width 64, ") and "keep a larger state" in line
+               and all(a in line for a in dearer) for line in advice)
+    assert any("local_gma recalls more than window (+0.50" in line and "exploratory" in line for line in advice)
+    assert not any("decay_linear recalls more" in line for line in advice)  # not told apart from linear
+    far = synthetic_table(with_extras=False, widths=(64,))
+    for arm in far["arms"]:
+        if arm.startswith("gma_k"):
+            entry = far["arms"][arm][64]
+            entry["test_mean"] = [min(v, 0.5) for v in entry["test_mean"]]
+    assert any("no GMA arm comes within 0.05 of it" in line for line in capacity.when_to_choose_gma(far))
+
+
+def test_the_table_is_checked():
+    table = synthetic_table(with_extras=False, widths=(64,))
+    assert capacity.check_recall_table(table) is table
+    stringly = synthetic_table(with_extras=False, widths=(64,))
+    stringly["arms"] = {arm: {str(w): {**e, "by_count": {str(n): v for n, v in e["by_count"].items()}}
+                              for w, e in by_width.items()} for arm, by_width in stringly["arms"].items()}
+    assert capacity.recall_findings(stringly) == capacity.recall_findings(table)  # JSON's string keys read the same
+    with pytest.raises(TypeError, match="table must be a dict"):
+        capacity.recall_findings([table])
+    with pytest.raises(ValueError, match=r"table lacks \['comparisons'\]"):
+        capacity.check_recall_table({"design": table["design"], "arms": {}})
+    broken = synthetic_table(with_extras=False, widths=(64,))
+    broken["arms"]["sdpa"][64]["test_mean"] = [1.0]
+    with pytest.raises(ValueError, match=r"table\['arms'\]\['sdpa'\]\[64\]: 1 test means for 3 seeds"):
+        capacity.check_recall_table(broken)
+    broken = synthetic_table(with_extras=False, widths=(64,))
+    del broken["comparisons"][0]["p_holm"]
+    with pytest.raises(ValueError, match=r"table\['comparisons'\]\[0\] lacks \['p_holm'\]"):
+        capacity.check_recall_table(broken)
+    with pytest.raises(ValueError, match="near must be in"):
+        capacity.recall_findings(table, near=2.0)
