@@ -59,4 +59,4 @@ def test_presets_follow_the_chapters():
     """Chapters in order; each experiment's sizes right after the chapter that runs it live (listops and text after
     chapter 9, lm after chapter 10)."""
     assert list(PRESETS) == ["ch01", "ch02", "ch03", "ch04", "ch05", "ch06", "ch07", "ch08", "ch09", "listops", "text",
-                             "ch10", "lm", "ch11"]
+                             "ch10", "lm", "ch11", "ch12"]
