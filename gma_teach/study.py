@@ -41,21 +41,34 @@ from .runs.study_cli import main
 from .runs.tables import (
     METRIC_PATHS,
     context_recovered,
+    declared_comparisons,
+    declared_metrics,
+    format_declared,
     format_study_table,
     gma_against_baselines,
     ordering_at_last_evaluations,
     study_table,
     study_tables,
 )
-from .stats import fisher_exact_p, holm, mean_interval, paired_difference, paired_t_p, t_quantile_975
+from .stats import (
+    fisher_exact_p,
+    holm,
+    mean_interval,
+    paired_difference,
+    paired_t_p,
+    ratio_of_means_interval,
+    t_quantile_975,
+)
 
 __all__ = ["CAUSE_STUDY", "COLLAPSE_STUDY", "CURVES", "INIT_SCAN", "KMEANS_BLOCKS", "LISTOPS_LRA_STUDY", "LM_SETTING",
            "LM_STUDY", "METRIC_PATHS", "PREPARATIONS", "REMEDY", "STUDIES", "TEXT_STUDY", "context_recovered",
-           "final_health", "fisher_exact_p", "format_study_table", "gma_against_baselines", "health_curve", "holm",
-           "listops_data", "lm_data", "load_arm", "load_speed", "main", "mean_interval", "measure_training_speed",
-           "ordering_at_last_evaluations", "paired_difference", "paired_t_p", "record_path", "recorded_under",
-           "run_arm", "run_classification", "run_lm", "scan_initial_routing", "speed_path", "study_data", "study_table",
-           "study_tables", "summarize_arm", "t_quantile_975", "tables_path", "text_data"]
+           "declared_comparisons", "declared_metrics", "final_health", "fisher_exact_p", "format_declared",
+           "format_study_table", "gma_against_baselines", "health_curve", "holm", "listops_data", "lm_data",
+           "load_arm", "load_speed", "main", "mean_interval", "measure_training_speed",
+           "ordering_at_last_evaluations", "paired_difference", "paired_t_p", "ratio_of_means_interval",
+           "record_path", "recorded_under", "run_arm", "run_classification", "run_lm", "scan_initial_routing",
+           "speed_path", "study_data", "study_table", "study_tables", "summarize_arm", "t_quantile_975",
+           "tables_path", "text_data"]
 
 
 if __name__ == "__main__":

@@ -118,3 +118,48 @@ def test_t_distribution_against_scipy():
         a = [rng.gauss(0.5, 1) for _ in range(n)]
         b = [rng.gauss(0, 1) for _ in range(n)]
         assert stats.paired_t_p(a, b) == pytest.approx(float(scipy_stats.ttest_rel(a, b).pvalue), rel=1e-10)
+
+
+def test_ratio_of_means_interval_is_the_ratio_of_means_with_a_paired_bootstrap():
+    numerators, denominators = [0.05, 0.02, 0.04], [0.09, 0.06, 0.01]
+    result = stats.ratio_of_means_interval(numerators, denominators, n_boot=2000, seed=0)
+    assert result["ratio"] == pytest.approx(sum(numerators) / sum(denominators))
+    # a mean of per-seed ratios would be pulled far up by the third seed's tiny denominator
+    assert result["ratio"] < sum(n / d for n, d in zip(numerators, denominators)) / 3
+    assert result["n"] == 3 and result["n_boot"] == 2000 and result["seed"] == 0
+    # the bootstrap by hand: the same generator, the same draws of seed indices, numerator and denominator paired
+    generator = random.Random(0)
+    draws = []
+    for _ in range(2000):
+        picked = [generator.randrange(3) for _ in range(3)]
+        draws.append(sum(numerators[i] for i in picked) / sum(denominators[i] for i in picked))
+    draws.sort()
+    low = draws[49] + (0.025 * 1999 - 49) * (draws[50] - draws[49])
+    high = draws[1948] + (0.975 * 1999 - 1948) * (draws[1949] - draws[1948])
+    assert result["ci95"] == pytest.approx([low, high])
+    # every resampled ratio lies between the smallest and largest possible resample, and so does the interval
+    possible = [sum(numerators[i] for i in c) / sum(denominators[i] for i in c)
+                for c in itertools.product(range(3), repeat=3)]
+    assert min(possible) <= result["ci95"][0] <= result["ratio"] <= result["ci95"][1] <= max(possible)
+    assert stats.ratio_of_means_interval(numerators, denominators, n_boot=2000, seed=0) == result
+    five = ([0.05, 0.02, 0.04, 0.03, 0.06], [0.09, 0.06, 0.01, 0.07, 0.08])
+    assert (stats.ratio_of_means_interval(*five, n_boot=500, seed=1)["ci95"]
+            != stats.ratio_of_means_interval(*five, n_boot=500, seed=2)["ci95"])
+    # identical seeds: no spread, the interval is the point
+    same = stats.ratio_of_means_interval([1.0, 1.0], [4.0, 4.0], n_boot=100, seed=3)
+    assert same["ratio"] == same["ci95"][0] == same["ci95"][1] == 0.25
+
+
+def test_ratio_of_means_interval_rejects_bad_input():
+    with pytest.raises(ValueError, match="one value per seed"):
+        stats.ratio_of_means_interval([1.0, 2.0], [1.0], n_boot=100, seed=0)
+    with pytest.raises(ValueError, match="at least 2 seeds"):
+        stats.ratio_of_means_interval([1.0], [1.0], n_boot=100, seed=0)
+    with pytest.raises(ValueError, match="average 0"):
+        stats.ratio_of_means_interval([1.0, 2.0], [1.0, -1.0], n_boot=100, seed=0)
+    with pytest.raises(ValueError, match="n_boot must be >= 100"):
+        stats.ratio_of_means_interval([1.0, 2.0], [1.0, 2.0], n_boot=10, seed=0)
+    with pytest.raises(ValueError, match="finite"):
+        stats.ratio_of_means_interval([1.0, math.nan], [1.0, 2.0], n_boot=100, seed=0)
+    with pytest.raises(TypeError, match="seed must be an int"):
+        stats.ratio_of_means_interval([1.0, 2.0], [1.0, 2.0], n_boot=100, seed=0.5)

@@ -1,6 +1,7 @@
 """The study driver: t quantiles and paired intervals against scipy, seeds skipped when recorded, summaries."""
 import json
 import math
+import random
 import statistics
 
 import pytest
@@ -195,6 +196,8 @@ def test_recorded_tables_are_what_the_records_give():
             saved = json.loads(path.read_text())
             assert saved["study"] == settings["name"]
             assert saved["tables"] == json.loads(json.dumps(study.study_tables(settings))), path.name
+            assert saved["declared"] == json.loads(json.dumps(study.declared_comparisons(settings))), path.name
+            assert saved["design"]["primary"] == json.loads(json.dumps(settings["primary"])), path.name
             if "context_recovered" in saved:
                 assert saved["context_recovered"] == json.loads(json.dumps(study.context_recovered(settings)))
             if "gma_against_baselines" in saved:
@@ -217,6 +220,7 @@ def test_summary_save_records_the_tables(tmp_path, monkeypatch, capsys):
     assert set(saved["gma_against_baselines"]["pairs"]["gma_remedy"]) == {"none", "sdpa"}
     printed = capsys.readouterr().out
     assert "95% CI" in printed and "recovers" in printed and "gma_remedy - sdpa" in printed
+    assert saved["declared"] == json.loads(json.dumps(study.declared_comparisons(with_sdpa, tmp_path)))
 
 
 def test_an_arm_shared_with_another_study_is_trained_and_recorded_once(tmp_path, capsys):
@@ -303,15 +307,17 @@ def test_context_recovered_is_the_share_of_sdpas_gain_over_no_mixing(tmp_path):
                 for seed, value in enumerate(values) if value]
         study.record_path(three, arm, tmp_path).write_text(json.dumps({"arm": arm, "runs": runs, "summary": {}}))
     result = study.context_recovered(three, tmp_path)
-    assert result["gain"] == pytest.approx(statistics.fmean([1.0, 0.8, 0.7]))
+    assert result["gain"] == pytest.approx(statistics.fmean([1.0, 0.8, 0.7])) and result["exploratory"] is True
     assert set(result["arms"]) == {"gma", "linear"}
-    gma_shares = [0.5 / 1.0, 0.5 / 0.8, 0.4 / 0.7]
     gma = result["arms"]["gma"]
-    assert gma["seeds"] == [0, 1, 2] and gma["mean"] == pytest.approx(statistics.fmean(gma_shares))
-    half = 4.302653 * statistics.stdev(gma_shares) / math.sqrt(3)
-    assert gma["ci95"] == pytest.approx([gma["mean"] - half, gma["mean"] + half])
+    # a ratio of the mean gains, not a mean of per-seed ratios (which would be 0.5636...)
+    assert gma["seeds"] == [0, 1, 2] and gma["mean"] == pytest.approx((0.5 + 0.5 + 0.4) / (1.0 + 0.8 + 0.7))
+    assert gma["mean"] != pytest.approx(statistics.fmean([0.5 / 1.0, 0.5 / 0.8, 0.4 / 0.7]))
+    assert gma["ci95"] == pytest.approx(study.ratio_of_means_interval([0.5, 0.5, 0.4], [1.0, 0.8, 0.7],
+                                                                      n_boot=10_000, seed=0)["ci95"])
+    assert gma["ci95"][0] <= gma["mean"] <= gma["ci95"][1] and gma["n_boot"] == 10_000
     linear = result["arms"]["linear"]
-    assert linear["seeds"] == [0, 2] and linear["mean"] == pytest.approx(statistics.fmean([0.1, 0.2 / 0.7]))
+    assert linear["seeds"] == [0, 2] and linear["mean"] == pytest.approx((0.1 + 0.2) / (1.0 + 0.7))
     against = study.gma_against_baselines(three, tmp_path)
     assert against["metric"] == "val_bits_per_byte" and set(against["pairs"]) == {"gma"}
     assert set(against["pairs"]["gma"]) == {"sdpa", "linear", "none"}
@@ -325,9 +331,9 @@ def test_context_recovered_is_the_share_of_sdpas_gain_over_no_mixing(tmp_path):
     assert study.context_recovered(one_seed, tmp_path)["arms"]["linear"]["ci95"] is None
     with pytest.raises(ValueError, match="baseline"):
         study.context_recovered(three, tmp_path, baseline="uniform")
-    study.record_path(three, "none", tmp_path).write_text(json.dumps(
-        {"runs": [{"seed": seed, "val": {"bits_per_byte": value}} for seed, value in enumerate([3.0, 2.2, 2.8])]}))
-    with pytest.raises(ValueError, match=r"sdpa gains nothing over none at seed\(s\) \[1\]"):
+    study.record_path(three, "none", tmp_path).write_text(json.dumps(  # gains of 0.2, -0.3 and 0.1 average 0
+        {"runs": [{"seed": seed, "val": {"bits_per_byte": value}} for seed, value in enumerate([2.2, 1.9, 2.2])]}))
+    with pytest.raises(ValueError, match=r"sdpa gains nothing over none on average over seeds \[0, 1, 2\]"):
         study.context_recovered(three, tmp_path)
     with pytest.raises(ValueError, match="language-model"):
         study.context_recovered(study.TEXT_STUDY)
@@ -375,7 +381,27 @@ def test_the_ordering_says_which_pairs_the_seeds_tell_apart_and_whether_those_sw
     assert settled["told_apart"] == [["a", "c"], ["b", "c"]]
     text = study.format_study_table({"metric": "val_bits_per_byte", "reference": "a", "arms": {}, "paired": {},
                                      "ordering": settled})
-    assert "the seeds tell 2 of 3 pairs apart, and none of those swapped" in text
+    assert "all 3 pairs (exploratory): 2 unadjusted intervals exclude 0, 2 survive Holm, and none of those " \
+           "swapped" in text
+    assert settled["exploratory"] is True and settled["interval_excludes_zero"] == settled["told_apart"]
+
+
+def test_the_ordering_tells_apart_only_what_survives_holm_over_all_its_pairs():
+    def arm(last):
+        return {"runs": [{"seed": seed, "history": {"val_bits_per_byte": [9.0, 5.0, q]}}
+                         for seed, q in enumerate(last)]}
+
+    # b - a per seed: +0.10, +0.14, +0.12: t = 10.4 on 2 dof, p = 0.0091; alone its interval excludes 0
+    arms = {"a": arm([1.0, 1.0, 1.0]), "b": arm([1.10, 1.14, 1.12])}
+    alone = study.ordering_at_last_evaluations(arms)
+    assert alone["told_apart"] == [["a", "b"]] and alone["p_holm"]["a < b"] == pytest.approx(
+        study.paired_t_p([1.10, 1.14, 1.12], [1.0, 1.0, 1.0]))
+    # among six more arms far from both, noisy ones: 28 pairs, and Holm multiplies the pair's p by up to 28
+    generator = random.Random(0)
+    noisy = {f"n{i}": arm([3.0 + generator.uniform(-0.5, 0.5) for _ in range(3)]) for i in range(6)}
+    crowded = study.ordering_at_last_evaluations({**arms, **noisy})
+    assert ["a", "b"] in crowded["interval_excludes_zero"] and ["a", "b"] not in crowded["told_apart"]
+    assert crowded["p_holm"]["a < b"] > 0.05
 
 
 def test_every_study_setting_names_keys_of_its_preset():
@@ -386,3 +412,92 @@ def test_every_study_setting_names_keys_of_its_preset():
         known = set(vars(preset(experiment, setting["scale"])))
         unknown = sorted(set(setting["overrides"]) - known)
         assert not unknown, f"study {name!r} overrides {unknown}, which preset {experiment!r} does not have"
+
+
+def _write_arm(study_settings, arm, folder, values, key="bits_per_byte"):
+    runs = [{"seed": seed, "val": {key: value}, "history": {"val_bits_per_byte": [9.0, value]}}
+            for seed, value in values.items()]
+    study.record_path(study_settings, arm, folder).write_text(json.dumps(
+        {"arm": arm, "runs": runs, "summary": {"seeds": list(values)}}))
+
+
+def test_declared_comparisons_are_holm_adjusted_over_the_whole_family(tmp_path):
+    declared = {**TINY_STUDY, "name": "declared", "seeds": (0, 1, 2), "metric": "val_bits_per_byte",
+                "arms": {"gma": {"mixer": "gma"}, "linear": {"mixer": "linear"}, "sdpa": {"mixer": "sdpa"},
+                         "none": {"mixer": "none"}},
+                "primary": [("gma", "linear"), ("gma", "sdpa"), ("gma", "none")], "test": "paired t, Holm"}
+    _write_arm(declared, "gma", tmp_path, {0: 2.00, 1: 2.10, 2: 2.05, 3: 9.0})  # seed 3 is not declared
+    _write_arm(declared, "linear", tmp_path, {0: 2.10, 1: 2.22, 2: 2.16, 3: 0.0})
+    _write_arm(declared, "sdpa", tmp_path, {0: 1.90, 1: 2.15, 2: 1.95})
+    result = study.declared_comparisons(declared, tmp_path)
+    assert result["family_size"] == 3 and result["seeds"] == [0, 1, 2] and result["test"] == "paired t, Holm"
+    by_pair = {(c["arm"], c["against"]): c for c in result["comparisons"]}
+    assert set(by_pair) == {("gma", "linear"), ("gma", "sdpa")}  # "none" is not recorded yet
+    linear = by_pair[("gma", "linear")]
+    assert linear["seeds"] == [0, 1, 2] and linear["differences"] == pytest.approx([-0.10, -0.12, -0.11])
+    raw = [study.paired_t_p([2.00, 2.10, 2.05], [2.10, 2.22, 2.16]),
+           study.paired_t_p([2.00, 2.10, 2.05], [1.90, 2.15, 1.95])]
+    assert [linear["p"], by_pair[("gma", "sdpa")]["p"]] == pytest.approx(raw)
+    # the unrecorded comparison counts as p = 1, so the family stays three tests
+    assert [linear["p_holm"], by_pair[("gma", "sdpa")]["p_holm"]] == pytest.approx(study.holm(raw + [1.0])[:2])
+    assert linear["p"] < 0.05 / 3 and linear["told_apart"] is True
+    assert by_pair[("gma", "sdpa")]["told_apart"] is False
+    # the table marks the declared pair with its Holm verdict and every other pair exploratory
+    table = study.study_table(declared, tmp_path, reference="linear")
+    assert table["paired"]["gma"]["exploratory"] is False and table["paired"]["gma"]["seeds"] == [0, 1, 2, 3]
+    # (the table pairs every common seed, 0-3, which is not the declared comparison: so it is exploratory)
+    table = study.study_table(declared, tmp_path, reference="sdpa")
+    assert table["paired"]["gma"]["exploratory"] is False and table["paired"]["gma"]["told_apart"] is False
+    assert table["paired"]["linear"]["exploratory"] is True and "p_holm" not in table["paired"]["linear"]
+    assert table["paired"]["linear"]["p"] == pytest.approx(study.paired_t_p([2.10, 2.22, 2.16], [1.90, 2.15, 1.95]))
+    assert "(exploratory)" in study.format_study_table(table) and "Holm p" in study.format_study_table(table)
+    assert all(len(line) <= 75 for line in study.format_declared(result))
+    assert "told apart" in "\n".join(study.format_declared(result))
+    # no primary family: nothing is told apart
+    assert study.declared_comparisons({**declared, "primary": []}, tmp_path)["comparisons"] == []
+
+
+def test_a_pair_on_extra_seeds_is_exploratory_even_when_declared(tmp_path):
+    declared = {**TINY_STUDY, "name": "extra", "seeds": (0, 1, 2), "metric": "val_bits_per_byte",
+                "arms": {"gma": {"mixer": "gma"}, "linear": {"mixer": "linear"}}, "primary": [("gma", "linear")]}
+    _write_arm(declared, "gma", tmp_path, {0: 2.00, 1: 2.10, 2: 2.05, 3: 2.3})
+    _write_arm(declared, "linear", tmp_path, {0: 2.10, 1: 2.22, 2: 2.16, 3: 2.2})
+    table = study.study_table(declared, tmp_path, reference="linear")
+    assert table["paired"]["gma"]["seeds"] == [0, 1, 2, 3] and table["paired"]["gma"]["exploratory"] is True
+    against = study.gma_against_baselines(declared, tmp_path)
+    assert against["pairs"]["gma"]["linear"]["exploratory"] is True
+
+
+def test_last_epoch_accuracy_is_refused_where_validation_is_not_the_test_split():
+    with pytest.raises(ValueError, match="validation split is its test split"):
+        study.study_table(study.LISTOPS_LRA_STUDY, metric="last_epoch_test_accuracy")
+
+
+def test_every_study_declares_its_design():
+    """Arms, seeds, metric(s), the primary comparisons (between declared arms) and their test; what was added after
+    seeing data is named as exploratory."""
+    for name, setting in study.STUDIES.items():
+        metrics = study.declared_metrics(setting)
+        assert metrics and all(metric in study.METRIC_PATHS for metric in metrics), name
+        assert isinstance(setting["test"], str) and setting["seeds"], name
+        for arm, against in setting["primary"]:
+            assert arm in setting["arms"] and against in setting["arms"] and arm != against, (name, arm, against)
+        assert "exploratory" in setting, name
+    assert study.STUDIES["cause"]["primary"] == []
+    assert {("gma_k32_remedy", "linear"), ("gma_k128", "sdpa")} <= set(study.LM_STUDY["primary"])
+    assert study.TEXT_STUDY["metric"] == "last_epoch_test_accuracy"
+    assert "post hoc" in study.LISTOPS_LRA_STUDY["exploratory"]["tests"]
+
+
+def test_the_text_studys_last_epoch_accuracy_is_its_last_evaluation():
+    """The Text stand-in evaluates on its test split after every epoch: the last of those is the test accuracy of
+    the last epoch's weights, and the record's ``test`` (the best epoch's) is the largest of them."""
+    record = study.load_arm(study.TEXT_STUDY, "gma")
+    if record is None:
+        pytest.skip("the Text stand-in is not recorded")
+    table = study.study_table(study.TEXT_STUDY)
+    assert table["metric"] == "last_epoch_test_accuracy"
+    for run in record["runs"]:
+        assert run["test"]["accuracy"] == pytest.approx(max(run["history"]["val_metric"]))
+    last = [run["history"]["val_metric"][-1] for run in record["runs"]]
+    assert table["arms"]["gma"]["last_epoch_test_accuracy"]["mean"] == pytest.approx(statistics.fmean(last))

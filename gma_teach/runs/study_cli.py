@@ -9,6 +9,7 @@ Seeds already recorded are skipped, so an interrupted study continues where it s
     python -m gma_teach.study lm --arms sdpa gma_k64      # some arms
     python -m gma_teach.study collapse --arms default --seeds 1 --out-dir /tmp/check   # reproduce one seed
     python -m gma_teach.study lm --summary                # the table of what is recorded (and paired intervals)
+    python -m gma_teach.study lm --summary --save         # ... and save it, with the declared comparisons' Holm p
 
 Studies:
 
@@ -30,7 +31,9 @@ Studies:
   and initialisations, one record.
 
 Every LM record reports validation **bits per byte** (tokenizer-independent) next to the per-token loss, and names
-the tokenizer. :func:`paired_difference` gives, for two arms, the per-seed differences with a 95% t-interval.
+the tokenizer. :func:`paired_difference` gives, for two arms, the per-seed differences with a 95% t-interval; each
+study declares its primary comparisons (:mod:`gma_teach.runs.settings`), and only those, Holm-adjusted over their
+family, can be "told apart" (:func:`gma_teach.runs.tables.declared_comparisons`); every other pair is exploratory.
 """
 from __future__ import annotations
 
@@ -47,9 +50,23 @@ from .arm_records import speed_path, study_folder, tables_path
 from .init_scan import scan_initial_routing
 from .settings import INIT_SCAN, STUDIES
 from .speed import measure_training_speed
-from .tables import context_recovered, format_study_table, gma_against_baselines, study_tables
+from .tables import (
+    context_recovered,
+    declared_comparisons,
+    format_declared,
+    format_study_table,
+    gma_against_baselines,
+    study_tables,
+)
 
 __all__ = ["main"]
+
+
+def _design(study: dict) -> dict:
+    """The declared design a saved table was computed under (JSON-ready): seeds, metric(s), primary comparisons,
+    test and what is exploratory."""
+    keys = ("seeds", "metric", "metrics", "primary", "test", "exploratory")
+    return {key: study[key] for key in keys if key in study}
 
 
 def main(argv=None) -> dict:
@@ -88,22 +105,27 @@ def main(argv=None) -> dict:
         tables = study_tables(study, args.out_dir)
         for table in tables.values():
             print(format_study_table(table))
+        declared = declared_comparisons(study, args.out_dir)
+        for line in format_declared(declared, width=120):
+            print(line)
         context = None
         if {"none", "sdpa"} <= set(study["arms"]) and study.get("experiment", "lm") == "lm":
             context = context_recovered(study, args.out_dir)
             for arm, share in context["arms"].items():
                 interval = "" if share["ci95"] is None else f", 95% CI [{share['ci95'][0]:.2f}, {share['ci95'][1]:.2f}]"
-                print(f"{arm:<20} recovers {share['mean']:.2f} of sdpa's gain over none (seeds {share['seeds']}"
-                      f"{interval})")
+                print(f"{arm:<20} recovers {share['mean']:.2f} of sdpa's gain over none (ratio of mean gains, "
+                      f"seeds {share['seeds']}{interval}; exploratory)")
         against = None
         if study.get("experiment", "lm") == "lm" and any(spec["mixer"] != "gma" for spec in study["arms"].values()):
             against = gma_against_baselines(study, args.out_dir)
             for arm, pairs in against["pairs"].items():
                 for other, d in pairs.items():
+                    label = "exploratory" if d["exploratory"] else f"declared, Holm p {d['p_holm']:.3f}"
                     print(f"{arm} - {other} ({against['metric']}, seeds {d['seeds']}): {d['mean']:+.4f}, "
-                          f"95% CI [{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}]")
+                          f"95% CI [{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}], p {d['p']:.3f} ({label})")
         if args.save:
-            record = {"study": study["name"], "tables": tables, **provenance(command, device())}
+            record = {"study": study["name"], "design": _design(study), "declared": declared, "tables": tables,
+                      **provenance(command, device())}
             if context is not None:
                 record["context_recovered"] = context
             if against is not None:

@@ -1,29 +1,59 @@
-"""The studies' tables, read from their records: summaries, paired differences with their intervals, the order
-of the arms over training, and how much context each arm recovers. Nothing here trains."""
+"""The studies' tables, read from their records: summaries, the declared comparisons with Holm-adjusted p-values,
+exploratory paired differences, the order of the arms over training, and how much context each arm recovers.
+Nothing here trains.
+
+"Told apart" means one thing everywhere: a comparison of the study's declared primary family
+(``study["primary"]``, see :mod:`gma_teach.runs.settings`) whose paired t-test over the declared seeds has a
+Holm-adjusted p-value below 0.05 (:func:`declared_comparisons`). Every other paired difference a table reports
+carries ``"exploratory": True`` and its unadjusted ``"p"``: a result to test again, not a finding.
+"""
 from __future__ import annotations
 
 import statistics
 
-from ..stats import mean_interval, paired_difference
+from ..stats import describe, holm, paired_difference, paired_t_p, ratio_of_means_interval
 from .arm_records import final_health, load_arm
 
-__all__ = ["METRIC_PATHS", "context_recovered", "format_study_table", "gma_against_baselines",
-           "ordering_at_last_evaluations", "study_table", "study_tables"]
+__all__ = ["ALPHA", "METRIC_PATHS", "context_recovered", "declared_comparisons", "declared_metrics",
+           "format_declared", "format_study_table", "gma_against_baselines", "ordering_at_last_evaluations",
+           "study_table", "study_tables"]
 
+ALPHA = 0.05
+"""The family-wise level: a declared comparison is told apart when its Holm-adjusted p-value is below it."""
 
 METRIC_PATHS = {"val_bits_per_byte": ("val", "bits_per_byte"), "val_loss": ("val", "loss"),
-           "val_perplexity": ("val", "perplexity"), "test_accuracy": ("test", "accuracy"),
-           "active_share": ("health", "active_share"), "usage_entropy": ("health", "usage_entropy")}
+                "val_perplexity": ("val", "perplexity"), "test_accuracy": ("test", "accuracy"),
+                "last_epoch_test_accuracy": ("history", "val_metric"),
+                "active_share": ("health", "active_share"), "usage_entropy": ("health", "usage_entropy")}
 """What :func:`study_table` can pair: a run's validation or test numbers, or (GMA arms) its routing health at the
-last evaluation (:func:`final_health`)."""
+last evaluation (:func:`final_health`). ``test_accuracy`` is what a classifier's record calls its test accuracy:
+that of the best epoch on the validation split. ``last_epoch_test_accuracy`` is the accuracy on the validation
+split after the last epoch, which is the test accuracy of the last epoch's weights only for a study whose
+validation split is its test split (the Text stand-in); it is refused for any other."""
+
+_LAST_EPOCH_EXPERIMENTS = ("text",)
+"""Experiments whose validation split is their test split (:func:`gma_teach.runs.experiments.text_data`)."""
+
+
+def declared_metrics(study: dict) -> tuple[str, ...]:
+    """The metrics ``study`` declares (``"metric"`` or ``"metrics"``); for a study without a declaration, bits per
+    byte for a language-model study and test accuracy for a classifier."""
+    if "metrics" in study:
+        return tuple(study["metrics"])
+    if "metric" in study:
+        return (study["metric"],)
+    return ("val_bits_per_byte",) if study.get("experiment", "lm") == "lm" else ("test_accuracy",)
 
 
 def _metric_of(study: dict, metric: str | None) -> tuple[str, tuple[str, str]]:
-    """``metric`` (default: bits per byte for a language-model study, test accuracy for a classifier) and its
-    ``(part, key)`` of :data:`METRIC_PATHS`."""
-    metric = metric or ("val_bits_per_byte" if study.get("experiment", "lm") == "lm" else "test_accuracy")
+    """``metric`` (default: the study's first declared metric, :func:`declared_metrics`) and its ``(part, key)``
+    of :data:`METRIC_PATHS`."""
+    metric = metric or declared_metrics(study)[0]
     if metric not in METRIC_PATHS:
         raise ValueError(f"metric must be one of {sorted(METRIC_PATHS)}, got {metric!r}")
+    if metric == "last_epoch_test_accuracy" and study.get("experiment") not in _LAST_EPOCH_EXPERIMENTS:
+        raise ValueError(f"metric 'last_epoch_test_accuracy' needs a study whose validation split is its test split "
+                         f"(experiment in {_LAST_EPOCH_EXPERIMENTS}), got experiment {study.get('experiment')!r}")
     return metric, METRIC_PATHS[metric]
 
 
@@ -31,6 +61,8 @@ def _run_value(run: dict, part: str, key: str):
     if part == "health":
         health = final_health(run)
         return None if health is None else health[key]
+    if part == "history":
+        return run["history"][key][-1]
     return run[part][key]
 
 
@@ -43,17 +75,36 @@ def study_table(study: dict, folder=None, *, reference: str | None = None, metri
     arms = {arm: load_arm(study, arm, folder) for arm in study["arms"]}
     arms = {arm: record for arm, record in arms.items() if record is not None and record["runs"]}
     reference = reference or next(iter(study["arms"]))
-    table = {"metric": metric, "reference": reference, "confidence": 0.95,
-             "arms": {a: r["summary"] for a, r in arms.items()}, "paired": {}}
+    summaries = {}
+    for arm, record in arms.items():
+        summaries[arm] = dict(record["summary"])
+        values = list(_seed_values(record, part, key).values())
+        if metric not in summaries[arm] and values:
+            summaries[arm][metric] = describe(values)
+    table = {"metric": metric, "reference": reference, "confidence": 0.95, "arms": summaries, "paired": {}}
     if part == "val" and arms:
         table["ordering"] = ordering_at_last_evaluations(arms)
     if reference in arms:
         by_seed = _seed_values(arms[reference], part, key)
+        declared = declared_comparisons(study, folder, _records=arms)
         for arm, record in arms.items():
             paired = None if arm == reference else _paired_on_common_seeds(_seed_values(record, part, key), by_seed)
             if paired is not None:
-                table["paired"][arm] = paired
+                table["paired"][arm] = _labelled(paired, arm, reference, metric, declared)
     return table
+
+
+def _labelled(paired: dict, arm: str, other: str, metric: str, declared: dict) -> dict:
+    """``paired`` (``arm - other``) with its unadjusted ``"p"`` and, when it is a declared comparison on the
+    declared seeds, its ``"p_holm"`` and ``"told_apart"`` (``"exploratory": False``); otherwise
+    ``"exploratory": True``."""
+    for comparison in declared["comparisons"]:
+        if (comparison["metric"] == metric and {comparison["arm"], comparison["against"]} == {arm, other}
+                and comparison["seeds"] == paired["seeds"]):
+            return {**paired, "p": comparison["p"], "p_holm": comparison["p_holm"],
+                    "told_apart": comparison["told_apart"], "exploratory": False}
+    differences = paired["differences"]
+    return {**paired, "p": paired_t_p(differences, [0.0] * len(differences)), "exploratory": True}
 
 
 def _seed_values(record: dict, part: str, key: str) -> dict:
@@ -72,11 +123,62 @@ def _paired_on_common_seeds(a: dict, b: dict) -> dict | None:
 
 
 def study_tables(study: dict, folder=None) -> dict:
-    """Every table of :func:`study_table` worth reading for ``study``: bits per byte and (GMA arms) active share
-    for a language-model study, test accuracy for a classifier; ``{metric: table}``."""
-    metrics = (("val_bits_per_byte", "active_share") if study.get("experiment", "lm") == "lm"
-               else ("test_accuracy",))
+    """Every table of :func:`study_table` worth reading for ``study``: its declared metrics, then bits per byte and
+    (GMA arms) active share for a language-model study, test accuracy (the record's, best epoch on the validation
+    split) for a classifier; ``{metric: table}``."""
+    usual = (("val_bits_per_byte", "active_share") if study.get("experiment", "lm") == "lm"
+             else ("test_accuracy",))
+    metrics = dict.fromkeys((*declared_metrics(study), *usual))
     return {metric: study_table(study, folder, metric=metric) for metric in metrics}
+
+
+def declared_comparisons(study: dict, folder=None, *, _records: dict | None = None) -> dict:
+    """The study's declared primary comparisons, each tested as declared: the paired t-test over the declared
+    seeds (``study["seeds"]``, those recorded for both arms), two-sided, with Holm's correction over the whole
+    family (every declared metric times every primary pair). A declared comparison not recorded yet (fewer than two
+    common declared seeds) counts as ``p = 1`` in the correction, so a partial study never gets a smaller
+    correction than the full one would.
+
+    Returns:
+        ``{"test", "seeds", "family_size", "alpha", "comparisons": [{"arm", "against", "metric", "seeds",
+        "differences", "mean", "std", "n", "ci95", "p", "p_holm", "told_apart"}]}``; ``mean`` is ``arm - against``
+        and ``told_apart`` is ``p_holm < alpha``. A study that declares no comparison gets an empty list.
+    """
+    declared = [(metric, arm, against) for metric in declared_metrics(study)
+                for arm, against in study.get("primary", [])]
+    records = _records if _records is not None else {arm: load_arm(study, arm, folder) for arm in study["arms"]}
+    seeds = set(study["seeds"])
+    comparisons = []
+    for metric, arm, against in declared:
+        _, (part, key) = _metric_of(study, metric)
+        if records.get(arm) is None or records.get(against) is None:
+            continue
+        first, second = (_seed_values(records[name], part, key) for name in (arm, against))
+        paired = _paired_on_common_seeds({s: v for s, v in first.items() if s in seeds},
+                                         {s: v for s, v in second.items() if s in seeds})
+        if paired is not None:
+            p = paired_t_p(paired["differences"], [0.0] * len(paired["differences"]))
+            comparisons.append({"arm": arm, "against": against, "metric": metric, **paired, "p": p})
+    if comparisons:
+        adjusted = holm([c["p"] for c in comparisons] + [1.0] * (len(declared) - len(comparisons)))
+        for comparison, p_holm in zip(comparisons, adjusted):
+            comparison.update(p_holm=p_holm, told_apart=p_holm < ALPHA)
+    return {"test": study.get("test"), "seeds": sorted(seeds), "family_size": len(declared), "alpha": ALPHA,
+            "comparisons": comparisons}
+
+
+def format_declared(declared: dict, *, width: int = 75) -> list[str]:
+    """Lines of at most ``width`` characters: each declared comparison, its difference and 95% interval, Holm's p
+    and the verdict."""
+    lines = [f"declared comparisons ({len(declared['comparisons'])} of {declared['family_size']} recorded), "
+             f"Holm over the family:"]
+    for c in declared["comparisons"]:
+        digits = 4 if c["metric"] in ("val_bits_per_byte", "val_loss") else 3
+        verdict = "told apart" if c["told_apart"] else "not told apart"
+        lines.append(f"  {c['arm']} - {c['against']} ({c['metric']})")
+        lines.append(f"    {c['mean']:+.{digits}f} [{c['ci95'][0]:+.{digits}f}, {c['ci95'][1]:+.{digits}f}] "
+                     f"p {c['p']:.3f}, Holm p {c['p_holm']:.3f}: {verdict}")
+    return [line[:width] for line in lines]
 
 
 def gma_against_baselines(study: dict, folder=None, *, metric: str | None = None) -> dict:
@@ -85,18 +187,21 @@ def gma_against_baselines(study: dict, folder=None, *, metric: str | None = None
     have; a pair with fewer than two common seeds is left out.
 
     Returns:
-        ``{"metric", "pairs": {gma_arm: {other_arm: {"seeds", "differences", "mean", "std", "n", "ci95"}}}}``.
+        ``{"metric", "pairs": {gma_arm: {other_arm: {"seeds", "differences", "mean", "std", "n", "ci95", "p",
+        "exploratory", ...}}}}``: a pair that is a declared comparison on the declared seeds also carries its
+        ``"p_holm"`` and ``"told_apart"`` (:func:`declared_comparisons`); every other pair is exploratory.
     """
     metric, (part, key) = _metric_of(study, metric)
     records = {arm: load_arm(study, arm, folder) for arm in study["arms"]}
     values = {arm: _seed_values(record, part, key) for arm, record in records.items() if record is not None}
     gma_arms = [arm for arm, spec in study["arms"].items() if spec["mixer"] == "gma" and arm in values]
+    declared = declared_comparisons(study, folder, _records=records)
     result = {"metric": metric, "pairs": {}}
     for other in (arm for arm in values if arm not in gma_arms):
         for arm in gma_arms:
             paired = _paired_on_common_seeds(values[arm], values[other])
             if paired is not None:
-                result["pairs"].setdefault(arm, {})[other] = paired
+                result["pairs"].setdefault(arm, {})[other] = _labelled(paired, arm, other, metric, declared)
     return result
 
 
@@ -110,10 +215,12 @@ def ordering_at_last_evaluations(arms: dict) -> dict:
     comparison to that seed, and a pair of arms given extra seeds does not leave out every other arm.
 
     Two arms whose means differ by less than the seed-to-seed noise can swap at every evaluation however long the
-    training, so the ordering also reports ``told_apart``: the pairs ``[a, b]`` that the seeds order at the last
-    evaluation (the 95% interval of the paired per-seed difference excludes 0), and ``told_apart_swapped``: those of
-    them that the evaluation before ordered the other way. An empty ``told_apart_swapped`` says that every order the
-    seeds can tell has settled.
+    training, so the ordering also reports, over all its pairs at the last evaluation (an exploratory analysis:
+    ``exploratory`` is ``True``): ``interval_excludes_zero``, the pairs ``[a, b]`` whose unadjusted 95% paired
+    interval puts ``a`` ahead; ``told_apart``, those whose paired t-test survives Holm's correction over all the
+    pairs (``p_holm`` gives each pair's adjusted p-value, keyed ``"a < b"``); and ``told_apart_swapped``: those told
+    apart that the evaluation before ordered the other way. An empty ``told_apart_swapped`` says that every order
+    the seeds can tell has settled.
 
     Args:
         arms: ``{arm: record}`` of language-model arms.
@@ -135,31 +242,41 @@ def ordering_at_last_evaluations(arms: dict) -> dict:
 
     if not seeds:
         return {"seeds": [], "last": [], "previous": [], "stable": None, "swapped": [], "left_out": left_out,
-                "last_means": {}, "previous_means": {}, "told_apart": [], "told_apart_swapped": []}
+                "last_means": {}, "previous_means": {}, "exploratory": True, "interval_excludes_zero": [],
+                "p_holm": {}, "told_apart": [], "told_apart_swapped": []}
     last, last_means = order(-1)
     previous, previous_means = order(-2)
     pairs = [[a, b] for i, a in enumerate(last) for b in last[i + 1:]]
     swapped = [pair for pair in pairs if previous.index(pair[0]) > previous.index(pair[1])]
-    told_apart = []
-    if len(seeds) >= 2:
-        told_apart = [[a, b] for a, b in pairs
-                      if paired_difference(last_values(b), last_values(a))["ci95"][0] > 0]
+    excluding, told_apart, adjusted = [], [], {}
+    if len(seeds) >= 2 and pairs:
+        raw = [paired_t_p(last_values(b), last_values(a)) for a, b in pairs]
+        adjusted = {f"{a} < {b}": p for (a, b), p in zip(pairs, holm(raw))}
+        excluding = [[a, b] for a, b in pairs if paired_difference(last_values(b), last_values(a))["ci95"][0] > 0]
+        told_apart = [[a, b] for a, b in excluding if adjusted[f"{a} < {b}"] < ALPHA]
     return {"seeds": seeds, "last": last, "previous": previous, "stable": last == previous, "swapped": swapped,
-            "left_out": left_out, "last_means": last_means, "previous_means": previous_means,
-            "told_apart": told_apart, "told_apart_swapped": [pair for pair in told_apart if pair in swapped]}
+            "left_out": left_out, "last_means": last_means, "previous_means": previous_means, "exploratory": True,
+            "interval_excludes_zero": excluding, "p_holm": adjusted, "told_apart": told_apart,
+            "told_apart_swapped": [pair for pair in told_apart if pair in swapped]}
 
 
-def context_recovered(study: dict, folder=None, *, baseline: str = "none", full: str = "sdpa") -> dict:
+def context_recovered(study: dict, folder=None, *, baseline: str = "none", full: str = "sdpa",
+                      n_boot: int = 10_000, seed: int = 0) -> dict:
     """How much of the context that full attention exploits each arm of a language-model study recovers.
 
-    Per seed, the share :math:`(b_\text{baseline} - b_\text{arm}) / (b_\text{baseline} - b_\text{full})` of
-    validation bits per byte ``b``: 0 for an arm that gains nothing over the ``baseline`` control (no mixing), 1 for
-    one as good as ``full`` (causal SDPA). Computed on the seeds the arm, ``baseline`` and ``full`` have in common,
-    then averaged with a 95% t-interval over those seeds (``ci95`` is ``None`` with one seed).
+    The share :math:`\\bar g_\\text{arm} / \\bar g_\\text{full}`, where :math:`g = b_\\text{baseline} - b` is a run's
+    gain in validation bits per byte ``b`` over the ``baseline`` control (no mixing) and the bars are means over
+    the seeds the arm, ``baseline`` and ``full`` (causal SDPA) have in common: 0 for an arm that gains nothing over
+    the baseline, 1 for one that gains as much as ``full``. A ratio of means, not a mean of per-seed ratios: the
+    gain of ``full`` is small (under 0.1 bits per byte) and one seed's can be tiny, which would rule a mean of
+    ratios. Its 95% interval is a percentile bootstrap over seeds, each seed's two gains kept together
+    (:func:`gma_teach.stats.ratio_of_means_interval` with ``n_boot`` resamples from ``seed``; ``None`` with one
+    seed). An exploratory summary: no declared comparison.
 
     Returns:
-        ``{"baseline", "full", "gain": mean b_baseline - b_full over the seeds both have, "arms": {arm: {"seeds",
-        "mean", "std", "n", "ci95"}}}``; arms with no seed in common are left out, and so are the two references.
+        ``{"baseline", "full", "gain": mean b_baseline - b_full over the seeds both have, "exploratory": True,
+        "arms": {arm: {"seeds", "mean" (the ratio of the mean gains), "ci95", "n", "n_boot", "seed",
+        "method"}}}``; arms with no seed in common are left out, and so are the two references.
     """
     if study.get("experiment", "lm") != "lm":
         raise ValueError(f"study must be a language-model study, got experiment {study.get('experiment')!r}")
@@ -173,12 +290,9 @@ def context_recovered(study: dict, folder=None, *, baseline: str = "none", full:
 
     low, high = bits(baseline), bits(full)
     references = sorted(set(low) & set(high))
-    level = [s for s in references if low[s] == high[s]]
-    if level:
-        raise ValueError(f"{full} gains nothing over {baseline} at seed(s) {level} ({low[level[0]]} bits per byte "
-                         f"each), so no share of that gain can be computed")
     result = {"baseline": baseline, "full": full,
-              "gain": statistics.fmean(low[s] - high[s] for s in references) if references else None, "arms": {}}
+              "gain": statistics.fmean(low[s] - high[s] for s in references) if references else None,
+              "exploratory": True, "arms": {}}
     for arm in study["arms"]:
         if arm in (baseline, full):
             continue
@@ -186,8 +300,18 @@ def context_recovered(study: dict, folder=None, *, baseline: str = "none", full:
         seeds = [s for s in references if s in values]
         if not seeds:
             continue
-        result["arms"][arm] = {"seeds": seeds,
-                               **mean_interval([(low[s] - values[s]) / (low[s] - high[s]) for s in seeds])}
+        gains = [low[s] - values[s] for s in seeds]
+        full_gains = [low[s] - high[s] for s in seeds]
+        if statistics.fmean(full_gains) == 0.0:
+            raise ValueError(f"{full} gains nothing over {baseline} on average over seeds {seeds}, so no share of "
+                             f"that gain can be computed")
+        if len(seeds) < 2:
+            result["arms"][arm] = {"seeds": seeds, "mean": gains[0] / full_gains[0], "ci95": None, "n": 1,
+                                   "n_boot": 0, "seed": seed, "method": "one seed: no interval"}
+            continue
+        interval = ratio_of_means_interval(gains, full_gains, n_boot=n_boot, seed=seed)
+        result["arms"][arm] = {"seeds": seeds, "mean": interval["ratio"], "ci95": interval["ci95"],
+                               "n": interval["n"], "n_boot": n_boot, "seed": seed, "method": interval["method"]}
     return result
 
 
@@ -199,9 +323,10 @@ def _cell(summary: dict, name: str, digits: int) -> str:
 
 def format_study_table(table: dict) -> str:
     """The table of :func:`study_table` as aligned text."""
-    if table["metric"] == "test_accuracy":
-        lines = [f"{'arm':<20} {'seeds':>5} {'test accuracy':>16}"]
-        lines += [f"{arm:<20} {len(s['seeds']):>5} {_cell(s, 'test_accuracy', 4):>16}"
+    if table["metric"] in ("test_accuracy", "last_epoch_test_accuracy"):
+        title = "test accuracy" if table["metric"] == "test_accuracy" else "last-epoch test acc."
+        lines = [f"{'arm':<20} {'seeds':>5} {title:>20}"]
+        lines += [f"{arm:<20} {len(s['seeds']):>5} {_cell(s, table['metric'], 4):>20}"
                   for arm, s in table["arms"].items()]
     else:
         lines = [f"{'arm':<20} {'seeds':>5} {'val loss':>16} {'bits/byte':>16} {'active share':>14}"]
@@ -217,9 +342,13 @@ def format_study_table(table: dict) -> str:
         if "told_apart" in ordering:
             n_arms = len(ordering["last"])
             told_swapped = "; ".join(f"{a} < {b}" for a, b in ordering["told_apart_swapped"])
-            lines.append(f"the seeds tell {len(ordering['told_apart'])} of {n_arms * (n_arms - 1) // 2} pairs apart, "
-                         f"and {'swapped: ' + told_swapped if told_swapped else 'none of those swapped'}")
+            lines.append(f"all {n_arms * (n_arms - 1) // 2} pairs (exploratory): "
+                         f"{len(ordering.get('interval_excludes_zero', []))} unadjusted intervals exclude 0, "
+                         f"{len(ordering['told_apart'])} survive Holm, and "
+                         f"{'swapped: ' + told_swapped if told_swapped else 'none of those swapped'}")
     for arm, d in table["paired"].items():
+        label = ("exploratory" if d.get("exploratory", True) else
+                 f"declared, Holm p {d['p_holm']:.3f}: {'told apart' if d['told_apart'] else 'not told apart'}")
         lines.append(f"{arm} - {table['reference']} ({table['metric']}, seeds {d['seeds']}): {d['mean']:+.4f}, "
-                     f"95% CI [{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}]")
+                     f"95% CI [{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}] ({label})")
     return "\n".join(lines)
