@@ -198,6 +198,8 @@ def test_recorded_tables_are_what_the_records_give():
             assert saved["tables"] == json.loads(json.dumps(study.study_tables(settings))), path.name
             assert saved["declared"] == json.loads(json.dumps(study.declared_comparisons(settings))), path.name
             assert saved["design"]["primary"] == json.loads(json.dumps(settings["primary"])), path.name
+            if "left_plateau" in saved:
+                assert saved["left_plateau"] == json.loads(json.dumps(study.left_plateau(settings)))
             if "context_recovered" in saved:
                 assert saved["context_recovered"] == json.loads(json.dumps(study.context_recovered(settings)))
             if "gma_against_baselines" in saved:
@@ -501,3 +503,20 @@ def test_the_text_studys_last_epoch_accuracy_is_its_last_evaluation():
         assert run["test"]["accuracy"] == pytest.approx(max(run["history"]["val_metric"]))
     last = [run["history"]["val_metric"][-1] for run in record["runs"]]
     assert table["arms"]["gma"]["last_epoch_test_accuracy"]["mean"] == pytest.approx(statistics.fmean(last))
+
+
+def test_left_plateau_counts_seeds_above_the_majority_class_and_labels_fisher_post_hoc(tmp_path):
+    classifier = {"name": "plateau", "experiment": "listops", "scale": "tiny", "overrides": {}, "seeds": (0, 1, 2),
+                  "arms": {"gma": {"mixer": "gma"}, "performer": {"mixer": "performer"}, "sdpa": {"mixer": "sdpa"}}}
+    accuracies = {"gma": [0.15, 0.15, 0.15, 0.15, 0.32], "performer": [0.36] * 5, "sdpa": [0.34, 0.15, 0.36, 0.2, 0.3]}
+    for arm, values in accuracies.items():
+        runs = [{"seed": seed, "test": {"accuracy": value}} for seed, value in enumerate(values)]
+        study.record_path(classifier, arm, tmp_path).write_text(json.dumps(
+            {"runs": runs, "summary": {"majority_baseline": 0.2}}))  # 0.2 itself has not left it
+    result = study.left_plateau(classifier, tmp_path)
+    assert result["counts"] == {"gma": [1, 5], "performer": [5, 5], "sdpa": [3, 5]} and result["exploratory"] is True
+    raw = [study.fisher_exact_p(5, 5, 1, 5), study.fisher_exact_p(3, 5, 1, 5)]
+    assert result["fisher"]["performer"]["p"] == pytest.approx(10 / 210) == pytest.approx(raw[0])
+    assert [result["fisher"][arm]["p_holm"] for arm in ("performer", "sdpa")] == pytest.approx(study.holm(raw))
+    with pytest.raises(ValueError, match="classifier study"):
+        study.left_plateau(study.LM_STUDY)

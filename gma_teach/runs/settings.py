@@ -125,7 +125,8 @@ LISTOPS_LRA_STUDY = {
                     "why": "seeds 3-4 were run for every arm after the seeds-0-2 table told no pair with GMA apart "
                            "(optional stopping); the five-seed comparisons are exploratory",
                     "tests": "Fisher's exact test on how many seeds left the constant-answer plateau, an outcome "
-                             "defined after seeing the runs: post hoc"},
+                             "defined after seeing the runs: post hoc",
+                    "post_hoc_tests": ("left_plateau",)},
 }
 """ListOps at LRA's lengths on a CPU (each arm against GMA on seeds 0-2; seeds 3-4 and the Fisher test on leaving
 the plateau were added after seeing the data, so they are exploratory) -- LRA's generator (depth 10,

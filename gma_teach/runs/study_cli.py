@@ -56,6 +56,7 @@ from .tables import (
     format_declared,
     format_study_table,
     gma_against_baselines,
+    left_plateau,
     study_tables,
 )
 
@@ -123,6 +124,14 @@ def main(argv=None) -> dict:
                     label = "exploratory" if d["exploratory"] else f"declared, Holm p {d['p_holm']:.3f}"
                     print(f"{arm} - {other} ({against['metric']}, seeds {d['seeds']}): {d['mean']:+.4f}, "
                           f"95% CI [{d['ci95'][0]:+.4f}, {d['ci95'][1]:+.4f}], p {d['p']:.3f} ({label})")
+        plateau = None
+        if "left_plateau" in study.get("exploratory", {}).get("post_hoc_tests", ()):
+            plateau = left_plateau(study, args.out_dir)
+            for arm, (left, seeds) in plateau["counts"].items():
+                test = plateau["fisher"].get(arm)
+                against = "" if test is None else (f"; Fisher against {plateau['reference']} p {test['p']:.3f} "
+                                                   f"(post hoc, exploratory)")
+                print(f"{arm:<20} left the plateau at {left} of {seeds} seeds{against}")
         if args.save:
             record = {"study": study["name"], "design": _design(study), "declared": declared, "tables": tables,
                       **provenance(command, device())}
@@ -130,6 +139,8 @@ def main(argv=None) -> dict:
                 record["context_recovered"] = context
             if against is not None:
                 record["gma_against_baselines"] = against
+            if plateau is not None:
+                record["left_plateau"] = plateau
             path = write_record(tables_path(study, args.out_dir), record)
             print(f"-> {path}")
         return tables

@@ -11,12 +11,12 @@ from __future__ import annotations
 
 import statistics
 
-from ..stats import describe, holm, paired_difference, paired_t_p, ratio_of_means_interval
+from ..stats import describe, fisher_exact_p, holm, paired_difference, paired_t_p, ratio_of_means_interval
 from .arm_records import final_health, load_arm
 
 __all__ = ["ALPHA", "METRIC_PATHS", "context_recovered", "declared_comparisons", "declared_metrics",
-           "format_declared", "format_study_table", "gma_against_baselines", "ordering_at_last_evaluations",
-           "study_table", "study_tables"]
+           "format_declared", "format_study_table", "gma_against_baselines", "left_plateau",
+           "ordering_at_last_evaluations", "study_table", "study_tables"]
 
 ALPHA = 0.05
 """The family-wise level: a declared comparison is told apart when its Holm-adjusted p-value is below it."""
@@ -313,6 +313,38 @@ def context_recovered(study: dict, folder=None, *, baseline: str = "none", full:
         result["arms"][arm] = {"seeds": seeds, "mean": interval["ratio"], "ci95": interval["ci95"],
                                "n": interval["n"], "n_boot": n_boot, "seed": seed, "method": interval["method"]}
     return result
+
+
+def left_plateau(study: dict, folder=None, *, reference: str | None = None) -> dict:
+    """How many seeds of each arm of a classifier study ended above the test set's majority class ("left the
+    plateau" of the constant answer), and Fisher's exact test of each arm's count against ``reference``'s (default:
+    the study's first arm) on all recorded seeds.
+
+    A post hoc, exploratory analysis wherever the study's design does not declare it (ListOps at LRA's lengths: the
+    outcome was defined after the runs were seen), so every test here carries ``"exploratory": True``; the p-values
+    are raw, and ``p_holm`` adjusts them over this analysis's own comparisons only.
+
+    Returns:
+        ``{"outcome", "reference", "exploratory": True, "counts": {arm: [left, seeds]}, "fisher": {arm: {"p",
+        "p_holm"}}}``.
+    """
+    if study.get("experiment", "lm") == "lm":
+        raise ValueError(f"study must be a classifier study (listops or text), got {study['name']!r}")
+    reference = reference or next(iter(study["arms"]))
+    counts = {}
+    for arm in study["arms"]:
+        record = load_arm(study, arm, folder)
+        if record is None or not record["runs"]:
+            continue
+        majority = record["summary"]["majority_baseline"]
+        counts[arm] = [sum(run["test"]["accuracy"] > majority for run in record["runs"]), len(record["runs"])]
+    fisher = {}
+    if reference in counts:
+        others = [arm for arm in counts if arm != reference]
+        raw = [fisher_exact_p(*counts[arm], *counts[reference]) for arm in others]
+        fisher = {arm: {"p": p, "p_holm": adjusted} for arm, p, adjusted in zip(others, raw, holm(raw) if raw else [])}
+    return {"outcome": "test accuracy above the test set's majority class", "reference": reference,
+            "exploratory": True, "counts": counts, "fisher": fisher}
 
 
 def _cell(summary: dict, name: str, digits: int) -> str:
