@@ -129,9 +129,9 @@ def main(argv=None) -> dict:
             plateau = left_plateau(study, args.out_dir)
             for arm, (left, seeds) in plateau["counts"].items():
                 test = plateau["fisher"].get(arm)
-                against = "" if test is None else (f"; Fisher against {plateau['reference']} p {test['p']:.3f} "
-                                                   f"(post hoc, exploratory)")
-                print(f"{arm:<20} left the plateau at {left} of {seeds} seeds{against}")
+                versus = "" if test is None else (f"; Fisher against {plateau['reference']} p {test['p']:.3f} "
+                                                  f"(post hoc, exploratory)")
+                print(f"{arm:<20} left the plateau at {left} of {seeds} seeds{versus}")
         if args.save:
             record = {"study": study["name"], "design": _design(study), "declared": declared, "tables": tables,
                       **provenance(command, device())}
