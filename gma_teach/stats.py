@@ -98,8 +98,11 @@ def paired_difference(a, b) -> dict:
 
     Returns:
         ``{"differences", "mean", "std" (sample), "n", "ci95": [low, high]}``; the interval is
-        ``mean +- t_{0.975, n-1} std / sqrt(n)``. An interval that excludes 0 says the sign of the difference holds
-        beyond seed-to-seed noise (at this n, assuming roughly normal differences).
+        ``mean +- t_{0.975, n-1} std / sqrt(n)``. For one comparison planned in advance, an interval that excludes 0
+        says the sign of the difference holds beyond seed-to-seed noise (at this n, assuming roughly normal
+        differences). Among several comparisons, one in twenty such intervals excludes 0 by chance: then only a
+        Holm-adjusted p-value below 0.05 tells two arms apart (:func:`holm`,
+        :func:`gma_teach.runs.tables.declared_comparisons`).
     """
     differences = _paired(a, b)
     return {"differences": differences, **mean_interval(differences)}

@@ -230,17 +230,6 @@ RC = "routing_collapse_tables.json"
 RC_ARMS = arm_files("routing_collapse", "default variance_d_route kmeans_means balance variance_and_balance")
 
 
-def single_remedies_reach_zero(records) -> float:
-    """0 when every single routing remedy lowers mean bits per byte against the default and its 95% interval
-    still contains 0 (README: "the single remedies lower bits per byte too, but their intervals reach 0")."""
-    paired = records[RC]["tables"]["val_bits_per_byte"]["paired"]
-    for arm in ("variance_d_route", "kmeans_means", "balance"):
-        low, high = paired[arm]["ci95"]
-        if not (paired[arm]["mean"] < 0 and low <= 0 <= high):
-            raise ValueError(f"{arm}: mean {paired[arm]['mean']:.4f}, interval [{low:.4f}, {high:.4f}]")
-    return 0.0
-
-
 LRA_ARMS = arm_files("listops_lra", "sdpa gma gma_remedy linear performer")
 LRA = "listops_lra_tables.json"
 
@@ -288,6 +277,16 @@ def _signed(file, prefix, sign=1, scale=1.0):
     if sign > 0:
         return [scale * mean, scale * low, scale * high]
     return [-scale * mean, -scale * high, -scale * low]
+
+
+def _declared(file, **conditions):
+    """The path prefix of one declared comparison of ``file`` (``arm=..., against=..., metric=...``)."""
+    return "declared/comparisons/[" + ",".join(f"{k}={v}" for k, v in conditions.items()) + "]"
+
+
+def text_last_epoch(records) -> list[float]:
+    """GMA's last-epoch test accuracy at each seed of the Text stand-in."""
+    return [run["history"]["val_metric"][-1] for run in records["text_standin_gma.json"]["runs"]]
 
 
 def _lra_seeds(arm):
@@ -380,15 +379,24 @@ BINDINGS: dict[str, list[Binding]] = {
                 "balance loss {}.",
                 *(Key(RC, f"tables/active_share/arms/{arm}/active_share/mean")
                   for arm in ("variance_d_route", "kmeans_means", "balance", "variance_and_balance"))),
-        Binding("active share higher by {} ({}% interval {} to {})",
-                Key(RC, "tables/active_share/paired/variance_and_balance/mean"),
+        Binding("raises the active share by {} ({}% interval {} to {}; Holm p {}), and by {} ({} to {}; Holm p {}) "
+                "with the variance change added; means from k-means raise it by {} (Holm p {}), and the variance "
+                "change alone is not told apart (Holm p {}).",
+                *_signed(RC, _declared(RC, arm="balance", metric="active_share"))[:1],
                 100 * Key(RC, "tables/active_share/confidence"),
-                Key(RC, "tables/active_share/paired/variance_and_balance/ci95/0"),
-                Key(RC, "tables/active_share/paired/variance_and_balance/ci95/1")),
-        Binding("bits per byte lower by {} ({} to {});",
-                *_signed(RC, "tables/val_bits_per_byte/paired/variance_and_balance", sign=-1)),
-        Binding("their intervals reach {}.", Computed("0 if every single remedy's interval reaches 0",
-                                                      single_remedies_reach_zero, (RC,))),
+                *_signed(RC, _declared(RC, arm="balance", metric="active_share"))[1:],
+                Key(RC, _declared(RC, arm="balance", metric="active_share") + "/p_holm"),
+                *_signed(RC, _declared(RC, arm="variance_and_balance", metric="active_share")),
+                Key(RC, _declared(RC, arm="variance_and_balance", metric="active_share") + "/p_holm"),
+                Key(RC, _declared(RC, arm="kmeans_means", metric="active_share") + "/mean"),
+                Key(RC, _declared(RC, arm="kmeans_means", metric="active_share") + "/p_holm"),
+                Key(RC, _declared(RC, arm="variance_d_route", metric="active_share") + "/p_holm")),
+        Binding("only just excludes zero (lower by {}, {} to {}; Holm p {}), and the variance change alone has the "
+                "larger mean gain with an interval that reaches zero (lower by {}, {} to {}; Holm p {}).",
+                *_signed(RC, _declared(RC, arm="variance_and_balance", metric="val_bits_per_byte"), sign=-1),
+                Key(RC, _declared(RC, arm="variance_and_balance", metric="val_bits_per_byte") + "/p_holm"),
+                *_signed(RC, _declared(RC, arm="variance_d_route", metric="val_bits_per_byte"), sign=-1),
+                Key(RC, _declared(RC, arm="variance_d_route", metric="val_bits_per_byte") + "/p_holm")),
         Binding("within the first {} steps", Key("routing_collapse_cause_default.json", "runs/*/history/steps/0",
                                                  reduce="unique")),
     ],
@@ -399,6 +407,9 @@ BINDINGS: dict[str, list[Binding]] = {
                 Computed("the first extra seed", lambda r: lm_extra_seeds(r)[0], (LM,)),
                 Computed("the last extra seed", lambda r: lm_extra_seeds(r)[-1], (LM,)),
                 Key("lm_study_gma_k32_remedy.json", "spec/n_components")),
+        Binding("added after seeds {}-{} put that pair apart",
+                Computed("the first seed every LM arm has", lambda r: lm_common_seeds(r)[0], (LM,)),
+                Computed("the last seed every LM arm has", lambda r: lm_common_seeds(r)[-1], (LM,))),
         Binding("bits per byte SDPA {} +- {};", *_lm_bits("sdpa")),
         Binding("GMA K={} {} +- {}, K={} {} +- {}, K={} {} +- {};",
                 Key("lm_study_gma_k32.json", "spec/n_components"), *_lm_bits("gma_k32"),
@@ -415,57 +426,72 @@ BINDINGS: dict[str, list[Binding]] = {
         Binding("linear attention {} +- {} (five seeds); Performer {} +- {};", *_lm_bits("linear"),
                 *_lm_bits("performer")),
         Binding("no mixing {} +- {} and a uniform causal average {} +- {}.", *_lm_bits("none"), *_lm_bits("uniform")),
-        Binding("Seed for seed on seeds {}-{}, SDPA is ahead of linear attention by {} ({}% interval {} to {}), of "
-                "GMA K={} by {} ({} to {}) and of no mixing by {} ({} to {});",
-                Key(LM, "tables/val_bits_per_byte/paired/linear/seeds/0"),
-                Key(LM, "tables/val_bits_per_byte/paired/linear/seeds/-1"),
-                Key(LM, "tables/val_bits_per_byte/paired/linear/mean"),
-                100 * Key(LM, "tables/val_bits_per_byte/confidence"),
-                Key(LM, "tables/val_bits_per_byte/paired/linear/ci95/0"),
-                Key(LM, "tables/val_bits_per_byte/paired/linear/ci95/1"),
+        Binding("each GMA arm against linear attention and against SDPA, paired over seeds {}-{}, with a Holm "
+                "correction over its {} tests: none is told apart.",
+                Key(LM, "declared/seeds/0"), Key(LM, "declared/seeds/-1"), Key(LM, "declared/family_size")),
+        Binding("GMA K={} behind SDPA by {} ({}% interval {} to {}, Holm p {}) and GMA K={} with the remedy ahead of "
+                "linear attention by {} ({} to {}, Holm p {});",
                 Key("lm_study_gma_k128.json", "spec/n_components"),
-                *_signed(LM, "tables/val_bits_per_byte/paired/gma_k128"),
-                *_signed(LM, "tables/val_bits_per_byte/paired/none")),
-        Binding("On seeds {}-{}, GMA K={} with the remedy was",
-                Computed("the first seed every LM arm has", lambda r: lm_common_seeds(r)[0], (LM,)),
-                Computed("the last seed every LM arm has", lambda r: lm_common_seeds(r)[-1], (LM,)),
-                Key("lm_study_gma_k32_remedy.json", "spec/n_components")),
+                *_signed(LM, _declared(LM, arm="gma_k128", against="sdpa"))[:1],
+                100 * Key(LM, "tables/val_bits_per_byte/confidence"),
+                *_signed(LM, _declared(LM, arm="gma_k128", against="sdpa"))[1:],
+                Key(LM, _declared(LM, arm="gma_k128", against="sdpa") + "/p_holm"),
+                Key("lm_study_gma_k32_remedy.json", "spec/n_components"),
+                *_signed(LM, _declared(LM, arm="gma_k32_remedy", against="linear"), sign=-1),
+                Key(LM, _declared(LM, arm="gma_k32_remedy", against="linear") + "/p_holm")),
         Binding("over the five, GMA is lower by {} (interval {} to {}).",
                 *_signed(LM, f"{_LM_VS}/gma_k32_remedy/linear", sign=-1)),
-        Binding("On seeds {}-{} that arm is ahead of Performer by {} ({} to {}) and of no mixing by {} ({} to {}),",
-                Key(LM, f"{_LM_VS}/gma_k32_remedy/performer/seeds/0"),
-                Key(LM, f"{_LM_VS}/gma_k32_remedy/performer/seeds/-1"),
-                *_signed(LM, f"{_LM_VS}/gma_k32_remedy/performer", sign=-1),
-                *_signed(LM, f"{_LM_VS}/gma_k32_remedy/none", sign=-1)),
-        Binding("uniform average (lower by {}, {} to {})", *_signed(LM, f"{_LM_VS}/gma_k32_remedy/uniform", sign=-1)),
-        Binding("recovers {} ({} to {}) of SDPA's gain over no mixing; linear attention recovers {} ({} to {}).",
-                *_signed(LM, f"{_RECOVERED}/gma_k32_remedy"), *_signed(LM, f"{_RECOVERED}/linear")),
-        Binding("K={} recovers {} ({} to {}), and the uniform average {}.",
-                Key("routing_collapse_default.json", "spec/n_components"), *_signed(LM, f"{_RECOVERED}/gma_k64"),
-                Key(LM, f"{_RECOVERED}/uniform/mean")),
-        Binding("holds here for K={} with", Key("lm_study_gma_k128.json", "spec/n_components")),
+        Binding("GMA K={} is not told apart from the uniform causal average ({} against {} bits per byte).",
+                Key("routing_collapse_default.json", "spec/n_components"),
+                _lm_bits("gma_k64")[0], _lm_bits("uniform")[0]),
+        Binding("SDPA's interval puts it ahead of linear attention by {} ({} to {}), of Performer by {} ({} to {}) and "
+                "of no mixing by {} ({} to {}); of all {} pairs of arms, {} unadjusted intervals exclude zero and none "
+                "survives a Holm correction over the {}.",
+                *_signed(LM, "tables/val_bits_per_byte/paired/linear"),
+                *_signed(LM, "tables/val_bits_per_byte/paired/performer"),
+                *_signed(LM, "tables/val_bits_per_byte/paired/none"),
+                Key(LM, "tables/val_bits_per_byte/ordering/p_holm/*", reduce="count"),
+                Key(LM, "tables/val_bits_per_byte/ordering/interval_excludes_zero/*", reduce="count"),
+                Key(LM, "tables/val_bits_per_byte/ordering/p_holm/*", reduce="count")),
+        Binding("mean gains over seeds {}-{}, with", Key(LM, f"{_RECOVERED}/gma_k32_remedy/seeds/0"),
+                Key(LM, f"{_RECOVERED}/gma_k32_remedy/seeds/-1")),
+        Binding("GMA K={} with the remedy recovers {} ({} to {}), linear attention {} ({} to {}), GMA K={} with the "
+                "default routing {} ({} to {}) and the uniform average {}.",
+                Key("lm_study_gma_k32_remedy.json", "spec/n_components"), *_signed(LM, f"{_RECOVERED}/gma_k32_remedy"),
+                *_signed(LM, f"{_RECOVERED}/linear"), Key("routing_collapse_default.json", "spec/n_components"),
+                *_signed(LM, f"{_RECOVERED}/gma_k64"), Key(LM, f"{_RECOVERED}/uniform/mean")),
         Binding("Between steps {} and {},", Key(LM_ARMS, "runs/*/history/steps/-2", reduce="unique"),
                 Key(LM_ARMS, "runs/*/history/steps/-1", reduce="unique")),
-        Binding("apart at step {} changes", Key(LM_ARMS, "runs/*/history/steps/-1", reduce="unique")),
     ],
     "**Text stand-in**": [
         Binding("{} classes, byte-level, {} bytes, {} training texts; majority class {}%)",
                 Computed("the classes the Text stand-in's records name", text_classes, TEXT_ARMS),
                 Key(TEXT_ARMS, "config/max_length"), Key(TEXT_ARMS, "config/n_train"),
                 100 * Key(TEXT_ARMS, "summary/majority_baseline")),
-        Binding("GMA {} +- {}% test accuracy, softmax {} +- {}%, linear attention {} +- {}% ({} seeds each)",
-                *(100 * Key(TEXT, f"tables/test_accuracy/arms/{arm}/test_accuracy/{s}")
+        Binding("test accuracy after the last of {} epochs, GMA {} +- {}%, softmax {} +- {}%, linear attention {} +- "
+                "{}% ({} seeds each)",
+                Key(TEXT_ARMS, "config/epochs"),
+                *(100 * Key(TEXT, f"tables/last_epoch_test_accuracy/arms/{arm}/last_epoch_test_accuracy/{s}")
                   for arm in ("gma", "softmax", "linear") for s in ("mean", "std")),
-                Key(TEXT, "tables/test_accuracy/arms/*/test_accuracy/n", reduce="unique")),
-        Binding("ahead of softmax by {} points ({}% interval {} to {}) and of linear attention by {} points ({} to {})",
-                *_signed(TEXT, "tables/test_accuracy/paired/softmax", sign=-1, scale=100)[:1],
-                100 * Key(TEXT, "tables/test_accuracy/confidence"),
-                *_signed(TEXT, "tables/test_accuracy/paired/softmax", sign=-1, scale=100)[1:],
-                *_signed(TEXT, "tables/test_accuracy/paired/linear", sign=-1, scale=100)),
-        Binding("accuracy here by {} points ({} to {});",
-                *_signed(TEXT, "tables/test_accuracy/paired/gma_variance_d_route", sign=-1, scale=100)),
-        Binding("the balance loss lowers it by {} points (interval {} to {}:",
-                *_signed(TEXT, "tables/test_accuracy/paired/gma_balance", sign=-1, scale=100)),
+                Key(TEXT, "tables/last_epoch_test_accuracy/arms/*/last_epoch_test_accuracy/n", reduce="unique")),
+        Binding("paired over the {} seeds, Holm over the {})", Key(TEXT, "declared/seeds/*", reduce="count"),
+                Key(TEXT, "declared/family_size")),
+        Binding("ahead of softmax by {} points ({}% interval {} to {}, Holm p {}) and of linear attention by {} points "
+                "({} to {}),",
+                *_signed(TEXT, _declared(TEXT, arm="gma", against="softmax"), scale=100)[:1],
+                100 * Key(TEXT, "tables/last_epoch_test_accuracy/confidence"),
+                *_signed(TEXT, _declared(TEXT, arm="gma", against="softmax"), scale=100)[1:],
+                Key(TEXT, _declared(TEXT, arm="gma", against="softmax") + "/p_holm"),
+                *_signed(TEXT, _declared(TEXT, arm="gma", against="linear"), scale=100)),
+        Binding("lowers GMA's accuracy by {} points ({} to {});",
+                *_signed(TEXT, _declared(TEXT, arm="gma_variance_d_route", against="gma"), sign=-1, scale=100)),
+        Binding("the balance loss is not told apart (lower by {} points, interval {} to {}).",
+                *_signed(TEXT, _declared(TEXT, arm="gma_balance", against="gma"), sign=-1, scale=100)),
+        Binding("GMA's own seeds range from {} to {}%,",
+                Computed("100 x GMA's lowest last-epoch accuracy", lambda r: 100 * min(text_last_epoch(r)),
+                         ("text_standin_gma.json",)),
+                Computed("100 x GMA's highest last-epoch accuracy", lambda r: 100 * max(text_last_epoch(r)),
+                         ("text_standin_gma.json",))),
     ],
     "**ListOps at LRA's lengths**": [
         Binding("depth {}, {}-{} tokens, {} training trees, {} epochs of {}-tree batches, a {}-layer width-{} encoder, "
@@ -492,11 +518,22 @@ BINDINGS: dict[str, list[Binding]] = {
                            lambda r, f=f, left=left: 100 * f(lra_accuracies(r, left_plateau=left)), LRA_ARMS)
                   for left, where in ((False, "at or below"), (True, "above")) for how, f in (("lowest", min),
                                                                                                ("highest", max)))),
-        Binding("GMA beyond seed noise: {} points ({}% interval {} to {})",
-                100 * Key(LRA, "tables/test_accuracy/paired/performer/mean"),
+        Binding("The study declared three seeds ({}-{}) and each arm against GMA, paired, with Holm over the {} tests",
+                Key(LRA, "declared/seeds/0"), Key(LRA, "declared/seeds/-1"), Key(LRA, "declared/family_size")),
+        Binding("(Performer - GMA is {} points, {}% interval {} to {}, Holm p {}).",
+                *_signed(LRA, _declared(LRA, arm="performer"), scale=100)[:1],
                 100 * Key(LRA, "tables/test_accuracy/confidence"),
-                *_signed(LRA, "tables/test_accuracy/paired/performer", scale=100)[1:]),
-        Binding("SDPA - GMA is {} points ({} to {}).", *_signed(LRA, "tables/test_accuracy/paired/sdpa", scale=100)),
+                *_signed(LRA, _declared(LRA, arm="performer"), scale=100)[1:],
+                Key(LRA, _declared(LRA, arm="performer") + "/p_holm")),
+        Binding("Seeds {} and {} were added to every arm", Key(LRA, "design/exploratory/seeds/0"),
+                Key(LRA, "design/exploratory/seeds/1")),
+        Binding("Performer - GMA is {} points ({} to {}, unadjusted p {}) and SDPA - GMA {} points ({} to {}).",
+                *_signed(LRA, "tables/test_accuracy/paired/performer", scale=100),
+                Key(LRA, "tables/test_accuracy/paired/performer/p"),
+                *_signed(LRA, "tables/test_accuracy/paired/sdpa", scale=100)),
+        Binding("gives p {}, one of {} such tests against GMA (Holm p {}).",
+                Key(LRA, "left_plateau/fisher/performer/p"), Key(LRA, "left_plateau/fisher/*/p", reduce="count"),
+                Key(LRA, "left_plateau/fisher/performer/p_holm")),
         Binding("A run took {}-{} CPU-seconds for SDPA, {}-{} for GMA, {}-{} for Performer and {}-{} for linear",
                 *_cpu_seconds("sdpa"), *_cpu_seconds("gma"), *_cpu_seconds("performer"), *_cpu_seconds("linear")),
     ],
