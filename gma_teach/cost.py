@@ -396,11 +396,11 @@ def _ch01(p, on_cuda):
 
 
 def _ch02(p, on_cuda):
-    em = Work(20 * p.n_samples * p.n_components * p.dim, 0, 30) * p.n_em_iter
-    adam = Work(30 * p.n_samples * p.n_components * p.dim, 0, 60) * p.n_adam_steps
+    em = Work(20 * p.n_samples * p.n_components * p.d_route, 0, 30) * p.n_em_iter
+    adam = Work(30 * p.n_samples * p.n_components * p.d_route, 0, 60) * p.n_adam_steps
     trap = Work(4 * p.trap_points * 128 * 32, 3 * FLOAT32 * p.trap_points * 128 * 32, 20,
                 FLOAT32 * p.trap_points * 128 * 32 * 2)
-    shifts = Work(3 * 4 * p.trap_points * 4 * 2 * p.trap_dim, 0, 15) * (3 * len(p.trap_shifts))
+    shifts = Work(3 * 4 * p.trap_points * 4 * 2 * p.trap_d_route, 0, 15) * (3 * len(p.trap_shifts))
     return [Point("EM", em, on="host"), Point("Adam", adam, on="host"), Point("direct form memory", trap, on="host"),
             Point("cancellation table", shifts, on="host")]
 

@@ -27,14 +27,14 @@ PRESETS: dict[str, dict[str, dict]] = {
     },
     # ch02: diagonal GMMs -- the cancellation trap, scikit-learn agreement, EM against Adam.
     "ch02": {
-        "tiny": dict(n_samples=600, dim=2, n_components=3, n_em_iter=60, n_adam_steps=300, lr=0.05,
-                     trap_points=512, trap_dim=8, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0]),
-        "small": dict(n_samples=3000, dim=2, n_components=4, n_em_iter=200, n_adam_steps=1500, lr=0.05,
-                      trap_points=4096, trap_dim=16, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
-        "medium": dict(n_samples=6000, dim=2, n_components=5, n_em_iter=300, n_adam_steps=2000, lr=0.05,
-                       trap_points=8192, trap_dim=16, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
-        "full": dict(n_samples=20000, dim=2, n_components=5, n_em_iter=300, n_adam_steps=3000, lr=0.05,
-                     trap_points=16384, trap_dim=32, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
+        "tiny": dict(n_samples=600, d_route=2, n_components=3, n_em_iter=60, n_adam_steps=300, lr=0.05,
+                     trap_points=512, trap_d_route=8, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0]),
+        "small": dict(n_samples=3000, d_route=2, n_components=4, n_em_iter=200, n_adam_steps=1500, lr=0.05,
+                      trap_points=4096, trap_d_route=16, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
+        "medium": dict(n_samples=6000, d_route=2, n_components=5, n_em_iter=300, n_adam_steps=2000, lr=0.05,
+                       trap_points=8192, trap_d_route=16, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
+        "full": dict(n_samples=20000, d_route=2, n_components=5, n_em_iter=300, n_adam_steps=3000, lr=0.05,
+                     trap_points=16384, trap_d_route=32, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
     },
     # ch03: the induced affinity -- heatmaps against softmax, rank and sign checks.
     "ch03": {
@@ -179,32 +179,6 @@ PRESETS: dict[str, dict[str, dict]] = {
                      demo_args=4, demo_seed=1, n_stats=2000, live_scale="medium",
                      recorded_runs=["listops_*_full.json", "text_*_full.json"]),
     },
-    # ch12: what the memory holds -- the exact demo (n_slots slots, pairs up to max_pairs; forgetting with decays and
-    # a router's leak; the recency horizon at horizon_slots; Monte Carlo trials of random routing), the state-byte
-    # table (state_width, state_seq_lens, gma_ks), and the live MQAR run: sdpa and GMA K=live_gma_k at live_width,
-    # trained by gma_teach.runs.recall.train_run on RECALL_STUDY with the sizes of `live` (tiny: < 30 s on one core).
-    "ch12": {
-        "tiny": dict(seed=0, n_slots=16, max_pairs=48, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
-                     mc_trials=400, state_width=64, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
-                     live=dict(seq_len=32, vocab_size=64, kv_pairs=[2, 4, 8], n_train=2048, n_val=64, n_test=256,
-                               steps=250, batch_size=32, warmup=25),
-                     live_width=32, live_lr=3e-3, live_gma_k=8),
-        "small": dict(seed=0, n_slots=32, max_pairs=96, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
-                      mc_trials=2000, state_width=64, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
-                      live=dict(seq_len=64, vocab_size=256, kv_pairs=[4, 8, 16], n_train=16384, n_val=200,
-                                n_test=500, steps=800, batch_size=64, warmup=50),
-                      live_width=64, live_lr=3e-3, live_gma_k=32),
-        "medium": dict(seed=0, n_slots=32, max_pairs=96, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
-                       mc_trials=4000, state_width=128, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
-                       live=dict(seq_len=64, vocab_size=512, kv_pairs=[4, 8, 16], n_train=20000, n_val=500,
-                                 n_test=1000, steps=2000, batch_size=64, warmup=100),
-                       live_width=128, live_lr=3e-3, live_gma_k=64),
-        "full": dict(seed=0, n_slots=32, max_pairs=96, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
-                     mc_trials=4000, state_width=128, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
-                     live=dict(seq_len=64, vocab_size=512, kv_pairs=[4, 8, 16], n_train=20000, n_val=500,
-                               n_test=1000, steps=3000, batch_size=64, warmup=150),
-                     live_width=128, live_lr=3e-3, live_gma_k=64),
-    },
     # Experiments of chapters 9-10 (gma_teach.experiments). listops: LRA's generator settings and split sizes
     # (full = LRA: depth 10, 500 < length < 2000, 96k/2k/2k, 4 layers, width 512, 8 heads, MLP 1024), the encoder,
     # AdamW with warmup + cosine. small = the CPU preset that learns (notes: ~35% for softmax in ~77 s).
@@ -299,5 +273,31 @@ PRESETS: dict[str, dict[str, dict]] = {
                        top_components=24, seed=0, lm_scale="medium"),
         "full": dict(n_tokens=65536, n_shuffles=100, heatmap_tokens=64, strip_tokens=160, pca_points=6000,
                      top_components=24, seed=0, lm_scale="medium"),
+    },
+    # ch12: what the memory holds -- the exact demo (n_slots slots, pairs up to max_pairs; forgetting with decays and
+    # a router's leak; the recency horizon at horizon_slots; Monte Carlo trials of random routing), the state-byte
+    # table (state_width, state_seq_lens, gma_ks), and the live MQAR run: sdpa and GMA K=live_gma_k at live_width,
+    # trained by gma_teach.runs.recall.train_run on RECALL_STUDY with the sizes of `live` (tiny: < 30 s on one core).
+    "ch12": {
+        "tiny": dict(seed=0, n_slots=16, max_pairs=48, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
+                     mc_trials=400, state_width=64, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
+                     live=dict(seq_len=32, vocab_size=64, kv_pairs=[2, 4, 8], n_train=2048, n_val=64, n_test=256,
+                               steps=250, batch_size=32, warmup=25),
+                     live_width=32, live_lr=3e-3, live_gma_k=8),
+        "small": dict(seed=0, n_slots=32, max_pairs=96, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
+                      mc_trials=2000, state_width=64, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
+                      live=dict(seq_len=64, vocab_size=256, kv_pairs=[4, 8, 16], n_train=16384, n_val=200,
+                                n_test=500, steps=800, batch_size=64, warmup=50),
+                      live_width=64, live_lr=3e-3, live_gma_k=32),
+        "medium": dict(seed=0, n_slots=32, max_pairs=96, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
+                       mc_trials=4000, state_width=128, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
+                       live=dict(seq_len=64, vocab_size=512, kv_pairs=[4, 8, 16], n_train=20000, n_val=500,
+                                 n_test=1000, steps=2000, batch_size=64, warmup=100),
+                       live_width=128, live_lr=3e-3, live_gma_k=64),
+        "full": dict(seed=0, n_slots=32, max_pairs=96, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
+                     mc_trials=4000, state_width=128, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
+                     live=dict(seq_len=64, vocab_size=512, kv_pairs=[4, 8, 16], n_train=20000, n_val=500,
+                               n_test=1000, steps=3000, batch_size=64, warmup=150),
+                     live_width=128, live_lr=3e-3, live_gma_k=64),
     },
 }
