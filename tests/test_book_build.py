@@ -147,3 +147,35 @@ def test_output_widths_command_exits_nonzero_on_a_long_line(tmp_path):
                               capture_output=True, text=True, timeout=120)
     assert finished.returncode == 1 and "wide.ipynb cell 0 (90 characters)" in finished.stdout
     assert json.loads(json.dumps(output_widths.cached_notebooks(tmp_path / "cache")[str(path)]))["cells"]
+
+
+FRONT_DOOR = ["README.md", "book/intro.md", "book/instructors.md", "book/troubleshooting.md"]
+
+
+def _scale_table(text):
+    start = text.index("| scale | where | sized for | measured |")
+    return text[start:text.index("\n\n", start)]
+
+
+def test_the_front_door_gives_one_build_command_and_one_scale_table():
+    readme, intro = (ROOT / "README.md").read_text(), (ROOT / "book" / "intro.md").read_text()
+    assert _scale_table(readme) == _scale_table(intro)
+    for name in FRONT_DOOR:
+        text = (ROOT / name).read_text()
+        assert "jupyter-book build . -W" not in text, f"{name} gives a second build command"
+        for phrase in ("not re-measured", "load average 4", "predicted by", "not yet recorded"):
+            assert phrase not in text, f"{name}: {phrase!r}"
+    assert "python tools/build_book.py" in readme and "python tools/build_book.py" in intro
+
+
+def test_the_scale_table_quotes_the_tiny_record():
+    record = json.loads((ROOT / "book" / "results" / "chapter_seconds_cpu_tiny.json").read_text())
+    seconds = [chapter["seconds"] for chapter in record["chapters"]]
+    loads = [chapter[key] for chapter in record["chapters"] for key in ("load_before", "load_after")]
+    timed = {chapter["chapter"] for chapter in record["chapters"]}
+    row = next(line for line in _scale_table((ROOT / "README.md").read_text()).splitlines()
+               if line.startswith("| `tiny`"))
+    assert f"{min(seconds):.0f}-{max(seconds):.0f} s a chapter" in row
+    assert f"{sum(seconds) / 60:.1f} min for chapters 1-11" in row
+    assert ("without 7b" in row) == ("ch07b" not in timed)
+    assert f"on {record['hardware']['logical_cores']} cores at load average {min(loads):.1f}-{max(loads):.1f}" in row
