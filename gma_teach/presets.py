@@ -264,20 +264,22 @@ PRESETS: dict[str, dict[str, dict]] = {
     # lengths, and recorded_runs (as in ch09). At full the paper's WikiText-103 runs (20k steps at context 1024) are
     # loaded, recorded with python -m gma_teach.experiments lm --mixer M --scale full --out
     # book/results/lm_M_full.json for M in gma sdpa linear performer mamba. live_lm: preset entries the live runs
-    # replace (at small: 150 steps instead of the recorded runs' 400, so that a run takes minutes on a CPU).
+    # replace (at small: 150 steps instead of the recorded runs' 400, so that a run takes minutes on a CPU);
+    # exercise_lm: the same for each of the three models of Exercise 10.2's answer.
     "ch10": {
         "tiny": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=24,
                      memory_steps=64, temperature=0.8, top_k=20, live_scale="tiny", live_lm={},
-                     recorded_runs=["lm_*_small.json"]),
+                     exercise_lm={}, recorded_runs=["lm_*_small.json"]),
         "small": dict(mixers=["sdpa"], seeds=[0], prompt="The Python", n_generate=48,
                       memory_steps=128, temperature=0.8, top_k=40, live_scale="small",
-                      live_lm=dict(n_steps=150, eval_every=50),
+                      live_lm=dict(n_steps=150, eval_every=50), exercise_lm=dict(n_steps=50, eval_every=50),
                       recorded_runs=["lm_*_small.json"]),
         "medium": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=64,
                        memory_steps=256, temperature=0.8, top_k=40, live_scale="medium", live_lm={},
+                       exercise_lm={},
                        recorded_runs=["lm_*_medium.json", "lm_*_small.json"]),
         "full": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=128,
                      memory_steps=256, temperature=0.8, top_k=40, live_scale="medium", live_lm={},
-                     recorded_runs=["lm_*_full.json"]),
+                     exercise_lm={}, recorded_runs=["lm_*_full.json"]),
     },
 }
