@@ -145,7 +145,7 @@ def test_output_widths_command_exits_nonzero_on_a_long_line(tmp_path):
     cache.cache_notebook_bundle(CacheBundleIn(nbformat.read(path, as_version=4), str(path)), check_validity=False)
     finished = subprocess.run([sys.executable, str(ROOT / "tools" / "output_widths.py"), str(tmp_path / "cache")],
                               capture_output=True, text=True, timeout=120)
-    assert finished.returncode == 1 and "wide.ipynb cell 0 (90 characters)" in finished.stdout
+    assert finished.returncode == 1 and "wide.ipynb code cell 0 (90 characters)" in finished.stdout
     assert json.loads(json.dumps(output_widths.cached_notebooks(tmp_path / "cache")[str(path)]))["cells"]
 
 

@@ -73,7 +73,7 @@ def main(argv=None) -> int:
     for uri, notebook in sorted(cached_notebooks(args[0]).items()):
         for index, line in overlong_lines(notebook):
             failed += 1
-            print(f"{Path(uri).name} cell {index} ({len(line)} characters): {line}")
+            print(f"{Path(uri).name} code cell {index} ({len(line)} characters): {line}")
     return 1 if failed else 0
 
 
