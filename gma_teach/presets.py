@@ -163,20 +163,23 @@ PRESETS: dict[str, dict[str, dict]] = {
     # x 20 epochs on 96k trees: days of GPU time) are loaded, never trained live; they are recorded with
     #   python -m gma_teach.experiments listops --mixer M --scale full --seeds 3 \
     #       --out book/results/listops_M_full.json
-    # for M in gma sdpa linformer linear performer mamba (and the same with text).
+    # for M in gma sdpa linformer linear performer mamba (and the same with text). live_listops / live_text: preset
+    # entries the live runs replace (at small: fewer trees and epochs than the recorded runs, so that a cell takes
+    # minutes on a CPU; the recorded runs and studies show the longer training).
     "ch09": {
         "tiny": dict(mixers=["gma", "softmax", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
-                     demo_args=4, demo_seed=1, n_stats=300, live_scale="tiny",
+                     demo_args=4, demo_seed=1, n_stats=300, live_scale="tiny", live_listops={}, live_text={},
                      recorded_runs=["listops_*_small.json", "text_*_small.json"]),
-        "small": dict(mixers=["gma", "softmax", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
+        "small": dict(mixers=["gma", "softmax"], seeds=[0], text_seeds=[0], demo_depth=3,
                       demo_args=4, demo_seed=1, n_stats=2000, live_scale="small",
+                      live_listops=dict(n_train=2000, epochs=2), live_text={},
                       recorded_runs=["listops_*_small.json", "text_*_small.json"]),
         "medium": dict(mixers=["gma", "sdpa", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
-                       demo_args=4, demo_seed=1, n_stats=2000, live_scale="medium",
+                       demo_args=4, demo_seed=1, n_stats=2000, live_scale="medium", live_listops={}, live_text={},
                        recorded_runs=["listops_*_medium.json", "text_*_medium.json", "listops_*_small.json",
                                       "text_*_small.json"]),
         "full": dict(mixers=["gma", "sdpa", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
-                     demo_args=4, demo_seed=1, n_stats=2000, live_scale="medium",
+                     demo_args=4, demo_seed=1, n_stats=2000, live_scale="medium", live_listops={}, live_text={},
                      recorded_runs=["listops_*_full.json", "text_*_full.json"]),
     },
     # Experiments of chapters 9-10 (gma_teach.experiments). listops: LRA's generator settings and split sizes
@@ -225,19 +228,24 @@ PRESETS: dict[str, dict[str, dict]] = {
     # ch10: the chapter's live runs (each run's sizes: preset "lm" at live_scale), generation and decoding-memory demo
     # lengths, and recorded_runs (as in ch09). At full the paper's WikiText-103 runs (20k steps at context 1024) are
     # loaded, recorded with python -m gma_teach.experiments lm --mixer M --scale full --out
-    # book/results/lm_M_full.json for M in gma sdpa linear performer mamba.
+    # book/results/lm_M_full.json for M in gma sdpa linear performer mamba. live_lm: preset entries the live runs
+    # replace (at small: 150 steps instead of the recorded runs' 400, so that a run takes minutes on a CPU);
+    # exercise_lm: the same for each of the three models of Exercise 10.2's answer.
     "ch10": {
         "tiny": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=24,
-                     memory_steps=64, temperature=0.8, top_k=20, live_scale="tiny", recorded_runs=["lm_*_small.json"]),
-        "small": dict(mixers=["sdpa", "linear"], seeds=[0], prompt="The Python", n_generate=48,
+                     memory_steps=64, temperature=0.8, top_k=20, live_scale="tiny", live_lm={},
+                     exercise_lm={}, recorded_runs=["lm_*_small.json"]),
+        "small": dict(mixers=["sdpa"], seeds=[0], prompt="The Python", n_generate=48,
                       memory_steps=128, temperature=0.8, top_k=40, live_scale="small",
+                      live_lm=dict(n_steps=150, eval_every=50), exercise_lm=dict(n_steps=50, eval_every=50),
                       recorded_runs=["lm_*_small.json"]),
         "medium": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=64,
-                       memory_steps=256, temperature=0.8, top_k=40, live_scale="medium",
+                       memory_steps=256, temperature=0.8, top_k=40, live_scale="medium", live_lm={},
+                       exercise_lm={},
                        recorded_runs=["lm_*_medium.json", "lm_*_small.json"]),
         "full": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=128,
-                     memory_steps=256, temperature=0.8, top_k=40, live_scale="medium",
-                     recorded_runs=["lm_*_full.json"]),
+                     memory_steps=256, temperature=0.8, top_k=40, live_scale="medium", live_lm={},
+                     exercise_lm={}, recorded_runs=["lm_*_full.json"]),
     },
     # lm: causal LM. full = the paper's WikiText-103 setting (GPT-2 BPE, context 1024, ~46M parameters, K 128/256);
     # tiny/small/medium: the offline standard-library corpus with GPT-2 BPE compacted to the ids that occur. small
