@@ -66,6 +66,7 @@ LM_STUDY = {
         "performer": {"mixer": "performer"},
         "none": {"mixer": "none"},
         "uniform": {"mixer": "uniform"},
+        "local_gma": {"mixer": "local_gma"},  # chapter 12's hybrid: 2 window heads (32 tokens) + 2 GMA heads, K=64
     },
 }
 """The LM comparison -- :data:`LM_SETTING` (600 steps, evaluated every 200), 3 seeds per arm.
@@ -104,7 +105,8 @@ TEXT_STUDY = {
     "seeds": tuple(range(10)),
     "arms": {"gma": {"mixer": "gma"}, "softmax": {"mixer": "softmax"}, "linear": {"mixer": "linear"},
              "gma_variance_d_route": {"mixer": "gma", "gma_options": {"init_variance": "d_route"}},
-             "gma_balance": {"mixer": "gma", "gma_options": {"balance_weight": 0.01}}},
+             "gma_balance": {"mixer": "gma", "gma_options": {"balance_weight": 0.01}},
+             "local_gma": {"mixer": "local_gma"}},  # chapter 12's hybrid: window heads (32 tokens) + GMA heads
 }
 """The offline stand-in for LRA Text (standard-library docstring -> package, byte-level; preset ``text`` at
 ``small``), labelled as a stand-in in every record; IMDb stays the ``full`` path for readers with the hub. A run
