@@ -12,7 +12,8 @@ import math
 import matplotlib.pyplot as plt
 
 from ._style import COLORS, book_style
-from .results import METRICS, mean_interval, record_values
+from ..stats import mean_half_width
+from .results import METRICS, record_values
 
 ROW_INCHES = 0.34
 """Height of one arm's row: at the default font size two tick labels one row apart never touch."""
@@ -38,7 +39,7 @@ def arm_rows(named_records: dict, metric: str = "bits_per_byte", speeds: dict | 
         values = record_values(record, metric)
         if not values:
             continue
-        mean, half_width = mean_interval(values)
+        mean, half_width = mean_half_width(values)
         rows.append({"label": str(label), "values": values, "mean": mean, "half_width": half_width,
                      "speed": speeds.get(label)})
     return rows
