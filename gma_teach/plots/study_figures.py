@@ -11,8 +11,8 @@ import math
 
 import matplotlib.pyplot as plt
 
-from ._style import COLORS, book_style
 from ..stats import mean_half_width
+from ._style import COLORS, book_style
 from .results import METRICS, record_values
 
 ROW_INCHES = 0.34
