@@ -31,7 +31,7 @@ import torch
 from . import _checks
 from .baselines import MIXERS, make_mixer
 from .mixing import read_memory, write_memory
-from .study import paired_difference
+from .stats import paired_difference
 
 TIES = ("share", "fail")
 """How a tied arg-max is scored: ``"share"`` gives ``1/m`` to a read whose correct value is one of ``m`` tied

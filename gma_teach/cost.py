@@ -368,8 +368,13 @@ class PresetSizes:
     chapter's model reads :data:`gma_teach.presets.PRESETS`, so that a key the model needs and the preset lacks (a
     renamed key) fails here, naming the preset, the scale and the key."""
 
-    def __init__(self, name: str, scale_name: str):
+    def __init__(self, name: str, scale_name: str, **overrides):
         self.name, self.sizes = name, preset(name, scale_name)
+        for key, value in overrides.items():  # a chapter's live runs replace some entries (e.g. fewer steps)
+            if not hasattr(self.sizes, key):
+                raise AttributeError(f"override {key!r} names no key of preset {name!r}; its keys: "
+                                     f"{sorted(vars(self.sizes))}")
+            setattr(self.sizes, key, value)
 
     def __getattr__(self, key):  # called only for a key that is not an attribute of this object
         try:
@@ -380,9 +385,10 @@ class PresetSizes:
                                  f"{sorted(vars(self.sizes))}") from None
 
 
-def preset_sizes(name: str, scale_name: str) -> PresetSizes:
-    """The sizes of preset ``name`` at ``scale_name``, read through :class:`PresetSizes`."""
-    return PresetSizes(name, scale_name)
+def preset_sizes(name: str, scale_name: str, **overrides) -> PresetSizes:
+    """The sizes of preset ``name`` at ``scale_name`` with ``overrides`` replacing entries, read through
+    :class:`PresetSizes`."""
+    return PresetSizes(name, scale_name, **overrides)
 
 
 def _ch01(p, on_cuda):
@@ -396,11 +402,11 @@ def _ch01(p, on_cuda):
 
 
 def _ch02(p, on_cuda):
-    em = Work(20 * p.n_samples * p.n_components * p.dim, 0, 30) * p.n_em_iter
-    adam = Work(30 * p.n_samples * p.n_components * p.dim, 0, 60) * p.n_adam_steps
+    em = Work(20 * p.n_samples * p.n_components * p.d_route, 0, 30) * p.n_em_iter
+    adam = Work(30 * p.n_samples * p.n_components * p.d_route, 0, 60) * p.n_adam_steps
     trap = Work(4 * p.trap_points * 128 * 32, 3 * FLOAT32 * p.trap_points * 128 * 32, 20,
                 FLOAT32 * p.trap_points * 128 * 32 * 2)
-    shifts = Work(3 * 4 * p.trap_points * 4 * 2 * p.trap_dim, 0, 15) * (3 * len(p.trap_shifts))
+    shifts = Work(3 * 4 * p.trap_points * 4 * 2 * p.trap_d_route, 0, 15) * (3 * len(p.trap_shifts))
     return [Point("EM", em, on="host"), Point("Adam", adam, on="host"), Point("direct form memory", trap, on="host"),
             Point("cancellation table", shifts, on="host")]
 
@@ -520,7 +526,8 @@ def _classification_points(experiment, q, mixers, seeds, on_cuda, n_classes):
 
 
 def _ch09(p, on_cuda):
-    lp, tp = preset_sizes("listops", p.live_scale), preset_sizes("text", p.live_scale)
+    lp = preset_sizes("listops", p.live_scale, **p.live_listops)
+    tp = preset_sizes("text", p.live_scale, **p.live_text)
     stats = Work(seconds=p.n_stats * (lp.min_length + lp.max_length) / 2 * LISTOPS_SECONDS_PER_TOKEN)
     return [Point("ListOps statistics", stats, on="host"),
             *_classification_points("listops", lp, p.mixers, p.seeds, on_cuda, 10),
@@ -547,7 +554,7 @@ def _lm_points(q, runs, on_cuda, *, cached_first=False):
 
 
 def _ch10(p, on_cuda):
-    q = preset_sizes("lm", p.live_scale)
+    q = preset_sizes("lm", p.live_scale, **p.live_lm)
     runs = [(f"lm gma K={q.n_components}", "gma", q.n_components)]
     runs += [(f"lm gma K={k}", "gma", k) for k in q.n_components_sweep if k != q.n_components]
     runs += [(f"lm {mixer}", mixer, q.n_components) for mixer in p.mixers]
@@ -555,7 +562,7 @@ def _ch10(p, on_cuda):
 
 
 def _ch11(p, on_cuda):
-    q = preset_sizes("lm", p.lm_scale)
+    q = preset_sizes("lm", p.lm_scale, **preset("ch10", p.lm_scale).live_lm)  # the model chapter 10 saved
     points = _lm_points(q, [(f"lm gma K={q.n_components} (chapter 10's)", "gma", q.n_components)], on_cuda,
                         cached_first=True)
     forward = training_work(n_steps=0, batch_size=q.batch_size, seq_len=q.seq_len, d_model=q.d_model,

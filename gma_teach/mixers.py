@@ -21,13 +21,15 @@ from types import SimpleNamespace
 
 from . import baselines
 
-__all__ = ["GMA_TENSORS_AT_PEAK", "GMA_TENSORS_AT_PEAK_BACKWARD", "MAMBA_FLOPS_PER_TOKEN_WIDTH", "REGISTRY",
+__all__ = ["GMA_TENSORS_AT_PEAK", "GMA_TENSORS_AT_PEAK_BACKWARD", "LOCAL_WINDOW", "MAMBA_FLOPS_PER_TOKEN_WIDTH",
+           "REGISTRY",
            "SOFTMAX_FLOPS_PER_SCORE", "BlockCost", "MixerEntry", "entry", "register", "registered_names",
            "unregister"]
 
 SOFTMAX_FLOPS_PER_SCORE = 15  # scale, max, subtract, exp (about 10), sum, divide
 GMA_TENSORS_AT_PEAK = 4.0  # (B, H, N, K) float32 tensors alive in the forward (logits, two Gammas, a temporary)
 GMA_TENSORS_AT_PEAK_BACKWARD = 3.2  # measured with the backward (profiling_cpu_small.json, K sweep)
+LOCAL_WINDOW = 32  # the hybrid's window in the experiments (half of its heads: exact softmax over 32 tokens)
 MAMBA_FLOPS_PER_TOKEN_WIDTH = 40_000  # the chunked selective scan in pure PyTorch, fitted to the CPU sweep (its
 # exp and products over (B, N, 2D, 16) tensors run far below the matrix-product rate)
 
@@ -169,7 +171,8 @@ for _entry in (
     MixerEntry("none", baselines.NoMixing, table1_options=None),
     # Chapter 12's mixers: not in the paper's Table 1, and not yet fitted by the cost model.
     MixerEntry("window", baselines.SlidingWindowAttention, color="#8c510a", table1_options=None),
-    MixerEntry("local_gma", baselines.LocalGMA, color="#35978f", table1_options=None),
+    MixerEntry("local_gma", baselines.LocalGMA, color="#35978f", table1_options=None,
+               options=lambda p: {"n_components": p.n_components, "window": LOCAL_WINDOW}),
     MixerEntry("decay_linear", baselines.DecayedLinearAttention, color="#4393c3", table1_options=None),
     MixerEntry("decay_gma", baselines.DecayedGaussianMixtureAttention, color="#5aae61", table1_options=None),
     MixerEntry("conv", baselines.ShortConvolution, color="#878787", table1_options=None),

@@ -27,14 +27,14 @@ PRESETS: dict[str, dict[str, dict]] = {
     },
     # ch02: diagonal GMMs -- the cancellation trap, scikit-learn agreement, EM against Adam.
     "ch02": {
-        "tiny": dict(n_samples=600, dim=2, n_components=3, n_em_iter=60, n_adam_steps=300, lr=0.05,
-                     trap_points=512, trap_dim=8, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0]),
-        "small": dict(n_samples=3000, dim=2, n_components=4, n_em_iter=200, n_adam_steps=1500, lr=0.05,
-                      trap_points=4096, trap_dim=16, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
-        "medium": dict(n_samples=6000, dim=2, n_components=5, n_em_iter=300, n_adam_steps=2000, lr=0.05,
-                       trap_points=8192, trap_dim=16, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
-        "full": dict(n_samples=20000, dim=2, n_components=5, n_em_iter=300, n_adam_steps=3000, lr=0.05,
-                     trap_points=16384, trap_dim=32, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
+        "tiny": dict(n_samples=600, d_route=2, n_components=3, n_em_iter=60, n_adam_steps=300, lr=0.05,
+                     trap_points=512, trap_d_route=8, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0]),
+        "small": dict(n_samples=3000, d_route=2, n_components=4, n_em_iter=200, n_adam_steps=1500, lr=0.05,
+                      trap_points=4096, trap_d_route=16, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
+        "medium": dict(n_samples=6000, d_route=2, n_components=5, n_em_iter=300, n_adam_steps=2000, lr=0.05,
+                       trap_points=8192, trap_d_route=16, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
+        "full": dict(n_samples=20000, d_route=2, n_components=5, n_em_iter=300, n_adam_steps=3000, lr=0.05,
+                     trap_points=16384, trap_d_route=32, trap_shifts=[0.0, 1.0, 4.0, 16.0, 64.0, 256.0, 1024.0]),
     },
     # ch03: the induced affinity -- heatmaps against softmax, rank and sign checks.
     "ch03": {
@@ -163,47 +163,24 @@ PRESETS: dict[str, dict[str, dict]] = {
     # x 20 epochs on 96k trees: days of GPU time) are loaded, never trained live; they are recorded with
     #   python -m gma_teach.experiments listops --mixer M --scale full --seeds 3 \
     #       --out book/results/listops_M_full.json
-    # for M in gma sdpa linformer linear performer mamba (and the same with text).
+    # for M in gma sdpa linformer linear performer mamba (and the same with text). live_listops / live_text: preset
+    # entries the live runs replace (at small: fewer trees and epochs than the recorded runs, so that a cell takes
+    # minutes on a CPU; the recorded runs and studies show the longer training).
     "ch09": {
         "tiny": dict(mixers=["gma", "softmax", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
-                     demo_args=4, demo_seed=1, n_stats=300, live_scale="tiny",
+                     demo_args=4, demo_seed=1, n_stats=300, live_scale="tiny", live_listops={}, live_text={},
                      recorded_runs=["listops_*_small.json", "text_*_small.json"]),
-        "small": dict(mixers=["gma", "softmax", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
+        "small": dict(mixers=["gma", "softmax"], seeds=[0], text_seeds=[0], demo_depth=3,
                       demo_args=4, demo_seed=1, n_stats=2000, live_scale="small",
+                      live_listops=dict(n_train=2000, epochs=2), live_text={},
                       recorded_runs=["listops_*_small.json", "text_*_small.json"]),
         "medium": dict(mixers=["gma", "sdpa", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
-                       demo_args=4, demo_seed=1, n_stats=2000, live_scale="medium",
+                       demo_args=4, demo_seed=1, n_stats=2000, live_scale="medium", live_listops={}, live_text={},
                        recorded_runs=["listops_*_medium.json", "text_*_medium.json", "listops_*_small.json",
                                       "text_*_small.json"]),
         "full": dict(mixers=["gma", "sdpa", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
-                     demo_args=4, demo_seed=1, n_stats=2000, live_scale="medium",
+                     demo_args=4, demo_seed=1, n_stats=2000, live_scale="medium", live_listops={}, live_text={},
                      recorded_runs=["listops_*_full.json", "text_*_full.json"]),
-    },
-    # ch12: what the memory holds -- the exact demo (n_slots slots, pairs up to max_pairs; forgetting with decays and
-    # a router's leak; the recency horizon at horizon_slots; Monte Carlo trials of random routing), the state-byte
-    # table (state_width, state_seq_lens, gma_ks), and the live MQAR run: sdpa and GMA K=live_gma_k at live_width,
-    # trained by gma_teach.runs.recall.train_run on RECALL_STUDY with the sizes of `live` (tiny: < 30 s on one core).
-    "ch12": {
-        "tiny": dict(seed=0, n_slots=16, max_pairs=48, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
-                     mc_trials=400, state_width=64, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
-                     live=dict(seq_len=32, vocab_size=64, kv_pairs=[2, 4, 8], n_train=2048, n_val=64, n_test=256,
-                               steps=250, batch_size=32, warmup=25),
-                     live_width=32, live_lr=3e-3, live_gma_k=8),
-        "small": dict(seed=0, n_slots=32, max_pairs=96, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
-                      mc_trials=2000, state_width=64, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
-                      live=dict(seq_len=64, vocab_size=256, kv_pairs=[4, 8, 16], n_train=16384, n_val=200,
-                                n_test=500, steps=800, batch_size=64, warmup=50),
-                      live_width=64, live_lr=3e-3, live_gma_k=32),
-        "medium": dict(seed=0, n_slots=32, max_pairs=96, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
-                       mc_trials=4000, state_width=128, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
-                       live=dict(seq_len=64, vocab_size=512, kv_pairs=[4, 8, 16], n_train=20000, n_val=500,
-                                 n_test=1000, steps=2000, batch_size=64, warmup=100),
-                       live_width=128, live_lr=3e-3, live_gma_k=64),
-        "full": dict(seed=0, n_slots=32, max_pairs=96, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
-                     mc_trials=4000, state_width=128, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
-                     live=dict(seq_len=64, vocab_size=512, kv_pairs=[4, 8, 16], n_train=20000, n_val=500,
-                               n_test=1000, steps=3000, batch_size=64, warmup=150),
-                     live_width=128, live_lr=3e-3, live_gma_k=64),
     },
     # Experiments of chapters 9-10 (gma_teach.experiments). listops: LRA's generator settings and split sizes
     # (full = LRA: depth 10, 500 < length < 2000, 96k/2k/2k, 4 layers, width 512, 8 heads, MLP 1024), the encoder,
@@ -251,19 +228,24 @@ PRESETS: dict[str, dict[str, dict]] = {
     # ch10: the chapter's live runs (each run's sizes: preset "lm" at live_scale), generation and decoding-memory demo
     # lengths, and recorded_runs (as in ch09). At full the paper's WikiText-103 runs (20k steps at context 1024) are
     # loaded, recorded with python -m gma_teach.experiments lm --mixer M --scale full --out
-    # book/results/lm_M_full.json for M in gma sdpa linear performer mamba.
+    # book/results/lm_M_full.json for M in gma sdpa linear performer mamba. live_lm: preset entries the live runs
+    # replace (at small: 150 steps instead of the recorded runs' 400, so that a run takes minutes on a CPU);
+    # exercise_lm: the same for each of the three models of Exercise 10.2's answer.
     "ch10": {
         "tiny": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=24,
-                     memory_steps=64, temperature=0.8, top_k=20, live_scale="tiny", recorded_runs=["lm_*_small.json"]),
-        "small": dict(mixers=["sdpa", "linear"], seeds=[0], prompt="The Python", n_generate=48,
+                     memory_steps=64, temperature=0.8, top_k=20, live_scale="tiny", live_lm={},
+                     exercise_lm={}, recorded_runs=["lm_*_small.json"]),
+        "small": dict(mixers=["sdpa"], seeds=[0], prompt="The Python", n_generate=48,
                       memory_steps=128, temperature=0.8, top_k=40, live_scale="small",
+                      live_lm=dict(n_steps=150, eval_every=50), exercise_lm=dict(n_steps=50, eval_every=50),
                       recorded_runs=["lm_*_small.json"]),
         "medium": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=64,
-                       memory_steps=256, temperature=0.8, top_k=40, live_scale="medium",
+                       memory_steps=256, temperature=0.8, top_k=40, live_scale="medium", live_lm={},
+                       exercise_lm={},
                        recorded_runs=["lm_*_medium.json", "lm_*_small.json"]),
         "full": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=128,
-                     memory_steps=256, temperature=0.8, top_k=40, live_scale="medium",
-                     recorded_runs=["lm_*_full.json"]),
+                     memory_steps=256, temperature=0.8, top_k=40, live_scale="medium", live_lm={},
+                     exercise_lm={}, recorded_runs=["lm_*_full.json"]),
     },
     # lm: causal LM. full = the paper's WikiText-103 setting (GPT-2 BPE, context 1024, ~46M parameters, K 128/256);
     # tiny/small/medium: the offline standard-library corpus with GPT-2 BPE compacted to the ids that occur. small
@@ -299,5 +281,31 @@ PRESETS: dict[str, dict[str, dict]] = {
                        top_components=24, seed=0, lm_scale="medium"),
         "full": dict(n_tokens=65536, n_shuffles=100, heatmap_tokens=64, strip_tokens=160, pca_points=6000,
                      top_components=24, seed=0, lm_scale="medium"),
+    },
+    # ch12: what the memory holds -- the exact demo (n_slots slots, pairs up to max_pairs; forgetting with decays and
+    # a router's leak; the recency horizon at horizon_slots; Monte Carlo trials of random routing), the state-byte
+    # table (state_width, state_seq_lens, gma_ks), and the live MQAR run: sdpa and GMA K=live_gma_k at live_width,
+    # trained by gma_teach.runs.recall.train_run on RECALL_STUDY with the sizes of `live` (tiny: < 30 s on one core).
+    "ch12": {
+        "tiny": dict(seed=0, n_slots=16, max_pairs=48, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
+                     mc_trials=400, state_width=64, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
+                     live=dict(seq_len=32, vocab_size=64, kv_pairs=[2, 4, 8], n_train=2048, n_val=64, n_test=256,
+                               steps=250, batch_size=32, warmup=25),
+                     live_width=32, live_lr=3e-3, live_gma_k=8),
+        "small": dict(seed=0, n_slots=32, max_pairs=96, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
+                      mc_trials=2000, state_width=64, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
+                      live=dict(seq_len=64, vocab_size=256, kv_pairs=[4, 8, 16], n_train=16384, n_val=200,
+                                n_test=500, steps=800, batch_size=64, warmup=50),
+                      live_width=64, live_lr=3e-3, live_gma_k=32),
+        "medium": dict(seed=0, n_slots=32, max_pairs=96, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
+                       mc_trials=4000, state_width=128, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
+                       live=dict(seq_len=64, vocab_size=512, kv_pairs=[4, 8, 16], n_train=20000, n_val=500,
+                                 n_test=1000, steps=2000, batch_size=64, warmup=100),
+                       live_width=128, live_lr=3e-3, live_gma_k=64),
+        "full": dict(seed=0, n_slots=32, max_pairs=96, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
+                     mc_trials=4000, state_width=128, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
+                     live=dict(seq_len=64, vocab_size=512, kv_pairs=[4, 8, 16], n_train=20000, n_val=500,
+                               n_test=1000, steps=3000, batch_size=64, warmup=150),
+                     live_width=128, live_lr=3e-3, live_gma_k=64),
     },
 }

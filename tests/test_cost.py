@@ -209,8 +209,8 @@ def test_current_profile_follows_the_machine(monkeypatch):
 def test_a_key_the_model_reads_fails_in_one_place_naming_the_preset(monkeypatch):
     from gma_teach.presets import PRESETS
 
-    renamed = {key: value for key, value in PRESETS["ch02"]["tiny"].items() if key != "dim"}
-    monkeypatch.setitem(PRESETS["ch02"], "tiny", {**renamed, "d_data": PRESETS["ch02"]["tiny"]["dim"]})
-    with pytest.raises(AttributeError, match=r"reads key 'dim' of preset 'ch02' at scale 'tiny'.*'d_data'"):
+    renamed = {key: value for key, value in PRESETS["ch02"]["tiny"].items() if key != "d_route"}
+    monkeypatch.setitem(PRESETS["ch02"], "tiny", {**renamed, "d_data": PRESETS["ch02"]["tiny"]["d_route"]})
+    with pytest.raises(AttributeError, match=r"reads key 'd_route' of preset 'ch02' at scale 'tiny'.*'d_data'"):
         cost.predict("ch02", "tiny")
     assert cost.predict("ch02", "small").seconds > 0  # the other scales read as before

@@ -23,6 +23,16 @@ from gma_teach.records import provenance, write_record
 ROOT = Path(__file__).resolve().parent.parent
 
 
+def chapter_notebooks() -> list[Path]:
+    """Every chapter notebook, lettered companions (``07b``) included, in reading order."""
+    return sorted((ROOT / "book").glob("[0-9][0-9]*_*.ipynb"))
+
+
+def chapter_name(path: Path) -> str:
+    """``"ch07b"`` for ``book/07b_gma_kernels.ipynb``: the number (and letter) before the first underscore."""
+    return f"ch{path.name.split('_')[0]}"
+
+
 def time_notebook(path: Path, scale: str, timeout: float) -> dict:
     """Run one notebook under nbval at ``scale``; returns ``{"chapter", "seconds", "passed", "load_before",
     "load_after"}``."""
@@ -38,20 +48,24 @@ def time_notebook(path: Path, scale: str, timeout: float) -> dict:
     except subprocess.TimeoutExpired:
         passed = False
     seconds = time.perf_counter() - started
-    return {"chapter": f"ch{path.name[:2]}", "notebook": path.name, "seconds": round(seconds, 2), "passed": passed,
+    return {"chapter": chapter_name(path), "notebook": path.name, "seconds": round(seconds, 2), "passed": passed,
             "load_before": round(load_before, 2), "load_after": round(os.getloadavg()[0], 2)}
 
 
 def main(argv=None) -> dict:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--scale", default="tiny", choices=("tiny", "small", "medium", "full"))
-    parser.add_argument("--chapters", nargs="*", default=None, help="two-digit chapter numbers (default: all)")
+    parser.add_argument("--chapters", nargs="*", default=None,
+                        help="chapter numbers as in the file names, e.g. 05 07b (default: all)")
     parser.add_argument("--timeout", type=float, default=1800.0, help="seconds allowed per chapter")
     parser.add_argument("--out", type=Path, required=True)
     args = parser.parse_args(argv)
-    notebooks = sorted((ROOT / "book").glob("[0-9][0-9]_*.ipynb"))
+    notebooks = chapter_notebooks()
     if args.chapters:
-        notebooks = [path for path in notebooks if path.name[:2] in args.chapters]
+        unknown = set(args.chapters) - {path.name.split("_")[0] for path in notebooks}
+        if unknown:
+            parser.error(f"no chapter notebook numbered {sorted(unknown)}")
+        notebooks = [path for path in notebooks if path.name.split("_")[0] in args.chapters]
     command = "python tools/time_chapters.py " + " ".join(argv if argv is not None else sys.argv[1:])
     record = {**provenance(command), "scale": args.scale, "what": "wall seconds of one nbval run per notebook",
               "chapters": []}

@@ -328,17 +328,23 @@ def lm_checkpoint_path(scale_name: str, mixer: str, n_components: int | None, se
 
 
 def load_or_train_lm(scale_name: str | None = None, *, mixer: str = "gma", n_components: int | None = None,
-                     seed: int = 0, progress: bool = False) -> LMRun:
+                     seed: int = 0, progress: bool = False, data=None, **overrides) -> LMRun:
     """Chapter 10's language model: loaded from ``gma_teach.cache_dir()`` if saved, else trained at the scale's
-    preset (``gma_teach.preset("lm", scale_name)``) and saved.
+    preset (``gma_teach.preset("lm", scale_name)``, with ``overrides`` such as ``n_steps=150``) and saved as soon as
+    it is trained.
 
-    A saved model is reused only if its preset and tokenizer match the current ones; otherwise it is retrained.
+    A saved model is reused only if its preset (overrides included) and tokenizer match the current ones; otherwise
+    it is retrained. ``data``: the preset's data, if already loaded (:func:`lm_data`).
     """
     chosen = scale_name or scale()
     p = preset("lm", chosen)
+    for key, value in overrides.items():
+        if not hasattr(p, key):
+            raise ValueError(f"unknown override {key!r} for preset 'lm'; known: {sorted(vars(p))}")
+        setattr(p, key, value)
     n_components = int(n_components or p.n_components) if mixer == "gma" else None
     path = lm_checkpoint_path(chosen, mixer, n_components, _check_seed(seed))
-    data = lm_data(p)
+    data = data if data is not None else lm_data(p)
     config = {**vars(p), "mixer": mixer, "n_components": n_components, "seed": seed, "tokenizer": data.tokenizer.name,
               "vocab_size": data.tokenizer.n_vocab}
     model = build_lm(p, mixer, data.tokenizer.n_vocab, n_components=n_components).to(device())

@@ -90,6 +90,7 @@ LM_STUDY = {
         "performer": {"mixer": "performer"},
         "none": {"mixer": "none"},
         "uniform": {"mixer": "uniform"},
+        "local_gma": {"mixer": "local_gma"},  # chapter 12's hybrid: 2 window heads (32 tokens) + 2 GMA heads, K=64
     },
     "metric": "val_bits_per_byte",
     "primary": [(f"gma_k{k}{remedy}", base) for k in (32, 64, 128) for remedy in ("", "_remedy")
@@ -98,7 +99,10 @@ LM_STUDY = {
     "exploratory": {"seeds": (3, 4), "arms": ("gma_k32_remedy", "linear"),
                     "why": "seeds 3-4 were run for these two arms only, after seeds 0-2 put GMA K=32 with the "
                            "remedy ahead of linear attention; the five-seed comparison of the pair is exploratory",
-                    "pairs": "every pair outside the primary family (the ordering of all 55 pairs, the controls)"},
+                    "pairs": "every pair outside the primary family (the ordering of all pairs, the controls)",
+                    "later_arms": ("local_gma",),
+                    "later_arms_why": "the hybrid joined after the other arms had run: its comparisons are "
+                                      "exploratory"},
 }
 """The LM comparison -- :data:`LM_SETTING` (600 steps, evaluated every 200), 3 seeds per arm; each GMA arm against
 linear attention and against SDPA is the primary family, and seeds 3-4 of two arms are exploratory.
@@ -147,12 +151,15 @@ TEXT_STUDY = {
     "seeds": tuple(range(10)),
     "arms": {"gma": {"mixer": "gma"}, "softmax": {"mixer": "softmax"}, "linear": {"mixer": "linear"},
              "gma_variance_d_route": {"mixer": "gma", "gma_options": {"init_variance": "d_route"}},
-             "gma_balance": {"mixer": "gma", "gma_options": {"balance_weight": 0.01}}},
+             "gma_balance": {"mixer": "gma", "gma_options": {"balance_weight": 0.01}},
+             "local_gma": {"mixer": "local_gma"}},  # chapter 12's hybrid: window heads (32 tokens) + GMA heads
     "metric": "last_epoch_test_accuracy",
     "primary": [("gma", "softmax"), ("gma", "linear"), ("gma_variance_d_route", "gma"), ("gma_balance", "gma")],
     "test": "paired t over seeds 0-9, two-sided; Holm over the primary family (4 tests)",
     "exploratory": {"why": "the records' test accuracy is that of the best of 5 epochs chosen on the test split "
-                           "(the validation split is the test split); the declared metric is the last epoch's"},
+                           "(the validation split is the test split); the declared metric is the last epoch's",
+                    "arms": ("local_gma",),
+                    "arms_why": "the hybrid joined after the other arms had run: its comparisons are exploratory"},
 }
 """The offline stand-in for LRA Text (standard-library docstring -> package, byte-level; preset ``text`` at
 ``small``), labelled as a stand-in in every record; IMDb stays the ``full`` path for readers with the hub. A run

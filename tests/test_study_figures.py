@@ -1,0 +1,96 @@
+"""The study dot plot renders every arm, with labels that never overlap, and its rows hold the records' numbers."""
+import math
+import statistics
+
+import matplotlib
+
+matplotlib.use("Agg")
+
+import matplotlib.pyplot as plt  # noqa: E402
+import pytest  # noqa: E402
+
+from gma_teach import study  # noqa: E402
+from gma_teach.plots import study_figures  # noqa: E402
+
+T_975 = {1: 12.706, 2: 4.303, 4: 2.776}  # Student-t 97.5% quantiles, from a table
+
+
+def _record(values, metric="bits_per_byte"):
+    return {"runs": [{"seed": seed, "val": {metric: value}} for seed, value in enumerate(values)]}
+
+
+def _rows(n_arms, label_length=12):
+    named = {f"arm {i:02d} " + "x" * (label_length - 7): _record([2.4 + 0.001 * i, 2.41 + 0.0013 * i, 2.43])
+             for i in range(n_arms)}
+    speeds = {label: 2000.0 + 50 * i for i, label in enumerate(named)}
+    return study_figures.arm_rows(named, speeds=speeds)
+
+
+def _label_boxes(fig):
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    labels = [tick for tick in fig.axes[0].get_yticklabels() if tick.get_text()]
+    return [(tick.get_text(), tick.get_window_extent(renderer)) for tick in labels]
+
+
+@pytest.mark.parametrize("n_arms, label_length", [(3, 10), (11, 55), (20, 30)])
+def test_every_arm_label_is_drawn_and_no_two_overlap(n_arms, label_length):
+    rows = _rows(n_arms, label_length)
+    fig = study_figures.plot_quality_and_speed(rows, title="a study")
+    boxes = _label_boxes(fig)
+    assert sorted(text for text, _ in boxes) == sorted(row["label"] for row in rows)
+    for i, (text_a, box_a) in enumerate(boxes):
+        for text_b, box_b in boxes[i + 1:]:
+            assert not box_a.overlaps(box_b), (text_a, text_b)
+    figure_box = fig.bbox
+    for text, box in boxes:  # every label lies inside the figure, not cut at its edge
+        assert box.x0 >= figure_box.x0 - 1 and box.y0 >= figure_box.y0 - 1 and box.y1 <= figure_box.y1 + 1, text
+    plt.close(fig)
+
+
+def test_rows_are_drawn_best_first_with_the_interval_of_the_seeds():
+    named = {"worse": _record([2.6, 2.7, 2.65]), "better": _record([2.3, 2.35, 2.31, 2.4, 2.33]),
+             "one seed": _record([2.5])}
+    rows = {row["label"]: row for row in study_figures.arm_rows(named)}
+    values = [2.3, 2.35, 2.31, 2.4, 2.33]
+    assert rows["better"]["mean"] == pytest.approx(statistics.fmean(values))
+    assert rows["better"]["half_width"] == pytest.approx(T_975[4] * statistics.stdev(values) / math.sqrt(5), rel=1e-3)
+    assert rows["one seed"]["half_width"] is None and rows["worse"]["speed"] is None
+    fig = study_figures.plot_quality_and_speed(list(rows.values()))
+    top_to_bottom = [text for text, _ in sorted(_label_boxes(fig), key=lambda item: -item[1].y0)]
+    assert top_to_bottom == ["better", "one seed", "worse"]
+    fig = study_figures.plot_quality_and_speed(list(rows.values()), lower_is_better=False)
+    assert [text for text, _ in sorted(_label_boxes(fig), key=lambda item: -item[1].y0)][0] == "worse"
+    plt.close("all")
+
+
+def test_the_figure_grows_with_the_number_of_arms():
+    small = study_figures.plot_quality_and_speed(_rows(3))
+    large = study_figures.plot_quality_and_speed(_rows(12))
+    assert large.get_figheight() - small.get_figheight() == pytest.approx(9 * study_figures.ROW_INCHES)
+    plt.close("all")
+
+
+def test_the_recorded_lm_study_renders_every_arm():
+    named = {arm: record for arm in study.LM_STUDY["arms"]
+             if (record := study.load_arm(study.LM_STUDY, arm)) is not None}
+    if len(named) < 2:
+        pytest.skip("the LM study is not recorded here")
+    rows = study_figures.arm_rows(named)
+    assert len(rows) == len(named)
+    fig = study_figures.plot_quality_and_speed(rows)
+    assert len(_label_boxes(fig)) == len(named)
+    plt.close(fig)
+
+
+def test_bad_input_is_named():
+    with pytest.raises(TypeError, match="named_records"):
+        study_figures.arm_rows([_record([1.0])])
+    with pytest.raises(ValueError, match="rows"):
+        study_figures.plot_quality_and_speed([])
+    with pytest.raises(ValueError, match="distinct"):
+        study_figures.plot_quality_and_speed(_rows(2) + _rows(1))
+    with pytest.raises(ValueError, match="lacks"):
+        study_figures.plot_quality_and_speed([{"label": "a", "mean": 1.0}])
+    with pytest.raises(ValueError, match="metric"):
+        study_figures.plot_quality_and_speed(_rows(2), metric="accuracy!")
