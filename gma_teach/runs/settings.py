@@ -158,8 +158,9 @@ TEXT_STUDY = {
     "test": "paired t over seeds 0-9, two-sided; Holm over the primary family (4 tests)",
     "exploratory": {"why": "the records' test accuracy is that of the best of 5 epochs chosen on the test split "
                            "(the validation split is the test split); the declared metric is the last epoch's",
-                    "arms": ("local_gma",),
-                    "arms_why": "the hybrid joined after the other arms had run: its comparisons are exploratory"},
+                    "later_arms": ("local_gma",),
+                    "later_arms_why": "the hybrid joined after the other arms had run: its comparisons are "
+                                      "exploratory"},
 }
 """The offline stand-in for LRA Text (standard-library docstring -> package, byte-level; preset ``text`` at
 ``small``), labelled as a stand-in in every record; IMDb stays the ``full`` path for readers with the hub. A run
