@@ -197,7 +197,7 @@ def test_recorded_tables_are_what_the_records_give():
             assert saved["study"] == settings["name"]
             assert saved["tables"] == json.loads(json.dumps(study.study_tables(settings))), path.name
             assert saved["declared"] == json.loads(json.dumps(study.declared_comparisons(settings))), path.name
-            assert saved["design"]["primary"] == json.loads(json.dumps(settings["primary"])), path.name
+            assert saved["design"] == json.loads(json.dumps(study_cli._design(settings))), path.name
             if "left_plateau" in saved:
                 assert saved["left_plateau"] == json.loads(json.dumps(study.left_plateau(settings)))
             if "context_recovered" in saved:
