@@ -403,7 +403,8 @@ def test_the_ordering_tells_apart_only_what_survives_holm_over_all_its_pairs():
     noisy = {f"n{i}": arm([3.0 + generator.uniform(-0.5, 0.5) for _ in range(3)]) for i in range(6)}
     crowded = study.ordering_at_last_evaluations({**arms, **noisy})
     assert ["a", "b"] in crowded["interval_excludes_zero"] and ["a", "b"] not in crowded["told_apart"]
-    assert crowded["p_holm"]["a < b"] > 0.05
+    assert crowded["p_holm"]["a < b"] > 0.05 and crowded["p"]["a < b"] == alone["p"]["a < b"]
+    assert list(crowded["p_holm"].values()) == study.holm(list(crowded["p"].values()))
 
 
 def test_every_study_setting_names_keys_of_its_preset():

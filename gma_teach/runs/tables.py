@@ -218,9 +218,9 @@ def ordering_at_last_evaluations(arms: dict) -> dict:
     training, so the ordering also reports, over all its pairs at the last evaluation (an exploratory analysis:
     ``exploratory`` is ``True``): ``interval_excludes_zero``, the pairs ``[a, b]`` whose unadjusted 95% paired
     interval puts ``a`` ahead; ``told_apart``, those whose paired t-test survives Holm's correction over all the
-    pairs (``p_holm`` gives each pair's adjusted p-value, keyed ``"a < b"``); and ``told_apart_swapped``: those told
-    apart that the evaluation before ordered the other way. An empty ``told_apart_swapped`` says that every order
-    the seeds can tell has settled.
+    pairs (``p`` and ``p_holm`` give each pair's raw and adjusted p-values, keyed ``"a < b"``); and
+    ``told_apart_swapped``: those told apart that the evaluation before ordered the other way. An empty
+    ``told_apart_swapped`` says that every order the seeds can tell has settled.
 
     Args:
         arms: ``{arm: record}`` of language-model arms.
@@ -243,20 +243,21 @@ def ordering_at_last_evaluations(arms: dict) -> dict:
     if not seeds:
         return {"seeds": [], "last": [], "previous": [], "stable": None, "swapped": [], "left_out": left_out,
                 "last_means": {}, "previous_means": {}, "exploratory": True, "interval_excludes_zero": [],
-                "p_holm": {}, "told_apart": [], "told_apart_swapped": []}
+                "p": {}, "p_holm": {}, "told_apart": [], "told_apart_swapped": []}
     last, last_means = order(-1)
     previous, previous_means = order(-2)
     pairs = [[a, b] for i, a in enumerate(last) for b in last[i + 1:]]
     swapped = [pair for pair in pairs if previous.index(pair[0]) > previous.index(pair[1])]
-    excluding, told_apart, adjusted = [], [], {}
+    excluding, told_apart, adjusted, unadjusted = [], [], {}, {}
     if len(seeds) >= 2 and pairs:
         raw = [paired_t_p(last_values(b), last_values(a)) for a, b in pairs]
+        unadjusted = {f"{a} < {b}": p for (a, b), p in zip(pairs, raw)}
         adjusted = {f"{a} < {b}": p for (a, b), p in zip(pairs, holm(raw))}
         excluding = [[a, b] for a, b in pairs if paired_difference(last_values(b), last_values(a))["ci95"][0] > 0]
         told_apart = [[a, b] for a, b in excluding if adjusted[f"{a} < {b}"] < ALPHA]
     return {"seeds": seeds, "last": last, "previous": previous, "stable": last == previous, "swapped": swapped,
             "left_out": left_out, "last_means": last_means, "previous_means": previous_means, "exploratory": True,
-            "interval_excludes_zero": excluding, "p_holm": adjusted, "told_apart": told_apart,
+            "interval_excludes_zero": excluding, "p": unadjusted, "p_holm": adjusted, "told_apart": told_apart,
             "told_apart_swapped": [pair for pair in told_apart if pair in swapped]}
 
 
