@@ -8,6 +8,7 @@
 * :func:`fisher_exact_p` -- two-sided p-value of Fisher's exact test on two counts;
 * :func:`holm` -- Holm-Bonferroni adjusted p-values for a family of tests;
 * :func:`ratio_of_means_interval` -- a ratio of two means paired by seed, with a seeded bootstrap interval;
+* :func:`optional_stopping_rate` -- how often seeds added after a first look make noise look like a difference;
 * :func:`t_quantile_975`, :func:`student_t_cdf` -- Student's t distribution.
 
 Standard library only (scipy is not a dependency): the t distribution's CDF is the regularized incomplete beta
@@ -23,7 +24,7 @@ from collections.abc import Sequence
 from . import _checks
 
 __all__ = ["describe", "fisher_exact_p", "holm", "mean_half_width", "mean_interval", "mean_std", "paired_difference",
-           "paired_t_p", "ratio_of_means_interval", "student_t_cdf", "t_quantile_975"]
+           "optional_stopping_rate", "paired_t_p", "ratio_of_means_interval", "student_t_cdf", "t_quantile_975"]
 
 _T_975 = (12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912, 2.364624, 2.306004, 2.262157, 2.228139,
           2.200985, 2.178813, 2.160369, 2.144787, 2.131450, 2.119905, 2.109816, 2.100922, 2.093024, 2.085963,
@@ -274,3 +275,40 @@ def ratio_of_means_interval(numerators, denominators, *, n_boot: int, seed: int)
 
     return {"ratio": statistics.fmean(top) / mean_bottom, "ci95": [percentile(0.025), percentile(0.975)], "n": n,
             "n_boot": n_boot, "seed": seed, "method": "percentile bootstrap over seeds, paired"}
+
+
+def optional_stopping_rate(first: int, added: int, *, trials: int, seed: int, alpha: float = 0.05) -> dict:
+    """How often two arms that do *not* differ are told apart when seeds are added after a first look.
+
+    Each trial draws ``first`` per-seed differences from a normal law of mean 0 (no true difference) and tests them
+    (:func:`paired_t_p`, two-sided); if the test does not reject at ``alpha``, it draws ``added`` more and tests all
+    ``first + added`` again. Returns the share of trials rejected at the first look, and at either look: the first
+    is close to ``alpha`` (what a declared design promises), the second above it (what looking twice costs).
+
+    Args:
+        first: seeds at the first look (>= 2); added: seeds added after it (>= 1).
+        trials: simulated studies (>= 100); seed: seeds ``random.Random``.
+        alpha: the level of each test, in (0, 1).
+
+    Returns:
+        ``{"first_look", "either_look", "trials", "first", "added", "alpha"}``.
+    """
+    first = _checks.integer("first", first, minimum=2)
+    added = _checks.integer("added", added, minimum=1)
+    trials = _checks.integer("trials", trials, minimum=100)
+    seed = _checks.integer("seed", seed)
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
+    generator = random.Random(seed)
+    at_first = at_either = 0
+    for _ in range(trials):
+        differences = [generator.gauss(0.0, 1.0) for _ in range(first)]
+        if paired_t_p(differences, [0.0] * first) < alpha:
+            at_first += 1
+            at_either += 1
+            continue
+        differences += [generator.gauss(0.0, 1.0) for _ in range(added)]
+        if paired_t_p(differences, [0.0] * len(differences)) < alpha:
+            at_either += 1
+    return {"first_look": at_first / trials, "either_look": at_either / trials, "trials": trials, "first": first,
+            "added": added, "alpha": alpha}

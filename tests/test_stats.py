@@ -163,3 +163,17 @@ def test_ratio_of_means_interval_rejects_bad_input():
         stats.ratio_of_means_interval([1.0, math.nan], [1.0, 2.0], n_boot=100, seed=0)
     with pytest.raises(TypeError, match="seed must be an int"):
         stats.ratio_of_means_interval([1.0, 2.0], [1.0, 2.0], n_boot=100, seed=0.5)
+
+
+def test_optional_stopping_keeps_the_first_look_at_alpha_and_inflates_the_second():
+    result = stats.optional_stopping_rate(3, 2, trials=20_000, seed=0)
+    spread = 4 * math.sqrt(0.05 * 0.95 / 20_000)  # four binomial standard errors
+    assert abs(result["first_look"] - 0.05) < spread  # one declared look: the promised 5%
+    assert result["either_look"] > 0.05 + spread  # a second look after a miss: more false findings
+    assert result["either_look"] < 2 * 0.05  # and at most the two looks' levels added
+    again = stats.optional_stopping_rate(3, 2, trials=20_000, seed=0)
+    assert again == result and result["trials"] == 20_000
+    with pytest.raises(ValueError, match="first must be >= 2"):
+        stats.optional_stopping_rate(1, 2, trials=100, seed=0)
+    with pytest.raises(ValueError, match="alpha"):
+        stats.optional_stopping_rate(3, 2, trials=100, seed=0, alpha=1.5)
