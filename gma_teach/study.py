@@ -48,6 +48,7 @@ from .runs.tables import (
     gma_against_baselines,
     left_plateau,
     ordering_at_last_evaluations,
+    study_findings,
     study_table,
     study_tables,
 )
@@ -68,8 +69,8 @@ __all__ = ["CAUSE_STUDY", "COLLAPSE_STUDY", "CURVES", "INIT_SCAN", "KMEANS_BLOCK
            "lm_data", "load_arm", "load_speed", "main", "mean_interval", "measure_training_speed",
            "ordering_at_last_evaluations", "paired_difference", "paired_t_p", "ratio_of_means_interval",
            "record_path", "recorded_under", "run_arm", "run_classification", "run_lm", "scan_initial_routing",
-           "speed_path", "study_data", "study_table", "study_tables", "summarize_arm", "t_quantile_975",
-           "tables_path", "text_data"]
+           "speed_path", "study_data", "study_findings", "study_table", "study_tables", "summarize_arm",
+           "t_quantile_975", "tables_path", "text_data"]
 
 
 if __name__ == "__main__":

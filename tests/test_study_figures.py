@@ -94,3 +94,54 @@ def test_bad_input_is_named():
         study_figures.plot_quality_and_speed([{"label": "a", "mean": 1.0}])
     with pytest.raises(ValueError, match="metric"):
         study_figures.plot_quality_and_speed(_rows(2), metric="accuracy!")
+
+
+def _declared():
+    return {"seeds": [0, 1, 2], "family_size": 2, "comparisons": [
+        {"arm": "gma", "against": "sdpa", "metric": "val_bits_per_byte", "differences": [0.03, 0.05, 0.07],
+         "mean": 0.05, "ci95": [0.0003, 0.0997], "p": 0.02, "p_holm": 0.04, "told_apart": True, "seeds": [0, 1, 2]},
+        {"arm": "gma", "against": "linear", "metric": "val_bits_per_byte", "differences": [-0.02, 0.01, 0.04],
+         "mean": 0.01, "ci95": [-0.065, 0.085], "p": 0.5, "p_holm": 0.5, "told_apart": False, "seeds": [0, 1, 2]}]}
+
+
+def test_the_forest_plot_draws_every_seed_and_marks_the_holm_verdict():
+    fig = study_figures.plot_declared_comparisons(_declared(), title="declared")
+    ax = fig.axes[0]
+    rows = {t.get_text(): y for t, y in zip(ax.get_yticklabels(), ax.get_yticks())}
+    assert set(rows) == {"gma - sdpa", "gma - linear"} and rows["gma - sdpa"] > rows["gma - linear"]  # first on top
+    seeds = [c for c in ax.collections if c.get_offsets().shape[0] == 3]
+    drawn = sorted(round(float(x), 4) for c in seeds for x in c.get_offsets()[:, 0])
+    assert drawn == sorted([0.03, 0.05, 0.07, -0.02, 0.01, 0.04])
+    means = [line for line in ax.lines if len(line.get_xdata()) == 1 and line.get_marker() == "o"]
+    faces = {float(line.get_xdata()[0]): line.get_markerfacecolor() for line in means}
+    assert faces[0.05] != faces[0.01] and matplotlib.colors.to_hex(faces[0.01]) == "#ffffff"
+    plt.close(fig)
+    scaled = study_figures.plot_declared_comparisons(_declared(), scale=100, unit="points")
+    offsets = sorted(round(float(x), 2) for c in scaled.axes[0].collections for x in c.get_offsets()[:, 0])
+    assert offsets[0] == -2.0 and "points" in scaled.axes[0].get_xlabel()
+    plt.close(scaled)
+    mixed = _declared()
+    mixed["comparisons"][1]["metric"] = "active_share"
+    with pytest.raises(ValueError, match="several metrics"):
+        study_figures.plot_declared_comparisons(mixed)
+    assert study_figures.plot_declared_comparisons(mixed, metric="active_share").axes[0].get_yticklabels()
+    with pytest.raises(ValueError, match="no declared comparison"):
+        study_figures.plot_declared_comparisons(mixed, metric="test_accuracy")
+    with pytest.raises(TypeError, match="declared must be a dict"):
+        study_figures.plot_declared_comparisons([])
+    plt.close("all")
+
+
+def test_findings_sort_each_declared_comparison_from_the_gma_side():
+    settings = {"arms": {"gma": {"mixer": "gma"}, "sdpa": {"mixer": "sdpa"}, "linear": {"mixer": "linear"}}}
+    found = study.study_findings(settings, _declared())
+    # gma - sdpa is +0.05 bits/byte, told apart: higher bits per byte is worse, so GMA loses
+    assert found["losses"] == ["gma vs sdpa, bits/byte: +0.0500 [+0.0003, +0.0997], Holm p 0.040"]
+    assert found["wins"] == [] and found["ties"][0].startswith("gma vs linear, bits/byte: +0.0100")
+    assert found["family"].endswith("1 told apart") and "seeds 0-2" in found["family"]
+    # the other side first (sdpa - gma) is turned round; higher-is-better metrics win with a positive difference
+    turned = _declared()
+    first = turned["comparisons"][0]
+    first.update(arm="sdpa", against="gma", metric="test_accuracy", mean=-0.05, ci95=[-0.0997, -0.0003])
+    found = study.study_findings(settings, turned)
+    assert found["wins"] == ["gma vs sdpa, test accuracy: +5.00 points [+0.03, +9.97], Holm p 0.040"]

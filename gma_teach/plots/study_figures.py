@@ -4,6 +4,10 @@
 value as a small point and the arm's mean with its 95% interval, on the right the arm's training throughput. The arm
 names sit on the shared vertical axis, one per row, so no two of them can overlap; the figure grows with the number
 of arms. :func:`arm_rows` builds the rows from recorded studies (``gma_teach.study.load_arm``).
+
+:func:`plot_declared_comparisons` draws a study's declared comparisons as a forest plot: one row per comparison,
+each seed's paired difference as a small point, the mean difference with its 95% interval, a filled marker where
+the comparison is told apart after Holm's correction and a hollow one where it is not.
 """
 from __future__ import annotations
 
@@ -103,5 +107,55 @@ def plot_quality_and_speed(rows, *, metric: str = "bits_per_byte", lower_is_bett
     speed_ax.tick_params(axis="y", left=False)
     if title:
         fig.suptitle(title, fontsize=10)
+    fig.tight_layout()
+    return fig
+
+
+def plot_declared_comparisons(declared: dict, *, metric: str | None = None, scale: float = 1.0,
+                              unit: str = "", title: str | None = None):
+    """A forest plot of a study's declared comparisons (``gma_teach.study.declared_comparisons``, or the
+    ``"declared"`` of a saved ``*_tables.json``).
+
+    Args:
+        declared: ``{"comparisons": [{"arm", "against", "metric", "differences", "mean", "ci95", "p_holm",
+            "told_apart"}], ...}``.
+        metric: draw only the comparisons of this metric (needed when the family spans several).
+        scale: multiplies every difference (100 for accuracies in points).
+        unit: names the horizontal axis after ``"arm - against"``.
+        title: the figure's title.
+
+    Returns:
+        the matplotlib ``Figure``; ``fig.axes[0]`` has one row per comparison, labelled ``"arm - against"``, in the
+        family's order from the top.
+    """
+    if not isinstance(declared, dict) or "comparisons" not in declared:
+        raise TypeError(f"declared must be a dict with 'comparisons', got {type(declared).__name__}")
+    comparisons = [c for c in declared["comparisons"] if metric is None or c["metric"] == metric]
+    if not comparisons:
+        raise ValueError(f"no declared comparison to draw (metric {metric!r})")
+    metrics = sorted({c["metric"] for c in comparisons})
+    if len(metrics) > 1:
+        raise ValueError(f"the comparisons span several metrics {metrics}: pass metric=")
+    book_style()
+    fig, ax = plt.subplots(figsize=(7.5, 1.2 + ROW_INCHES * len(comparisons)))
+    positions = list(range(len(comparisons)))[::-1]
+    for y, c in zip(positions, comparisons):
+        ax.scatter([scale * d for d in c["differences"]], [y] * len(c["differences"]), s=12, color="0.55",
+                   zorder=2, label="one seed" if y == positions[0] else None)
+        low, high = (scale * bound for bound in c["ci95"])
+        mean = scale * c["mean"]
+        ax.errorbar(mean, y, xerr=[[mean - low], [high - mean]], fmt="o", ms=7, capsize=3, color=COLORS["gma"],
+                    mfc=COLORS["gma"] if c["told_apart"] else "white", zorder=3)
+    ax.plot([], [], "o", color=COLORS["gma"], label="told apart (Holm)")
+    ax.plot([], [], "o", color=COLORS["gma"], mfc="white", label="not told apart")
+    ax.axvline(0.0, color="0.3", lw=0.8, zorder=1)
+    ax.set_yticks(positions, [f"{c['arm']} - {c['against']}" for c in comparisons])
+    ax.set_ylim(-0.7, len(comparisons) - 0.3)
+    ax.set_xlabel(f"paired difference, {metrics[0].replace('_', ' ')}{' (' + unit + ')' if unit else ''}: "
+                  "seeds, mean and 95% interval")
+    ax.grid(axis="x", alpha=0.3)
+    ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=3, fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=10, y=1.0)
     fig.tight_layout()
     return fig

@@ -16,7 +16,7 @@ from .arm_records import final_health, load_arm
 
 __all__ = ["ALPHA", "METRIC_PATHS", "context_recovered", "declared_comparisons", "declared_metrics",
            "format_declared", "format_study_table", "gma_against_baselines", "left_plateau",
-           "ordering_at_last_evaluations", "study_table", "study_tables"]
+           "ordering_at_last_evaluations", "study_findings", "study_table", "study_tables"]
 
 ALPHA = 0.05
 """The family-wise level: a declared comparison is told apart when its Holm-adjusted p-value is below it."""
@@ -165,6 +165,61 @@ def declared_comparisons(study: dict, folder=None, *, _records: dict | None = No
             comparison.update(p_holm=p_holm, told_apart=p_holm < ALPHA)
     return {"test": study.get("test"), "seeds": sorted(seeds), "family_size": len(declared), "alpha": ALPHA,
             "comparisons": comparisons}
+
+
+LOWER_IS_BETTER = ("val_bits_per_byte", "val_loss", "val_perplexity")
+"""Metrics for which a lower value is better; for every other metric of :data:`METRIC_PATHS`, higher is."""
+
+_UNITS = {"val_bits_per_byte": (1.0, 4, "", "bits/byte"), "val_loss": (1.0, 4, "", "val loss"),
+          "val_perplexity": (1.0, 2, "", "perplexity"), "test_accuracy": (100.0, 2, " points", "test accuracy"),
+          "last_epoch_test_accuracy": (100.0, 2, " points", "last-epoch accuracy"),
+          "active_share": (1.0, 3, "", "active share"), "usage_entropy": (1.0, 3, "", "usage entropy")}
+"""Per metric: the scale a difference is printed at, its decimals, its unit and its short name."""
+
+
+def _gma_first(study: dict, comparison: dict) -> tuple[str, str, float, list]:
+    """``(subject, other, difference, interval)`` of a declared comparison, turned so that the subject is the GMA
+    arm when exactly one side is GMA (else the comparison's own ``arm``): ``difference`` is subject - other."""
+    arm, against = comparison["arm"], comparison["against"]
+    is_gma = {name: study["arms"][name]["mixer"] == "gma" for name in (arm, against)}
+    low, high = comparison["ci95"]
+    if is_gma[against] and not is_gma[arm]:
+        return against, arm, -comparison["mean"], [-high, -low]
+    return arm, against, comparison["mean"], [low, high]
+
+
+def study_findings(study: dict, declared: dict) -> dict:
+    """What a study's declared comparisons found, from the GMA side, as sentences with their numbers.
+
+    Each declared comparison is turned so that its subject is the GMA arm (when exactly one side is GMA; a remedy
+    against the default keeps the remedy as subject) and sorted into ``wins`` (told apart, the subject better),
+    ``losses`` (told apart, the other better) and ``ties`` (not told apart: Holm p >= 0.05). Better is lower for
+    bits per byte and losses (:data:`LOWER_IS_BETTER`), higher for accuracy and active share.
+
+    Args:
+        study: a study of :mod:`gma_teach.runs.settings` (its arms say which side is GMA).
+        declared: :func:`declared_comparisons` of the study (or the ``"declared"`` of its saved table).
+
+    Returns:
+        ``{"wins": [sentence], "ties": [...], "losses": [...], "family": sentence}``; a sentence reads like
+        ``"gma vs softmax, last-epoch accuracy: +3.54 points [+2.02, +5.06], Holm p 0.001"`` (subject - other,
+        its 95% interval and its Holm-adjusted p-value).
+    """
+    found = {"wins": [], "ties": [], "losses": []}
+    for comparison in declared["comparisons"]:
+        metric = comparison["metric"]
+        scale, digits, unit, name = _UNITS[metric]
+        subject, other, difference, (low, high) = _gma_first(study, comparison)
+        better = difference < 0 if metric in LOWER_IS_BETTER else difference > 0
+        group = "ties" if not comparison["told_apart"] else "wins" if better else "losses"
+        found[group].append(f"{subject} vs {other}, {name}: "
+                            f"{scale * difference:+.{digits}f}{unit} [{scale * low:+.{digits}f}, "
+                            f"{scale * high:+.{digits}f}], Holm p {comparison['p_holm']:.3f}")
+    seeds = declared["seeds"]
+    told = sum(c["told_apart"] for c in declared["comparisons"])
+    found["family"] = (f"{len(declared['comparisons'])} of {declared['family_size']} declared comparisons recorded, "
+                       f"paired over seeds {seeds[0]}-{seeds[-1]} with Holm's correction; {told} told apart")
+    return found
 
 
 def format_declared(declared: dict, *, width: int = 75) -> list[str]:
