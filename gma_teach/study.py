@@ -43,6 +43,7 @@ from .runs.tables import (
     context_recovered,
     declared_comparisons,
     declared_metrics,
+    findings_summary,
     format_declared,
     format_study_table,
     gma_against_baselines,
@@ -64,8 +65,8 @@ from .stats import (
 
 __all__ = ["CAUSE_STUDY", "COLLAPSE_STUDY", "CURVES", "INIT_SCAN", "KMEANS_BLOCKS", "LISTOPS_LRA_STUDY", "LM_SETTING",
            "LM_STUDY", "METRIC_PATHS", "PREPARATIONS", "REMEDY", "STUDIES", "TEXT_STUDY", "context_recovered",
-           "declared_comparisons", "declared_metrics", "final_health", "fisher_exact_p", "format_declared",
-           "format_study_table", "gma_against_baselines", "health_curve", "holm", "left_plateau", "listops_data",
+           "declared_comparisons", "declared_metrics", "final_health", "findings_summary", "fisher_exact_p",
+           "format_declared", "format_study_table", "gma_against_baselines", "health_curve", "holm", "left_plateau", "listops_data",
            "lm_data", "load_arm", "load_speed", "main", "mean_interval", "measure_training_speed",
            "ordering_at_last_evaluations", "paired_difference", "paired_t_p", "ratio_of_means_interval",
            "record_path", "recorded_under", "run_arm", "run_classification", "run_lm", "scan_initial_routing",

@@ -16,7 +16,7 @@ from .arm_records import final_health, load_arm
 
 __all__ = ["ALPHA", "METRIC_PATHS", "context_recovered", "declared_comparisons", "declared_metrics",
            "format_declared", "format_study_table", "gma_against_baselines", "left_plateau",
-           "ordering_at_last_evaluations", "study_findings", "study_table", "study_tables"]
+           "findings_summary", "ordering_at_last_evaluations", "study_findings", "study_table", "study_tables"]
 
 ALPHA = 0.05
 """The family-wise level: a declared comparison is told apart when its Holm-adjusted p-value is below it."""
@@ -220,6 +220,20 @@ def study_findings(study: dict, declared: dict) -> dict:
     found["family"] = (f"{len(declared['comparisons'])} of {declared['family_size']} declared comparisons recorded, "
                        f"paired over seeds {seeds[0]}-{seeds[-1]} with Holm's correction; {told} told apart")
     return found
+
+
+def findings_summary(found: dict, declared: dict) -> list[str]:
+    """A few sentences for a chapter's "What we found" box from :func:`study_findings`: the family, every win and
+    loss (the first arm named is the GMA side, or the remedy), and the ties as a count with the closest one
+    (smallest Holm p) spelled out."""
+    lines = [found["family"][0].upper() + found["family"][1:] + "."]
+    lines += [f"Told apart, first arm ahead: {sentence}." for sentence in found["wins"]]
+    lines += [f"Told apart, first arm behind: {sentence}." for sentence in found["losses"]]
+    if found["ties"]:
+        ties = [c for c in declared["comparisons"] if not c["told_apart"]]
+        closest = min(range(len(ties)), key=lambda i: ties[i]["p_holm"])
+        lines.append(f"Not told apart: {len(found['ties'])} comparison(s); the closest, {found['ties'][closest]}.")
+    return lines
 
 
 def format_declared(declared: dict, *, width: int = 75) -> list[str]:
