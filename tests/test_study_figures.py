@@ -145,3 +145,12 @@ def test_findings_sort_each_declared_comparison_from_the_gma_side():
     first.update(arm="sdpa", against="gma", metric="test_accuracy", mean=-0.05, ci95=[-0.0997, -0.0003])
     found = study.study_findings(settings, turned)
     assert found["wins"] == ["gma vs sdpa, test accuracy: +5.00 points [+0.03, +9.97], Holm p 0.040"]
+
+
+def test_the_findings_summary_names_every_win_and_loss_and_the_closest_tie():
+    settings = {"arms": {"gma": {"mixer": "gma"}, "sdpa": {"mixer": "sdpa"}, "linear": {"mixer": "linear"}}}
+    declared = _declared()
+    lines = study.findings_summary(study.study_findings(settings, declared), declared)
+    assert lines[0].startswith("2 of 2 declared comparisons recorded") and lines[0].endswith("1 told apart.")
+    assert lines[1] == "Told apart, first arm behind: gma vs sdpa, bits/byte: +0.0500 [+0.0003, +0.0997], Holm p 0.040."
+    assert lines[2].startswith("Not told apart: 1 comparison(s); the closest, gma vs linear") and len(lines) == 3
