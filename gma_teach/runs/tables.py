@@ -242,10 +242,11 @@ def format_declared(declared: dict, *, width: int = 75) -> list[str]:
     lines = [f"declared comparisons ({len(declared['comparisons'])} of {declared['family_size']} recorded), "
              f"Holm over the family:"]
     for c in declared["comparisons"]:
-        digits = 4 if c["metric"] in ("val_bits_per_byte", "val_loss") else 3
+        scale, digits, unit, name = _UNITS[c["metric"]]
         verdict = "told apart" if c["told_apart"] else "not told apart"
-        lines.append(f"  {c['arm']} - {c['against']} ({c['metric']})")
-        lines.append(f"    {c['mean']:+.{digits}f} [{c['ci95'][0]:+.{digits}f}, {c['ci95'][1]:+.{digits}f}] "
+        low, high = (scale * bound for bound in c["ci95"])
+        lines.append(f"  {c['arm']} - {c['against']} ({name}{',' + unit if unit else ''})")
+        lines.append(f"    {scale * c['mean']:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}] "
                      f"p {c['p']:.3f}, Holm p {c['p_holm']:.3f}: {verdict}")
     return [line[:width] for line in lines]
 
