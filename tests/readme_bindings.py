@@ -518,7 +518,8 @@ BINDINGS: dict[str, list[Binding]] = {
                            lambda r, f=f, left=left: 100 * f(lra_accuracies(r, left_plateau=left)), LRA_ARMS)
                   for left, where in ((False, "at or below"), (True, "above")) for how, f in (("lowest", min),
                                                                                                ("highest", max)))),
-        Binding("The study declared three seeds ({}-{}) and each arm against GMA, paired, with Holm over the {} tests",
+        Binding("The study's settings fixed three seeds ({}-{}); its family, each arm against GMA, paired, with Holm "
+                "over the {} tests, gives",
                 Key(LRA, "declared/seeds/0"), Key(LRA, "declared/seeds/-1"), Key(LRA, "declared/family_size")),
         Binding("(Performer - GMA is {} points, {}% interval {} to {}, Holm p {}).",
                 *_signed(LRA, _declared(LRA, arm="performer"), scale=100)[:1],
