@@ -336,8 +336,12 @@ class GaussianMixtureAttention(nn.Module):
         q, k, v = self._project(x_t.unsqueeze(1), None)  # (B, H, 1, .)
         gamma_q, gamma_k = self.mixture(q)[:, :, 0], self.mixture(k)[:, :, 0]
         dtype = state.memory.dtype
-        output, state = recurrent_step(gamma_q.to(dtype), gamma_k.to(dtype), v[:, :, 0].to(dtype), state, self.eps)
+        output, state = self._recurrent_step(gamma_q.to(dtype), gamma_k.to(dtype), v[:, :, 0].to(dtype), state)
         return self.out_proj(output.to(x_t.dtype).flatten(-2)), state
+
+    def _recurrent_step(self, gamma_q_t, gamma_k_t, v_t, state):
+        """The state update of :meth:`step` (a subclass with another recurrence, such as a decay, overrides it)."""
+        return recurrent_step(gamma_q_t, gamma_k_t, v_t, state, self.eps)
 
     def extra_repr(self) -> str:
         return (f"d_model={self.d_model}, n_heads={self.n_heads}, n_components={self.n_components}, "
