@@ -1,4 +1,4 @@
-"""Benchmarks of the core forms: ``python -m gma_teach.bench``. The code lives in :mod:`gma_teach.runs.bench`.
+"""Benchmarks of the core forms: ``python -m gma_teach.bench``. The code lives in ``gma_teach.runs.bench``.
 """
 from __future__ import annotations
 

@@ -34,7 +34,7 @@ from .mixing import read_memory, write_memory
 from .stats import paired_difference
 
 TIES = ("share", "fail")
-"""How a tied arg-max is scored: ``"share"`` gives ``1/m`` to a read whose correct value is one of ``m`` tied
+"""The two ways a tied arg-max is scored. ``"share"`` gives ``1/m`` to a read whose correct value is one of ``m`` tied
 maxima (a fair coin's expected score), ``"fail"`` counts any tie as a miss."""
 
 
@@ -342,7 +342,7 @@ def measured_state_bytes(mixer: str, d_model: int, n_heads: int, seq_len: int, *
 
 # ------------------------------------------------------------------------------------------------- the live run
 def shrink_study(study: dict, **sizes) -> dict:
-    """A copy of a study design (a dict such as :data:`gma_teach.runs.recall.RECALL_STUDY`) with some of its sizes
+    """A copy of a study design (a dict such as ``gma_teach.runs.settings.RECALL_STUDY``) with some of its sizes
     replaced (``seq_len=32, steps=300, ...``); every key given must already be in the design."""
     if not isinstance(study, dict):
         raise TypeError(f"study must be a dict (a study design), got {type(study).__name__}")

@@ -378,18 +378,6 @@ class DecayedGaussianMixtureAttention(GaussianMixtureAttention):
                 + routing_balance_loss(gamma_k, form=self.balance_form, mask=key_padding_mask))
         return self.out_proj(output.transpose(1, 2).flatten(-2))
 
-    def step(self, x_t, state):
-        """One decoding step: ``x_t (B, d_model)`` -> ``(y_t (B, d_model), new_state)``."""
-        _checks.token("x_t", x_t, self.d_model)
-        if not isinstance(state, GMAState):
-            raise TypeError(f"state must be a GMAState (from init_state), got {type(state).__name__}")
-        expected = (x_t.shape[0], self.n_heads, self.n_components, self.d_value)
-        if tuple(state.memory.shape) != expected:
-            raise ValueError(f"state.memory must be {expected} for this layer and batch, "
-                             f"got {tuple(state.memory.shape)}")
-        q, k, v = self._project(x_t.unsqueeze(1), None)
-        gamma_q, gamma_k = self.mixture(q)[:, :, 0], self.mixture(k)[:, :, 0]
-        dtype = state.memory.dtype
-        output, state = decayed_recurrent_step(gamma_q.to(dtype), gamma_k.to(dtype), v[:, :, 0].to(dtype), state,
-                                               self.decay, self.eps)
-        return self.out_proj(output.to(x_t.dtype).flatten(-2)), state
+    def _recurrent_step(self, gamma_q_t, gamma_k_t, v_t, state):
+        """:meth:`step`'s state update, with the decay: ``Ṽ <- g Ṽ + γ^K v^T``, ``Z <- g Z + γ^K``."""
+        return decayed_recurrent_step(gamma_q_t, gamma_k_t, v_t, state, self.decay, self.eps)

@@ -41,7 +41,7 @@ LM_ROUTING_REMEDY = {"init_variance": "d_route", "balance_weight": 0.01}
 variances started at ``d_route`` and a usage-balancing loss of weight 0.01. Use them as
 ``GaussianMixtureAttention(..., causal=True, **LM_ROUTING_REMEDY)`` and add the model's ``auxiliary_loss()`` to the
 training loss (:func:`gma_teach.train.fit` does). In the recorded collapse study (the small LM of
-:data:`gma_teach.study.LM_SETTING`, K=64, 3 seeds: ``routing_collapse_*.json``) the balance loss is what reliably
+``gma_teach.study.LM_SETTING``, K=64, 3 seeds: ``routing_collapse_*.json``) the balance loss is what reliably
 restores usage: with it 0.92-0.98 of the components win tokens at the end of training, against 0.16 with the
 default. No remedy, this pair included, is shown to change validation bits per byte beyond doubt: four remedies
 were tested, this pair's interval excludes 0 only narrowly, and none survives a Holm correction for the four."""
@@ -336,8 +336,12 @@ class GaussianMixtureAttention(nn.Module):
         q, k, v = self._project(x_t.unsqueeze(1), None)  # (B, H, 1, .)
         gamma_q, gamma_k = self.mixture(q)[:, :, 0], self.mixture(k)[:, :, 0]
         dtype = state.memory.dtype
-        output, state = recurrent_step(gamma_q.to(dtype), gamma_k.to(dtype), v[:, :, 0].to(dtype), state, self.eps)
+        output, state = self._recurrent_step(gamma_q.to(dtype), gamma_k.to(dtype), v[:, :, 0].to(dtype), state)
         return self.out_proj(output.to(x_t.dtype).flatten(-2)), state
+
+    def _recurrent_step(self, gamma_q_t, gamma_k_t, v_t, state):
+        """The state update of :meth:`step` (a subclass with another recurrence, such as a decay, overrides it)."""
+        return recurrent_step(gamma_q_t, gamma_k_t, v_t, state, self.eps)
 
     def extra_repr(self) -> str:
         return (f"d_model={self.d_model}, n_heads={self.n_heads}, n_components={self.n_components}, "

@@ -185,7 +185,7 @@ class SlidingWindowAttention(nn.Module):
 @dataclass
 class LocalGMAState(DecodingState):
     """Decoding state of :class:`LocalGMA`: its window's :class:`WindowCache` and its GMA heads'
-    :class:`~gma_teach.mixing.GMAState`; :meth:`nbytes` is the sum of the two."""
+    :class:`~gma_teach.mixing.GMAState`; :meth:`~gma_teach.mixing.DecodingState.nbytes` is the sum of the two."""
 
     local: WindowCache
     gma: GMAState

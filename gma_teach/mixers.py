@@ -3,7 +3,7 @@
 A :class:`MixerEntry` holds a mixer's class (built by :func:`gma_teach.make_mixer`), the options the experiments
 give it from a chapter's preset (:func:`gma_teach.experiments.mixer_options`), its options under the paper's Table 1
 protocol (:func:`gma_teach.profiling.table1_options`), its entry in the cost model (:class:`BlockCost`, read by
-:mod:`gma_teach.cost`) and its colour in every figure (:func:`gma_teach.plots.mixer_color`).
+:mod:`gma_teach.cost`) and its colour in every figure (``gma_teach.plots.mixer_color``).
 
 Adding a mixer is one call::
 

@@ -13,7 +13,7 @@ which equals :math:`A V` for the row-normalized affinity :math:`A_{ij} = \gamma^
 their prefix sums over ``j <= i``. The implementations (``impl=``) all compute this same function:
 
 * ``"naive"``: materializes the ``N_q x N_k`` affinity -- the spec, ``O(N^2)`` memory (refused, before anything
-  is allocated, above :data:`NAIVE_MAX_BYTES` unless a call's ``max_naive_bytes`` raises the limit);
+  is allocated, above :data:`~gma_teach.mixing.NAIVE_MAX_BYTES` unless a call's ``max_naive_bytes`` raises the limit);
 * ``"linear"``: the associative order, memory ``(K, d_v)`` -- bidirectional only;
 * ``"cumsum"``: the paper's prefix sums over a materialized ``(N, K, d_v)`` tensor;
 * ``"chunked"``: chunks of ``chunk_size`` tokens; a masked ``C x C`` block inside each chunk and a carried
@@ -32,7 +32,8 @@ float32, float64 if any is float64) and returned in the values' dtype.
 
 The same forms compute any *normalized kernel attention* ``phi(Q) [phi(K)^T V] / (phi(Q) [phi(K)^T 1] + eps)``
 with non-negative features in place of responsibilities: :func:`gma_teach.baselines.linear_attention` is
-:func:`normalized_kernel_attention` (the forms of :func:`gma_from_responsibilities` without its check that every
+:func:`~gma_teach.mixing.normalized_kernel_attention` (the forms of :func:`gma_from_responsibilities` without its
+check that every
 row sums to 1) with feature maps.
 """
 from __future__ import annotations
@@ -85,7 +86,7 @@ def affinity(gamma_q, gamma_k, *, causal: bool = False, eps: float = 1e-6,
     ``gma_from_responsibilities(gamma_q, gamma_k, v) == affinity(gamma_q, gamma_k) @ v``.
     Rows sum to slightly less than 1 (by ``eps``); entries are non-negative; the rank is at most K.
     ``gamma_q`` and ``gamma_k`` are checked as in :func:`gma_from_responsibilities`; a matrix larger than
-    ``max_naive_bytes`` (default :data:`NAIVE_MAX_BYTES`) is refused before it is allocated.
+    ``max_naive_bytes`` (default :data:`~gma_teach.mixing.NAIVE_MAX_BYTES`) is refused before it is allocated.
     """
     _check_options(causal, eps, "auto", 1)
     _check_responsibilities(gamma_q, gamma_k, None, causal=causal)
@@ -274,7 +275,8 @@ def distribution_tolerance(dtype: torch.dtype) -> float:
 @torch.no_grad()
 def _check_distributions(**named: torch.Tensor) -> None:
     """Check that each tensor's rows (last dim) are distributions: entries >= 0, each row summing to 1 within
-    :func:`distribution_tolerance` or all zero (a padded key, which writes nothing). Logits or unnormalized scores
+    :func:`~gma_teach.mixing.distribution_tolerance` or all zero (a padded key, which writes nothing). Logits or
+    unnormalized scores
     are refused. One reduction per tensor and one read (a GPU synchronization); skipped while ``torch.compile``
     traces."""
     if torch.compiler.is_compiling():
@@ -298,7 +300,8 @@ def _check_distributions(**named: torch.Tensor) -> None:
 
 def _check_naive_memory(gamma_q, gamma_k, v, max_naive_bytes, caller, dtype=None) -> None:
     """Refuse to materialize a ``(..., N_q, N_k)`` matrix (in ``dtype``, default the inputs' compute dtype) larger
-    than ``max_naive_bytes`` (default :data:`NAIVE_MAX_BYTES`), before anything is allocated, naming the memory it
+    than ``max_naive_bytes`` (default :data:`~gma_teach.mixing.NAIVE_MAX_BYTES`), before anything is allocated,
+    naming the memory it
     needs."""
     limit = NAIVE_MAX_BYTES if max_naive_bytes is None else _checks.positive_int("max_naive_bytes", max_naive_bytes)
     shapes = [t.shape[:-2] for t in (gamma_q, gamma_k, v) if t is not None]
@@ -346,10 +349,11 @@ def gma_from_responsibilities(gamma_q, gamma_k, v, *, causal: bool = False, eps:
     """GMA given responsibilities: ``O = Gamma^Q (Gamma^K^T V) / (Gamma^Q (Gamma^K^T 1) + eps)``.
 
     The rows of ``gamma_q`` and ``gamma_k`` are checked to be responsibilities: entries >= 0 and each row summing
-    to 1 within :func:`distribution_tolerance` (``1e-3``; ``2e-2`` in float16/bfloat16), or all zero (a padded
+    to 1 within :func:`~gma_teach.mixing.distribution_tolerance` (``1e-3``; ``2e-2`` in float16/bfloat16), or all
+    zero (a padded
     key, as :func:`gma` returns them). Logits are refused. The check costs one reduction per tensor (under
     ``torch.no_grad``) and one read. For other non-negative features (normalized kernel attention) call
-    :func:`normalized_kernel_attention`, the same forms without the check.
+    :func:`~gma_teach.mixing.normalized_kernel_attention`, the same forms without the check.
 
     Args:
         gamma_q: ``(..., N_q, K)`` query responsibilities.
@@ -361,7 +365,8 @@ def gma_from_responsibilities(gamma_q, gamma_k, v, *, causal: bool = False, eps:
             (which fuses the responsibilities: use :func:`gma`); see the module docstring.
         chunk_size: tokens per chunk for ``impl="chunked"``.
         max_naive_bytes: the largest ``(..., N_q, N_k)`` matrix ``impl="naive"`` may allocate (default
-            :data:`NAIVE_MAX_BYTES`, 8 GiB); a larger one is refused before allocation with the memory it needs.
+            :data:`~gma_teach.mixing.NAIVE_MAX_BYTES`, 8 GiB); a larger one is refused before allocation with the
+            memory it needs.
 
     Returns:
         ``(..., N_q, d_v)`` in ``v``'s dtype (computed in :func:`gma_teach.gmm.compute_dtype` of the inputs).

@@ -1,6 +1,6 @@
 """Chapter 8's Table 1 protocol: ``python -m gma_teach.profiling ...`` and the names the chapter reads.
 
-The code lives in :mod:`gma_teach.runs.profiling` (running the sweep) and :mod:`gma_teach.runs.profile_tables`
+The code lives in ``gma_teach.runs.profiling`` (running the sweep) and ``gma_teach.runs.profile_tables``
 (reading it); this module keeps the command and the names at the path the book and the records use.
 """
 from __future__ import annotations

@@ -1,5 +1,5 @@
 """The GPU record in one command: ``python -m gma_teach.record_gpu``. The code lives in
-:mod:`gma_teach.runs.record_gpu`; this module keeps the command and the names at the path the records use.
+``gma_teach.runs.record_gpu``; this module keeps the command and the names at the path the records use.
 """
 from __future__ import annotations
 

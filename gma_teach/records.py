@@ -1,6 +1,6 @@
 """Where a recorded result comes from, where records live, and the one way to write one.
 
-* provenance: :func:`provenance` (one schema for every result file: :data:`PROVENANCE_KEYS`), :func:`hardware`,
+* provenance: :func:`provenance` (one schema for every result file: ``PROVENANCE_KEYS``), :func:`hardware`,
   :func:`load_average`, :func:`git_commit`;
 * the records' folder: :func:`results_folder` (``book/results/`` in a clone, ``gma_teach/results/`` in a wheel);
 * :func:`write_record`: every record is written atomically, so that an interrupted run never leaves half a file
@@ -87,7 +87,7 @@ def provenance(command: str | None = None, device=None) -> dict:
     Returns:
         ``{"hardware": dict (see :func:`hardware`), "threads": torch's CPU threads, "load": the 1, 5 and 15 minute
         load averages (``None`` where the system has none), "date": UTC ISO 8601, "commit": :func:`git_commit`,
-        "command": the command line}`` -- the keys of :data:`PROVENANCE_KEYS`, in that order.
+        "command": the command line}`` -- the keys of ``PROVENANCE_KEYS``, in that order.
     """
     return {"hardware": hardware(device),
             "threads": torch.get_num_threads(),

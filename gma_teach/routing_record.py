@@ -1,5 +1,5 @@
 """Chapter 11's recorded table: ``python -m gma_teach.routing_record``. The code lives in
-:mod:`gma_teach.runs.routing_record`.
+``gma_teach.runs.routing_record``.
 """
 from __future__ import annotations
 

@@ -1,9 +1,9 @@
 """The recorded studies of Part IV: ``python -m gma_teach.study ...`` and the names the chapters read.
 
-The code lives in the run wing, split by job: :mod:`gma_teach.runs.settings` (the declared designs),
-:mod:`gma_teach.runs.arm` (running an arm), :mod:`gma_teach.runs.arm_records` (reading an arm's record),
-:mod:`gma_teach.runs.tables`, :mod:`gma_teach.runs.speed`, :mod:`gma_teach.runs.init_scan` and
-:mod:`gma_teach.runs.study_cli` (the command line, whose help describes the studies); the statistics are
+The code lives in the run wing, split by job: ``gma_teach.runs.settings`` (the declared designs),
+``gma_teach.runs.arm`` (running an arm), ``gma_teach.runs.arm_records`` (reading an arm's record),
+``gma_teach.runs.tables``, ``gma_teach.runs.speed``, ``gma_teach.runs.init_scan`` and
+``gma_teach.runs.study_cli`` (the command line, whose help describes the studies); the statistics are
 :mod:`gma_teach.stats`. This module keeps the command and the names at the path the book and the records use.
 """
 from __future__ import annotations

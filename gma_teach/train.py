@@ -5,9 +5,9 @@
   ``[1:]``, as :func:`gma_teach.data.wikitext.pack` makes them) or a ``Dataset`` of 1-D blocks; the model maps
   ``(B, N)`` to logits ``(B, N, V)``.
 * Optimization. AdamW (weight decay on the weights of ``nn.Linear`` layers only), linear warmup then cosine decay
-  to ``min_lr_ratio * lr`` (:func:`lr_at`), gradient clipping, mixed precision on CUDA (bf16 where the GPU has it,
-  else fp16 with a gradient scaler: a Colab T4 has no bf16).
-* Batches. The order of epoch ``e`` is a permutation drawn from ``seed + e`` (:func:`epoch_order`). For
+  to ``min_lr_ratio * lr`` (:func:`~gma_teach.train.lr_at`), gradient clipping, mixed precision on CUDA (bf16
+  where the GPU has it, else fp16 with a gradient scaler: a Colab T4 has no bf16).
+* Batches. The order of epoch ``e`` is a permutation drawn from ``seed + e`` (:func:`~gma_teach.train.epoch_order`). For
   sequences of very different lengths (ListOps at LRA's 500-2,000 tokens), ``pad_id`` cuts each batch after its
   longest sequence and ``length_buckets`` groups sequences of similar length, so a batch pads little.
 * Reproducibility. A checkpoint holds the
@@ -281,7 +281,7 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
         train_data, val_data: see the module docstring.
         epochs or steps: how long (exactly one of them). With ``epochs``, evaluation after every epoch; with
             ``steps``, every ``eval_every`` steps (default: an epoch, at most ``steps``).
-        lr, weight_decay, warmup (steps), min_lr_ratio: AdamW and the schedule :func:`lr_at`.
+        lr, weight_decay, warmup (steps), min_lr_ratio: AdamW and the schedule :func:`~gma_teach.train.lr_at`.
         batch_size, clip_norm (``None``: no clipping).
         amp: mixed precision; default ``True`` on CUDA (bf16, or fp16 + GradScaler), ignored on a CPU.
         seed: seeds dropout and the batch order.
@@ -296,8 +296,8 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
         pad_id: (classify, a model whose logits do not change with appended padding, such as
             :class:`~gma_teach.models.EncoderClassifier`) cut every batch after its longest sequence, in training
             and evaluation. Without it every batch is as long as the split's tensors.
-        length_buckets: with ``pad_id``, batches of similar lengths (see :func:`epoch_order`); 0 (default): the
-            plain permutation of each epoch.
+        length_buckets: with ``pad_id``, batches of similar lengths (see :func:`~gma_teach.train.epoch_order`);
+            0 (default): the plain permutation of each epoch.
 
     If the model has a method ``auxiliary_loss()`` (a GMA model's usage-balancing loss, computed from its last
     forward pass), its value is added to every training step's loss.

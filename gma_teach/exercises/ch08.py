@@ -101,8 +101,8 @@ def check_gma_memory_extrapolation(predict, *, tolerance: float = 0.15) -> str:
 
     ``k_sweep`` maps K to the measured peak bytes of a GMA block (width 32, 2 heads, batch 1, float32) at
     ``sweep_len`` tokens. Predict the peak at ``seq_len`` tokens and ``n_components`` components, each outside the
-    sweep: its K values (:data:`GMA_SWEEP_KS`) at :data:`GMA_SWEEP_LEN` tokens. The prediction must be within
-    ``tolerance`` (relative) of the measurement at every point of :data:`GMA_TARGETS`.
+    sweep: its K values (``GMA_SWEEP_KS``) at ``GMA_SWEEP_LEN`` tokens. The prediction must be within
+    ``tolerance`` (relative) of the measurement at every point of ``GMA_TARGETS``.
     """
     k_sweep = {k: measure_gma_memory(GMA_SWEEP_LEN, k) for k in GMA_SWEEP_KS}
     for seq_len, n_components in GMA_TARGETS:

@@ -77,7 +77,7 @@ def tolerance(precision: str, dtype: torch.dtype = torch.float32) -> float:
       emulation). Chapter 7's old check, ``atol=1e-5``, holds only here, and without margin at large sizes.
     * dtype ``float16`` **2e-2**, ``bfloat16`` **3e-2**: inputs and results are rounded to 11 or 8 significant bits
       (``2^-11``, ``2^-8`` relative, on values up to about 3 and in every gradient), and on sm_80+ the kernels'
-      products other than the logits run in one pass of TF32 for such inputs (:func:`precisions`): emulated,
+      products other than the logits run in one pass of TF32 for such inputs (``precisions``): emulated,
       up to 5e-3 (float16) and 1e-2 (bfloat16) at the GPU tests' sizes.
 
     Args:

@@ -159,7 +159,7 @@ def summarize(records, metric: str, *, speeds: dict | None = None) -> list[dict]
     epochs) and ``hardware``. Records without the metric are left out (see :func:`describe_missing`).
 
     ``speeds``: ``{record label: tokens per second}`` measured together (e.g. by
-    :func:`gma_teach.runs.speed.measure_training_speed`), used instead of the mean of the seeds' own throughputs, which
+    ``gma_teach.runs.speed.measure_training_speed``), used instead of the mean of the seeds' own throughputs, which
     were timed under whatever load each run met."""
     _check_metric(metric)
     rows = []

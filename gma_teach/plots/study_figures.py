@@ -20,7 +20,7 @@ from ._style import COLORS, book_style
 from .results import METRICS, record_values
 
 ROW_INCHES = 0.34
-"""Height of one arm's row: at the default font size two tick labels one row apart never touch."""
+"""The height of one arm's row in inches. At the default font size two tick labels one row apart never touch."""
 
 
 def arm_rows(named_records: dict, metric: str = "bits_per_byte", speeds: dict | None = None) -> list[dict]:
@@ -29,7 +29,7 @@ def arm_rows(named_records: dict, metric: str = "bits_per_byte", speeds: dict | 
     Args:
         named_records: ``{label: record}`` (a record of :func:`gma_teach.experiments.load_results` or
             ``gma_teach.study.load_arm``); records without ``metric`` are left out.
-        metric: a key of :data:`gma_teach.plots.results.METRICS`.
+        metric: a key of ``gma_teach.plots.results.METRICS``.
         speeds: ``{label: training tokens per second}`` (for example the study's speed record, every arm timed
             in one process); an arm missing from it gets ``speed`` ``None``.
 
@@ -68,7 +68,7 @@ def plot_quality_and_speed(rows, *, metric: str = "bits_per_byte", lower_is_bett
 
     Args:
         rows: from :func:`arm_rows`. They are drawn best first (lowest mean when ``lower_is_better``).
-        metric: names the left axis (a key of :data:`gma_teach.plots.results.METRICS`).
+        metric: names the left axis (a key of ``gma_teach.plots.results.METRICS``).
         speed_label: names the right axis; arms whose ``speed`` is ``None`` get no point there.
         title: the figure's title.
 

@@ -69,7 +69,7 @@ def health_curve(record: dict, name: str = "active_share", *, layer: int | None 
     """One routing-health number over training for an arm's record, for a figure: ``{"steps": [0, ...],
     "mean": [...], "std": [...], "n": seeds}``; step 0 is the initialization. Averaged over heads (and layers, or
     only ``layer``) within a seed, then mean and std over the seeds that have it. ``name``: one of
-    :data:`CURVES`.
+    ``CURVES``.
     """
     if name not in CURVES:
         raise ValueError(f"name must be one of {CURVES}, got {name!r}")

@@ -112,7 +112,7 @@ def sweep(*, mixers=DEFAULT_MIXERS, seq_lens, d_model, n_heads, batch_size=1, n_
     the points that ran.
 
     Args:
-        mixers: names of :data:`gma_teach.baselines.MIXER_NAMES` (default :data:`DEFAULT_MIXERS`).
+        mixers: names of :data:`gma_teach.baselines.MIXER_NAMES` (default ``DEFAULT_MIXERS``).
         seq_lens: the lengths N of the sweep over N.
         d_model, n_heads, batch_size: the block and its input ``(B, N, d_model)``.
         n_components, n_features, linformer_k: GMA's K, Performer's features, Linformer's k

@@ -1,6 +1,6 @@
 """The recall study of chapter 12: multi-query associative recall (MQAR) against the size of each mixer's state.
 
-The design is declared before any run, in :data:`gma_teach.runs.settings.RECALL_STUDY`:
+The design is declared before any run, in ``gma_teach.runs.settings.RECALL_STUDY``:
 
 * **Task.** :func:`gma_teach.tasks.mqar` at one sequence length; every model trains on an equal mixture of the
   study's kv-pair counts and is tested on each count separately (Zoology's protocol). Train, validation and test

@@ -1,8 +1,8 @@
 """The recall study's table (chapter 12): every recorded arm at its kept learning rate, and the declared comparisons.
 
-:func:`recall_table` reads the records that :mod:`gma_teach.runs.recall` writes and returns the one dict the
+:func:`recall_table` reads the records that ``gma_teach.runs.recall`` writes and returns the one dict the
 chapter's figures and sentences read (see its docstring). The primary comparisons are those the design declares
-(:data:`gma_teach.runs.settings.RECALL_STUDY` ``["primary"]``); their p-values are Holm-adjusted over the *whole*
+(``gma_teach.runs.settings.RECALL_STUDY`` ``["primary"]``); their p-values are Holm-adjusted over the *whole*
 declared family, a comparison not recorded yet counting as ``p = 1``, so a partial study never gets a smaller
 correction than the full one would. :func:`exploratory_comparison` pairs any two arms and says so.
 """
