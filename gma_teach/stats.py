@@ -103,7 +103,7 @@ def paired_difference(a, b) -> dict:
         says the sign of the difference holds beyond seed-to-seed noise (at this n, assuming roughly normal
         differences). Among several comparisons, one in twenty such intervals excludes 0 by chance: then only a
         Holm-adjusted p-value below 0.05 tells two arms apart (:func:`holm`,
-        :func:`gma_teach.runs.tables.declared_comparisons`).
+        :func:`gma_teach.study.declared_comparisons`).
     """
     differences = _paired(a, b)
     return {"differences": differences, **mean_interval(differences)}

@@ -5,15 +5,15 @@ A *study* is a fixed setting (scale, preset overrides, seeds) and a list of *arm
 
 Each study declares, beside its arms and seeds:
 
-* ``"metric"`` -- the metric its comparisons pair (a key of :data:`gma_teach.runs.tables.METRIC_PATHS`), or
+* ``"metric"`` -- the metric its comparisons pair (a key of :data:`gma_teach.study.METRIC_PATHS`), or
   ``"metrics"`` when its claims concern more than one;
 * ``"primary"`` -- the primary comparisons, ``(arm, against)`` pairs: the family that "told apart" speaks of;
 * ``"test"`` -- the test each gets: the paired t-test over the declared ``"seeds"``, two-sided, its p-values
-  Holm-adjusted over the whole primary family (:func:`gma_teach.runs.tables.declared_comparisons`);
+  Holm-adjusted over the whole primary family (:func:`gma_teach.study.declared_comparisons`);
 * ``"exploratory"`` -- what was added after seeing data (seeds given later, tests chosen later), which the tables,
   chapters and README label exploratory.
 
-The recall study (:data:`RECALL_STUDY`) was declared before it ran. The collapse, LM, ListOps-LRA and Text studies
+The recall study (``RECALL_STUDY``) was declared before it ran. The collapse, LM, ListOps-LRA and Text studies
 ran before designs were declared here; their ``"primary"`` family is the set of comparisons their chapters and
 README make claims about, fixed before the correction was applied, and everything else is exploratory.
 """

@@ -32,8 +32,8 @@ Studies:
 
 Every LM record reports validation **bits per byte** (tokenizer-independent) next to the per-token loss, and names
 the tokenizer. :func:`paired_difference` gives, for two arms, the per-seed differences with a 95% t-interval; each
-study declares its primary comparisons (:mod:`gma_teach.runs.settings`), and only those, Holm-adjusted over their
-family, can be "told apart" (:func:`gma_teach.runs.tables.declared_comparisons`); every other pair is exploratory.
+study declares its primary comparisons (``gma_teach.runs.settings``), and only those, Holm-adjusted over their
+family, can be "told apart" (:func:`gma_teach.study.declared_comparisons`); every other pair is exploratory.
 """
 from __future__ import annotations
 

@@ -3,7 +3,7 @@ exploratory paired differences, the order of the arms over training, and how muc
 Nothing here trains.
 
 "Told apart" means one thing everywhere: a comparison of the study's declared primary family
-(``study["primary"]``, see :mod:`gma_teach.runs.settings`) whose paired t-test over the declared seeds has a
+(``study["primary"]``, see ``gma_teach.runs.settings``) whose paired t-test over the declared seeds has a
 Holm-adjusted p-value below 0.05 (:func:`declared_comparisons`). Every other paired difference a table reports
 carries ``"exploratory": True`` and its unadjusted ``"p"``: a result to test again, not a finding.
 """
@@ -32,7 +32,7 @@ split after the last epoch, which is the test accuracy of the last epoch's weigh
 validation split is its test split (the Text stand-in); it is refused for any other."""
 
 _LAST_EPOCH_EXPERIMENTS = ("text",)
-"""Experiments whose validation split is their test split (:func:`gma_teach.runs.experiments.text_data`)."""
+"""Experiments whose validation split is their test split (``gma_teach.runs.experiments.text_data``)."""
 
 
 def declared_metrics(study: dict) -> tuple[str, ...]:
@@ -194,10 +194,10 @@ def study_findings(study: dict, declared: dict) -> dict:
     Each declared comparison is turned so that its subject is the GMA arm (when exactly one side is GMA; a remedy
     against the default keeps the remedy as subject) and sorted into ``wins`` (told apart, the subject better),
     ``losses`` (told apart, the other better) and ``ties`` (not told apart: Holm p >= 0.05). Better is lower for
-    bits per byte and losses (:data:`LOWER_IS_BETTER`), higher for accuracy and active share.
+    bits per byte and losses (``LOWER_IS_BETTER``), higher for accuracy and active share.
 
     Args:
-        study: a study of :mod:`gma_teach.runs.settings` (its arms say which side is GMA).
+        study: a study of ``gma_teach.runs.settings`` (its arms say which side is GMA).
         declared: :func:`declared_comparisons` of the study (or the ``"declared"`` of its saved table).
 
     Returns:
