@@ -464,3 +464,29 @@ def kmeans(x: torch.Tensor, n_components: int, *, n_iter: int = 10, seed: int = 
         centres = torch.where(counts[..., None] > 0, sums / counts.clamp_min(1)[..., None], centres)
     centres = centres.to(x.dtype)
     return centres[0] if x.dim() == 2 else centres
+
+
+# ------------------------------------------------------------------------------------------------ random inputs
+def random_mixture(n_components: int, dim: int, n_heads: int | None = None, *, dtype=torch.float64, spread=1.0,
+                   generator: torch.Generator | None = None, device=None):
+    """A random valid mixture for tests, benchmarks and checkers: means ``N(0, spread^2)``, variances uniform in
+    ``[0.3, 1.8]`` and normalized log priors, each ``(K, d)`` / ``(K,)``, or ``(H, K, d)`` / ``(H, K)`` with
+    ``n_heads``. Drawn on the CPU from ``generator`` (default: torch's global one), then moved to ``device``."""
+    shape = (n_components, dim) if n_heads is None else (n_heads, n_components, dim)
+    means = torch.randn(shape, generator=generator, dtype=dtype) * spread
+    variances = 0.3 + 1.5 * torch.rand(shape, generator=generator, dtype=dtype)
+    log_priors = torch.log_softmax(torch.randn(shape[:-1], generator=generator, dtype=dtype), dim=-1)
+    return means.to(device), variances.to(device), log_priors.to(device)
+
+
+def random_gma_inputs(batch: int, heads: int, n_q: int, n_k: int, d: int, d_v: int, n_components: int, *,
+                      dtype=torch.float32, spread=1.0, generator: torch.Generator | None = None, device=None):
+    """Random inputs of :func:`gma_teach.gma` with a per-head mixture: ``q (B, H, N_q, d)``, ``k (B, H, N_k, d)``,
+    ``v (B, H, N_k, d_v)`` in ``dtype`` and a float32 :func:`random_mixture` ``(H, K, d)``, as a list of six
+    tensors (``[t.requires_grad_() for t in ...]`` for gradients)."""
+    q = torch.randn(batch, heads, n_q, d, generator=generator)
+    k = torch.randn(batch, heads, n_k, d, generator=generator)
+    v = torch.randn(batch, heads, n_k, d_v, generator=generator)
+    mixture = random_mixture(n_components, d, heads, dtype=torch.float32, spread=spread, generator=generator,
+                             device=device)
+    return [t.to(device=device, dtype=dtype) for t in (q, k, v)] + list(mixture)

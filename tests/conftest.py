@@ -4,19 +4,12 @@ import math
 import pytest
 import torch
 
+from gma_teach.gmm import random_mixture  # noqa: F401 (the one builder of random mixtures; tests import it here)
+
 
 @pytest.fixture(autouse=True)
 def _seed():
     torch.manual_seed(0)
-
-
-def random_mixture(n_components, dim, n_heads=None, *, dtype=torch.float64, spread=1.0):
-    """Random means, positive variances and normalized log priors: ``(K, d)`` or ``(H, K, d)``."""
-    shape = (n_components, dim) if n_heads is None else (n_heads, n_components, dim)
-    means = torch.randn(shape, dtype=dtype) * spread
-    variances = torch.rand(shape, dtype=dtype) * 1.5 + 0.2
-    log_priors = torch.log_softmax(torch.randn(shape[:-1], dtype=dtype), dim=-1)
-    return means, variances, log_priors
 
 
 def random_responsibilities(*shape, dtype=torch.float64):

@@ -136,3 +136,17 @@ def test_bad_input_names_the_argument():
         gma_teach.responsibilities(x.numpy(), means, variances, log_priors)
     with pytest.raises(TypeError, match="floating-point"):
         gma_teach.responsibilities(torch.ones(7, 3, dtype=torch.long), means, variances, log_priors)
+
+
+def test_the_random_builders_give_valid_reproducible_inputs():
+    means, variances, log_priors = gmm.random_mixture(5, 3, n_heads=2, generator=torch.Generator().manual_seed(4))
+    assert means.shape == variances.shape == (2, 5, 3) and log_priors.shape == (2, 5)
+    assert means.dtype == torch.float64 and bool((variances >= 0.3).all()) and bool((variances <= 1.8).all())
+    torch.testing.assert_close(log_priors.exp().sum(-1), torch.ones(2, dtype=torch.float64))
+    again = gmm.random_mixture(5, 3, n_heads=2, generator=torch.Generator().manual_seed(4))
+    assert all(torch.equal(a, b) for a, b in zip((means, variances, log_priors), again))
+    inputs = gmm.random_gma_inputs(2, 3, 7, 9, 4, 5, 6, dtype=torch.float64, generator=torch.Generator().manual_seed(1))
+    assert [tuple(t.shape) for t in inputs] == [(2, 3, 7, 4), (2, 3, 9, 4), (2, 3, 9, 5), (3, 6, 4), (3, 6, 4), (3, 6)]
+    assert [t.dtype for t in inputs] == [torch.float64] * 3 + [torch.float32] * 3
+    gamma = gmm.responsibilities(inputs[0], *(t.double() for t in inputs[3:]))
+    torch.testing.assert_close(gamma.sum(-1), torch.ones(2, 3, 7, dtype=torch.float64))

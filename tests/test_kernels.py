@@ -18,6 +18,7 @@ import torch
 
 import gma_teach
 from gma_teach import kernels
+from gma_teach.gmm import random_gma_inputs
 
 pytestmark = pytest.mark.skipif(not kernels.is_available("cpu"),
                                 reason=f"Triton interpreter unavailable: {kernels.triton_status()}")
@@ -43,11 +44,7 @@ def spec_gma(q, k, v, means, variances, log_priors, causal, eps=EPS):
 
 
 def make_inputs(batch, heads, n_q, n_k, d, d_v, n_components, dtype=torch.float32):
-    inputs = [torch.randn(batch, heads, n_q, d), torch.randn(batch, heads, n_k, d), torch.randn(batch, heads, n_k, d_v),
-              torch.randn(heads, n_components, d), 0.3 + 1.7 * torch.rand(heads, n_components, d),
-              torch.log_softmax(torch.randn(heads, n_components), -1)]
-    inputs = [t.to(dtype) if i < 3 else t for i, t in enumerate(inputs)]
-    return [t.requires_grad_() for t in inputs]
+    return [t.requires_grad_() for t in random_gma_inputs(batch, heads, n_q, n_k, d, d_v, n_components, dtype=dtype)]
 
 
 def forward_and_grads(fn, inputs, d_out):

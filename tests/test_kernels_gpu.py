@@ -9,6 +9,7 @@ from test_kernels import EPS, NAMES, spec_gma
 
 import gma_teach
 from gma_teach import kernels
+from gma_teach.gmm import random_gma_inputs
 
 pytestmark = [pytest.mark.gpu,
               pytest.mark.skipif(not torch.cuda.is_available(), reason="needs a CUDA GPU"),
@@ -28,13 +29,7 @@ def tolerance(dtype):
 
 
 def make_inputs(batch, heads, n_q, n_k, d, d_v, n_components, dtype):
-    device = torch.device("cuda")
-    inputs = [torch.randn(batch, heads, n_q, d, device=device), torch.randn(batch, heads, n_k, d, device=device),
-              torch.randn(batch, heads, n_k, d_v, device=device),
-              0.5 * torch.randn(heads, n_components, d, device=device),
-              0.3 + 1.7 * torch.rand(heads, n_components, d, device=device),
-              torch.log_softmax(torch.randn(heads, n_components, device=device), -1)]
-    inputs = [t.to(dtype) if i < 3 else t for i, t in enumerate(inputs)]
+    inputs = random_gma_inputs(batch, heads, n_q, n_k, d, d_v, n_components, dtype=dtype, spread=0.5, device="cuda")
     return [t.requires_grad_() for t in inputs]
 
 

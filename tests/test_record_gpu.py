@@ -5,6 +5,7 @@ import pytest
 import torch
 
 from gma_teach import record_gpu
+from gma_teach.gmm import random_gma_inputs
 from gma_teach.runs import record_gpu as runner  # the code behind gma_teach.record_gpu, patched here
 
 
@@ -65,7 +66,7 @@ def test_roofline_model():
 
 @pytest.mark.parametrize("causal", [False, True])
 def test_the_benchmarked_forms_compute_the_same_attention(causal):
-    inputs = runner._inputs(1, 2, 33, 5, 8, 8, torch.float32, torch.device("cpu"), False)
+    inputs = random_gma_inputs(1, 2, 33, 33, 8, 8, 5, spread=0.5)  # the benchmark's inputs, as record_gpu draws them
     reference = record_gpu.run_torch(*inputs, causal)
     torch.testing.assert_close(record_gpu.run_paper(*inputs, causal), reference, atol=1e-5, rtol=1e-4)
     torch.testing.assert_close(record_gpu.run_triton(*inputs, causal), reference, atol=1e-5, rtol=1e-4)

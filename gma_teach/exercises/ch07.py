@@ -16,7 +16,7 @@ import math
 
 import torch
 
-from ..gmm import responsibilities
+from ..gmm import random_mixture, responsibilities
 from ._common import ExerciseError, call_reader, checker, compare
 
 __all__ = ["check_causal_memory_bound", "check_masked_softmax", "check_matmul_kernel", "check_normalizer_kernel",
@@ -75,13 +75,6 @@ def _reader_tolerance(device, in_float32: float, tf32_scale: float) -> float:
     return in_float32 if precision == "ieee" else tf32_scale * kernels.tolerance(precision)
 
 
-def _random_mixture(generator, n_heads, n_components, dim, device):
-    means = torch.randn(n_heads, n_components, dim, generator=generator)
-    variances = 0.3 + 1.5 * torch.rand(n_heads, n_components, dim, generator=generator)
-    log_priors = torch.log_softmax(torch.randn(n_heads, n_components, generator=generator), -1)
-    return means.to(device), variances.to(device), log_priors.to(device)
-
-
 @checker("7.3")
 def check_normalizer_kernel(fn, *, seed: int = 0) -> str:
     """Exercise 7.3: check ``fn(k, means, variances, log_priors) -> normalizer``, ``Z = (Γ^K)^T 1`` of every
@@ -99,7 +92,7 @@ def check_normalizer_kernel(fn, *, seed: int = 0) -> str:
     whole_blocks_ok = False
     for batch, heads, n, n_components, dim in ((1, 2, 64, 16, 16), (2, 1, 37, 5, 3), (1, 3, 1, 3, 2)):
         k = torch.randn(batch, heads, n, dim, generator=generator).to(device)
-        mixture = _random_mixture(generator, heads, n_components, dim, device)
+        mixture = random_mixture(n_components, dim, heads, dtype=torch.float32, generator=generator, device=device)
         expected = responsibilities(k, *mixture).sum(-2)
         got = call_reader(fn, k, *mixture)
         if isinstance(got, torch.Tensor) and got.shape == expected.shape and whole_blocks_ok:

@@ -40,7 +40,7 @@ class Row:
     holds: bool | None  # None where no target applies at this size
 
 
-def _inputs(n_tokens, *, batch_size=1, n_heads=4, d_route=32, n_components=64, seed=0):
+def _parameter_leaves(n_tokens, *, batch_size=1, n_heads=4, d_route=32, n_components=64, seed=0):
     """Leaf tensors ``q, k, v (B, H, N, d_route)`` (values as wide as the routing) and a mixture's parameters."""
     generator = torch.Generator().manual_seed(seed)
 
@@ -71,7 +71,7 @@ def _fast_and_slow_seconds(fast, slow, repeat):
 
 
 def _responsibility_rows(n_tokens, repeat):
-    q, _, _, means, raw_variances, prior_logits = _inputs(n_tokens)
+    q, _, _, means, raw_variances, prior_logits = _parameter_leaves(n_tokens)
     params = (means, raw_variances, prior_logits)
     fast = _forward_backward(lambda: gmm.responsibilities(q, *_mixture(*params)).square().sum())
     slow = _forward_backward(lambda: gmm.responsibilities_direct(q, *_mixture(*params)).square().sum())
@@ -101,7 +101,7 @@ def _causal_rows(n_tokens, repeat):
 
 
 def _sdpa_row(n_tokens, repeat):
-    q, k, v, *params = _inputs(n_tokens)
+    q, k, v, *params = _parameter_leaves(n_tokens)
     fast = _forward_backward(lambda: gma(q, k, v, *_mixture(*params), impl="linear").square().sum())
     slow = _forward_backward(lambda: F.scaled_dot_product_attention(q, k, v).square().sum())
     fast_s, slow_s = _fast_and_slow_seconds(fast, slow, repeat)

@@ -202,7 +202,10 @@ def main(argv=None, *, command: str | None = None) -> dict:
         for line in format_recall_table(table):
             print(line)
         path = Path(args.out_dir or records.results_folder()) / f"{RECALL_STUDY['name']}_study_tables.json"
-        records.write_record(path, {"study": RECALL_STUDY["name"], "table": table, **records.provenance(command)})
+        declared = {"comparisons": table["comparisons"], "family_size": table["family_size"],
+                    "test": RECALL_STUDY["test"], "metric": RECALL_STUDY["metric"]}
+        records.write_record(path, {"study": RECALL_STUDY["name"], "declared": declared, "table": table,
+                                    **records.provenance(command)})
         print(f"-> {path}")
         return table
     torch.set_num_threads(args.threads)

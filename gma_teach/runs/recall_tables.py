@@ -64,7 +64,8 @@ def recall_table(folder=None, study: dict = RECALL_STUDY) -> dict:
         {"design": {"seq_len", "vocab_size", "kv_pairs", "widths"},
          "arms": {arm: {width: {"mixer", "options", "lr", "seeds", "state_bytes", "test_mean": [per seed],
                                 "by_count": {n_pairs: [per seed]}, "cpu_seconds": [per seed]}}},
-         "comparisons": [{"arm", "against", "width", "difference", "ci95", "p", "p_holm", "told_apart", "seeds"}],
+         "comparisons": [{"arm", "against", "width", "metric", "difference", "ci95", "p", "p_holm", "told_apart",
+                          "seeds"}],
          "family_size": the number of declared primary comparisons (all widths)}
 
     ``told_apart`` means the Holm-adjusted p-value is below 0.05.
@@ -84,7 +85,7 @@ def recall_table(folder=None, study: dict = RECALL_STUDY) -> dict:
         if width in arms.get(arm, {}) and width in arms.get(base, {}):
             pair = _pair(arms[arm][width], arms[base][width])
             if pair is not None:
-                comparisons.append({"arm": arm, "against": base, "width": width, **pair})
+                comparisons.append({"arm": arm, "against": base, "width": width, "metric": "test_mean", **pair})
     if comparisons:
         missing = len(declared) - len(comparisons)
         adjusted = stats.holm([c["p"] for c in comparisons] + [1.0] * missing)

@@ -33,7 +33,7 @@ import torch
 import torch.nn.functional as F
 
 from .. import measure
-from ..gmm import responsibilities, responsibilities_direct
+from ..gmm import random_gma_inputs, responsibilities, responsibilities_direct
 from ..mixing import gma
 from ..records import provenance, write_record
 from .experiments import run
@@ -156,17 +156,11 @@ def peaks_for(device: torch.device, peak_tflops: float | None = None, bandwidth_
     return None
 
 
-def _inputs(batch, heads, n, n_components, d, d_v, dtype, device, backward):
+def _gpu_inputs(batch, heads, n, n_components, d, d_v, dtype, device, backward):
     generator = torch.Generator(device="cpu").manual_seed(0)
-
-    def randn(*shape):
-        return torch.randn(*shape, generator=generator).to(device)
-
-    tensors = [randn(batch, heads, n, d).to(dtype), randn(batch, heads, n, d).to(dtype),
-               randn(batch, heads, n, d_v).to(dtype), 0.5 * randn(heads, n_components, d),
-               0.5 + torch.rand(heads, n_components, d, generator=generator).to(device),
-               torch.log_softmax(randn(heads, n_components), -1)]
-    return [t.requires_grad_(backward) for t in tensors]
+    inputs = random_gma_inputs(batch, heads, n, n, d, d_v, n_components, dtype=dtype, spread=0.5, generator=generator,
+                               device=device)
+    return [t.requires_grad_(backward) for t in inputs]
 
 
 def _time(impl, inputs, causal, backward, device, repeat) -> float:
@@ -240,7 +234,7 @@ def benchmark_kernels(*, seq_lens=(1024, 4096, 16384), components=(64, 128, 256)
 def _measure_row(impl, batch, heads, n, n_components, dim, dtype, device, causal, backward, repeat, peaks) -> dict:
     inputs = None
     try:
-        inputs = _inputs(batch, heads, n, n_components, dim, dim, dtype, device, backward)
+        inputs = _gpu_inputs(batch, heads, n, n_components, dim, dim, dtype, device, backward)
         seconds = _time(impl, inputs, causal, backward, device, repeat)
     except (torch.cuda.OutOfMemoryError, RuntimeError) as error:
         if not measure.is_out_of_memory(error):
