@@ -90,7 +90,7 @@ def test_toc_notebooks_are_the_book_in_reading_order():
     assert names.index("07_triton_kernel.ipynb") < names.index("07b_gma_kernels.ipynb") < names.index(
         "08_systems_profiling.ipynb")
     assert all(path.exists() for path in notebooks)
-    assert len(names) == len(set(names)) == len(list((ROOT / "book").rglob("[0-9]*.ipynb")))
+    assert len(names) == len(set(names)) == len(list((ROOT / "book").rglob("*.ipynb")))  # every notebook, once
 
 
 def test_expected_seconds_come_from_the_cost_model_where_it_has_the_chapter():
