@@ -297,6 +297,51 @@ def _cpu_seconds(arm):
     return [Key(f"listops_lra_{arm}.json", "runs/*/cpu_seconds", reduce=r) for r in ("min", "max")]
 
 
+RECALL = "recall_study_tables.json"
+RECALL_ARMS = "recall_study_*_d64.json"
+
+
+def _recall_entry(records, arm):
+    return records[RECALL]["table"]["arms"][arm]["64"]
+
+
+def _recall(arm, count=None):
+    """An arm's test accuracy at width 64, the mean over seeds: of the mean over the kv counts, or at ``count``."""
+    if count is None:
+        return Computed(f"{arm}'s mean test accuracy", lambda r: sum(_recall_entry(r, arm)["test_mean"]) / len(
+            _recall_entry(r, arm)["test_mean"]), (RECALL,))
+    return Computed(f"{arm}'s test accuracy at {count} pairs",
+                    lambda r: sum(_recall_entry(r, arm)["by_count"][str(count)]) / len(
+                        _recall_entry(r, arm)["by_count"][str(count)]), (RECALL,))
+
+
+def _recall_k(arm):
+    return Key(RECALL, f"table/arms/{arm}/64/options/n_components")
+
+
+RECALL_KS = (8, 16, 32, 64, 128, 256)
+
+
+def _bytes(arm):
+    return Key(RECALL, f"table/arms/{arm}/64/state_bytes")
+
+def recall_cpu_seconds(records, how):
+    return how(c for name in records.names(RECALL_ARMS) for c in (r["cpu_seconds"] for r in records[name]["runs"]))
+
+
+def recall_seeds(records) -> int:
+    counts = {len(_recall_entry(records, arm)["seeds"]) for arm in records[RECALL]["table"]["arms"]}
+    return _unique(sorted(counts), "the seed counts of the recall arms")
+
+
+def recall_told_apart(records) -> int:
+    return sum(c["told_apart"] for c in records[RECALL]["declared"]["comparisons"])
+
+
+def recall_not_run(records) -> int:
+    return records[RECALL]["declared"]["family_size"] - len(records[RECALL]["declared"]["comparisons"])
+
+
 B = "bench_core_cpu.json"
 P = "profiling_cpu_small.json"
 INIT = "routing_collapse_init.json"
@@ -537,6 +582,51 @@ BINDINGS: dict[str, list[Binding]] = {
                 Key(LRA, "left_plateau/fisher/performer/p_holm")),
         Binding("A run took {}-{} CPU-seconds for SDPA, {}-{} for GMA, {}-{} for Performer and {}-{} for linear",
                 *_cpu_seconds("sdpa"), *_cpu_seconds("gma"), *_cpu_seconds("performer"), *_cpu_seconds("linear")),
+    ],
+    "**Recall against state size**": [
+        Binding("sequences of {} tokens holding {}, {}, {}, {} or {} key-value pairs, a vocabulary of {};",
+                Key(RECALL, "table/design/seq_len"), *(Key(RECALL, f"table/design/kv_pairs/{i}") for i in range(5)),
+                Key(RECALL, "table/design/vocab_size")),
+        Binding("two-layer model of width {},", Key(RECALL_ARMS, "width")),
+        Binding("{} steps at the learning rate, {} or {}, with the better validation accuracy on seed {};",
+                Key(RECALL_ARMS, "design/steps"), Key(RECALL_ARMS, "design/learning_rates/0"),
+                Key(RECALL_ARMS, "design/learning_rates/1"), Key(RECALL_ARMS, "design/lr_seed")),
+        Binding("{} seeds an arm, each run {}-{} CPU-seconds on one thread)",
+                Computed("the seeds of every recall arm", recall_seeds, (RECALL,)),
+                Computed("the fewest CPU-seconds of a recall run", lambda r: recall_cpu_seconds(r, min), ()),
+                Computed("the most CPU-seconds of a recall run", lambda r: recall_cpu_seconds(r, max), ())),
+        Binding("decoding state after {} tokens. SDPA recalls {} ({} bytes), at least {} at every count,",
+                Key(RECALL, "table/design/seq_len"), _recall("sdpa"), _bytes("sdpa"),
+                Computed("SDPA's lowest accuracy at any count and seed",
+                         lambda r: min(min(v) for v in _recall_entry(r, "sdpa")["by_count"].values()), (RECALL,))),
+        Binding("and linear attention {} ({} bytes), falling from {} at {} pairs to {} at {}:",
+                _recall("linear"), _bytes("linear"), _recall("linear", 4), Key(RECALL, "table/design/kv_pairs/0"),
+                _recall("linear", 16), Key(RECALL, "table/design/kv_pairs/-1")),
+        Binding("at K={} GMA keeps exactly linear attention's {} bytes and recalls {} against {}.",
+                _recall_k("gma_k64_remedy"), _bytes("gma_k64_remedy"), _recall("gma_k64_remedy"), _recall("linear")),
+        Binding("at each width ({} comparisons, paired t over the {} seeds, Holm; the {} at width {} are not run yet "
+                "and count as p = {}). Of these, {} are told apart,",
+                Key(RECALL, "declared/family_size"), Computed("the seeds of every recall arm", recall_seeds, (RECALL,)),
+                Computed("the declared recall comparisons not run", recall_not_run, (RECALL,)),
+                Key(RECALL, "table/design/widths/1"),
+                Computed("the p-value a comparison not run counts as", lambda r: 1, (RECALL,)),
+                Computed("the recall comparisons told apart", recall_told_apart, (RECALL,))),
+        Binding("and the remedy at K={} and K={}; the remedy at K={}, {}, {} and {} is not told apart",
+                _recall_k("gma_k16_remedy"), _recall_k("gma_k32_remedy"), _recall_k("gma_k8_remedy"),
+                _recall_k("gma_k64_remedy"), _recall_k("gma_k128_remedy"), _recall_k("gma_k256_remedy")),
+        Binding("a window of {} tokens recalls {} ({} bytes); window heads beside GMA K={} heads recall {} ({} bytes) "
+                "and GMA K={} with a decay {},",
+                Key(RECALL, "table/arms/window/64/options/window"), _recall("window"), _bytes("window"),
+                Key(RECALL, "table/arms/local_gma/64/options/n_components"), _recall("local_gma"),
+                _bytes("local_gma"), _recall_k("decay_gma"), _recall("decay_gma")),
+        Binding("against {} for GMA K={}; linear attention with a decay recalls {}. Mamba, Performer and width {} are",
+                _recall("gma_k32"), _recall_k("gma_k32"), _recall("decay_linear"),
+                Key(RECALL, "table/design/widths/1")),
+        Binding("| K | {} | {} | {} | {} | {} | {} |", *(_recall_k(f"gma_k{k}") for k in RECALL_KS)),
+        Binding("| state bytes | {} | {} | {} | {} | {} | {} |", *(_bytes(f"gma_k{k}") for k in RECALL_KS)),
+        Binding("| default routing | {} | {} | {} | {} | {} | {} |", *(_recall(f"gma_k{k}") for k in RECALL_KS)),
+        Binding("| with the remedy | {} | {} | {} | {} | {} | {} |",
+                *(_recall(f"gma_k{k}_remedy") for k in RECALL_KS)),
     ],
 }
 """README's numbers, item by item: the start of the item's text, then its bindings in reading order."""

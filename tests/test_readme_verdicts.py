@@ -15,6 +15,9 @@ from gma_teach import measure
 
 RC, LM, TEXT, LRA = ("routing_collapse_tables.json", "lm_study_tables.json", "text_standin_tables.json",
                      "listops_lra_tables.json")
+RECALL = "recall_study_tables.json"
+_RECALL_BEHIND_SDPA = [{"arm": f"gma_k{k}", "against": "sdpa"} for k in (8, 16, 32, 64, 128, 256)] + [
+    {"arm": f"gma_k{k}_remedy", "against": "sdpa"} for k in (16, 32)]
 
 DEFINITION = "Two arms are told apart only by a comparison their study declared"
 """The section's opening says what "told apart" means; it is a definition, not a verdict."""
@@ -33,6 +36,10 @@ VERDICTS = [
                                             {"arm": "gma_variance_d_route"}], True),
     ("the balance loss is not told apart", TEXT, [{"arm": "gma_balance"}], False),
     ("on those seeds no arm is told apart from GMA", LRA, [{}], False),
+    ("Of these, 8 are told apart, each a GMA arm behind SDPA", RECALL, _RECALL_BEHIND_SDPA, True),
+    ("the remedy at K=8, 64, 128 and 256 is not told apart from SDPA", RECALL,
+     [{"arm": f"gma_k{k}_remedy", "against": "sdpa"} for k in (8, 64, 128, 256)], False),
+    ("no GMA arm is told apart from linear attention", RECALL, [{"against": "linear"}], False),
 ]
 """README's verdicts. ``None``: a statement that a pair outside the family is *not* told apart, which needs no
 correction (its unadjusted interval holds zero); checked in :func:`test_exploratory_not_told_apart`."""
@@ -70,7 +77,7 @@ def disagreements(section: str, tables: dict[str, dict]) -> list[str]:
 
 
 def _tables() -> dict[str, dict]:
-    return {name: _table(name) for name in (RC, LM, TEXT, LRA)}
+    return {name: _table(name) for name in (RC, LM, TEXT, LRA, RECALL)}
 
 
 def test_each_told_apart_statement_matches_the_holm_verdict():
