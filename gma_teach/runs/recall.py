@@ -32,6 +32,7 @@ import torch.nn.functional as F
 from tqdm.auto import tqdm
 
 from .. import records
+from ..baselines import mixer_state_bytes
 from ..environment import seed_everything
 from ..models import DecoderLM
 from ..tasks import IGNORE_INDEX, MQARData, mqar
@@ -95,13 +96,9 @@ def accuracy_by_count(model: DecoderLM, data: MQARData, batch_size: int = 250) -
 
 
 def state_bytes(model: DecoderLM, n_tokens: int) -> int:
-    """Bytes of every layer's decoding state after ``n_tokens`` tokens (batch 1), from each state's ``nbytes()``."""
-    states = [block.mixer.init_state(1) for block in model.blocks]
-    x = torch.zeros(1, model.embedding.weight.shape[1])
-    with torch.no_grad():
-        for _ in range(n_tokens):
-            states = [block.mixer.step(block.mixer_norm(x), state)[1] for block, state in zip(model.blocks, states)]
-    return sum(state.nbytes() for state in states)
+    """Bytes of every layer's decoding state after ``n_tokens`` tokens (batch 1), by
+    :func:`gma_teach.baselines.mixer_state_bytes` (which equals each state's ``nbytes()``, tested)."""
+    return sum(mixer_state_bytes(block.mixer, n_tokens) for block in model.blocks)
 
 
 def train_run(study: dict, arm: str, width: int, lr: float, seed: int, data: dict, *, progress=False) -> dict:
