@@ -3,7 +3,8 @@
 The cell cannot import the package to install the package, so it carries its own copy of :func:`ensure_installed`:
 :func:`first_cell_source` writes that copy from this module's source (the function without its docstring) with
 :data:`INSTALL_SPEC`, so the logic exists once and is tested here. ``tools/sync_first_cells.py`` writes it into
-every notebook, and a test checks that each notebook's first code cell equals :func:`first_cell_source`.
+every notebook, and a test checks that each notebook's first code cell equals :func:`first_cell_source`. That is
+why the copied functions import what they need inside their bodies: the cell must stand alone.
 
 The cell never installs torch or triton (Colab ships both; a reinstall would pull gigabytes) and never waits
 forever: pip runs with a timeout, and a failure (no network, say) raises :class:`RuntimeError` naming the spec and

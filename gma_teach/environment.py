@@ -17,11 +17,15 @@ from __future__ import annotations
 
 import os
 import platform
+import random
 import sys
 from pathlib import Path
 from types import SimpleNamespace
 
+import numpy as np
 import torch
+
+from .presets import PRESETS
 
 SCALES = ("tiny", "small", "medium", "full")
 SCALE_VARIABLE = "GMA_TEACH_SCALE"
@@ -58,7 +62,6 @@ def preset(name: str, scale_name: str | None = None) -> SimpleNamespace:
     Returns:
         A namespace of sizes (``p.seq_lens``, ``p.n_steps``, ...), with ``p.scale`` naming the scale used.
     """
-    from .presets import PRESETS
 
     if not isinstance(name, str):
         raise TypeError(f"preset name must be a str, got {type(name).__name__}")
@@ -84,9 +87,7 @@ def cache_dir() -> Path:
 
 def seed_everything(seed: int) -> None:
     """Seed Python's, NumPy's and torch's generators (all devices)."""
-    import random
 
-    import numpy as np
 
     random.seed(seed)
     np.random.seed(seed)
@@ -111,7 +112,7 @@ def _scale_line() -> str:
 
 def env_report() -> str:
     """A short text naming versions, device, GPU and compute capability, Triton's mode and the scale in force."""
-    from . import __version__
+    from . import __version__  # a true cycle: gma_teach/__init__ imports this module
 
     lines = [
         f"python     {platform.python_version()} ({sys.platform})",

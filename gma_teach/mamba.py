@@ -123,6 +123,7 @@ class MambaMixer(nn.Module):
         u = F.silu(self.conv(u.transpose(1, 2))[..., :length].transpose(1, 2))
         dt, a, b, c = self._ssm_inputs(u)
         if _mamba_kernel_available(x) and not sequential:
+            # optional dependency: mamba_ssm's CUDA scan
             from mamba_ssm.ops.selective_scan_interface import selective_scan_fn
 
             y = selective_scan_fn(u.transpose(1, 2).contiguous(), dt.transpose(1, 2).contiguous(), a,

@@ -333,7 +333,7 @@ def _kernels_take(q, k, v, means, variances, chunk_size) -> bool:
     float32 logits accurate enough (the kernels compute them in float32)."""
     if v.device.type != "cuda":
         return False
-    from . import kernels
+    from . import kernels  # optional dependency: the kernels need triton
 
     if not (kernels.is_available(v.device)
             and kernels.supports(v.dtype, means.shape[-2], means.shape[-1], v.shape[-1], chunk_size)):
@@ -470,7 +470,7 @@ def gma(q, k, v, means, variances, log_priors, *, causal: bool = False, eps: flo
 
 def _gma_triton(q, k, v, means, variances, log_priors, *, causal, eps, chunk_size):
     """Bring any accepted layout to the kernels' ``(B, H, N, d)`` with ``(H, K, d)`` mixtures, and back."""
-    from . import kernels
+    from . import kernels  # optional dependency: the kernels need triton
 
     if not kernels.is_available(v.device):
         raise ValueError(f"impl='triton' cannot run on {v.device}: triton {kernels.triton_status()}; "

@@ -29,6 +29,7 @@ from dataclasses import asdict, dataclass, field
 import torch
 import torch.nn.functional as F
 from torch import nn
+from tqdm.auto import tqdm
 
 from . import _checks
 from .environment import seed_everything
@@ -216,7 +217,6 @@ def evaluate(model, data, *, task="classify", batch_size=64, device=None, amp=No
     was_training = model.training
     model.eval()
     total_loss, total_count, total_correct = 0.0, 0, 0
-    from tqdm.auto import tqdm
 
     if pad_id is not None and task != "classify":
         raise ValueError(f"pad_id applies to task='classify' only, got task={task!r}")
@@ -367,7 +367,6 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
     else:
         seed_everything(seed)
 
-    from tqdm.auto import tqdm
 
     bar = tqdm(total=total_steps, initial=step, desc=label or f"fit ({task})", disable=not _progress_enabled(progress))
     if device.type == "cuda":

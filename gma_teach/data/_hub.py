@@ -18,6 +18,8 @@ from urllib.parse import urlparse
 
 import torch
 
+from ..environment import cache_dir
+
 DEFAULT_ENDPOINT = "https://huggingface.co"
 _LOCAL_BUILDERS = {".parquet": "parquet", ".json": "json", ".jsonl": "json", ".arrow": "arrow", ".csv": "csv",
                    ".tsv": "csv"}
@@ -56,8 +58,8 @@ def hub_reachable(timeout: float = 2.0) -> bool:
 @contextlib.contextmanager
 def _offline_mode():
     """Force cache-only access even when ``datasets`` was imported before the offline variables were set."""
-    import datasets.config
-    import huggingface_hub.constants
+    import datasets.config  # optional dependency (the data extra)
+    import huggingface_hub.constants  # optional dependency (the data extra)
 
     saved = (datasets.config.HF_HUB_OFFLINE, datasets.config.HF_DATASETS_OFFLINE,
              huggingface_hub.constants.HF_HUB_OFFLINE)
@@ -93,7 +95,7 @@ def load_hub_dataset(repo: str, config: str | None = None, *, data_files: dict |
         DataUnavailableError: within seconds when the hub cannot be reached and the data is not cached.
     """
     try:
-        import datasets
+        import datasets  # optional dependency (the data extra)
     except ImportError as error:
         raise DataUnavailableError(
             f"loading {repo!r} needs the 'datasets' package (pip install 'gma_teach[data]'). {offline_hint}"
@@ -124,7 +126,6 @@ def load_hub_dataset(repo: str, config: str | None = None, *, data_files: dict |
 
 
 def _hf_cache() -> Path:
-    from ..environment import cache_dir
 
     return cache_dir() / "hf_local"
 
@@ -140,7 +141,6 @@ def cached(name: str, fields: dict, build: Callable[[], dict]) -> dict:
 
     Disable with ``GMA_TEACH_NO_DATA_CACHE=1``.
     """
-    from ..environment import cache_dir
 
     if _truthy("GMA_TEACH_NO_DATA_CACHE"):
         return build()

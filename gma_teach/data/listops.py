@@ -24,9 +24,11 @@ import random
 from collections import Counter
 from collections.abc import Sequence
 
+import numpy as np
 import torch
 
 from .. import _checks
+from ._hub import cached, load_hub_dataset
 
 MIN, MAX, MED, SUM_MOD, END = "[MIN", "[MAX", "[MED", "[SM", "]"
 OPERATORS = (MIN, MAX, MED, SUM_MOD)
@@ -79,7 +81,6 @@ def to_string(tree) -> str:
 
 def tree_value(tree):
     """LRA's own recursive evaluation of the nested-pair form (kept as an independent check of :func:`evaluate`)."""
-    import numpy as np
 
     if not isinstance(tree, tuple):
         return tree
@@ -290,7 +291,6 @@ def load(*, repo: str = HUB_REPO, data_files: dict | None = None, expected_sizes
         DataUnavailableError: quickly, when the hub cannot be reached and the data is not cached.
         ValueError: when the data fails :func:`validate`.
     """
-    from ._hub import load_hub_dataset
 
     hint = "Offline, generate ListOps instead: gma_teach.data.listops.generate(...) or splits(source='generate')."
     raw = load_hub_dataset(repo, data_files=data_files, offline_hint=hint)
@@ -326,7 +326,6 @@ def splits(n_train: int, n_val: int, n_test: int, *, source: str = "generate", m
         _checks.integer(name, value, minimum=0)
     if source == "files" and data_files is None:
         raise ValueError("source='files' needs data_files={split: path}")
-    from ._hub import cached
 
     seq_len = max_length - 1 + int(add_cls)
     fields = dict(n_train=n_train, n_val=n_val, n_test=n_test, source=source, max_depth=max_depth,

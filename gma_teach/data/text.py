@@ -20,6 +20,7 @@ from collections.abc import Sequence
 import torch
 
 from .. import _checks
+from ._hub import cached, load_hub_dataset
 from ._stdlib import docstrings_under
 
 PAD_ID = 0
@@ -69,7 +70,6 @@ def load_imdb(*, data_files: dict | None = None) -> dict[str, tuple[list[str], l
     Raises:
         DataUnavailableError: quickly when the hub cannot be reached (offline: use ``source="stdlib"``).
     """
-    from ._hub import load_hub_dataset
 
     hint = "Offline, use the labelled stand-in: gma_teach.data.text.splits(..., source='stdlib')."
     raw = load_hub_dataset(HUB_REPO, HUB_CONFIG, data_files=data_files, offline_hint=hint)
@@ -126,7 +126,6 @@ def splits(n_train: int, n_test: int, *, source: str = "stdlib", max_length: int
         raise ValueError(f"source must be 'imdb', 'files' or 'stdlib', got {source!r}")
     if source == "files" and data_files is None:
         raise ValueError("source='files' needs data_files={split: path}")
-    from ._hub import cached
 
     fields = dict(n_train=n_train, n_test=n_test, source=source, max_length=max_length, seed=seed,
                   groups=list(groups), python=sys.version_info[:2],

@@ -23,12 +23,17 @@ import math
 import os
 import random
 import sys
+import sysconfig
 from collections.abc import Sequence
 from dataclasses import dataclass, field
+from pydoc_data.topics import topics
 
+import tiktoken
 import torch
+from tiktoken_ext.openai_public import r50k_pat_str
 
 from .. import _checks
+from ._hub import cached, load_hub_dataset
 from ._stdlib import docstrings_under
 
 HUB_REPO = "Salesforce/wikitext"
@@ -109,8 +114,6 @@ def gpt2_vocabulary_file() -> str:
 
 
 def _gpt2_from_file(path: str):
-    import tiktoken
-    from tiktoken_ext.openai_public import r50k_pat_str
 
     with open(path, "rb") as handle:
         contents = handle.read()
@@ -245,8 +248,6 @@ def stdlib_corpus(*, min_chars: int = 40) -> list[str]:
     """Documents of real English from the running Python: the ``pydoc_data`` help topics (sorted by name), then
     every module's, class's and function's docstring of at least ``min_chars`` characters (sorted file walk of the
     standard library, test folders and site-packages excluded). Depends only on the Python version."""
-    import sysconfig
-    from pydoc_data.topics import topics
 
     documents = [topics[name] for name in sorted(topics)]
     documents.extend(docstrings_under(sysconfig.get_paths()["stdlib"], min_chars))
@@ -265,7 +266,6 @@ def load_wikitext(name: str = "wikitext-103", *, data_files: dict | None = None)
     """
     if name not in CONFIGS:
         raise ValueError(f"name must be one of {sorted(CONFIGS)}, got {name!r}")
-    from ._hub import load_hub_dataset
 
     hint = "Offline, use the standard-library corpus: gma_teach.data.wikitext.lm_data(source='stdlib', ...)."
     raw = load_hub_dataset(HUB_REPO, CONFIGS[name], data_files=data_files, offline_hint=hint)
@@ -362,7 +362,6 @@ def lm_data(*, source: str = "stdlib", tokenizer: str = "auto", block_size: int 
     if source == "files" and data_files is None:
         raise ValueError("source='files' needs data_files={split: path}")
     base = get_tokenizer(tokenizer)
-    from ._hub import cached
 
     fields = dict(source=source, tokenizer=base.name, max_train_tokens=max_train_tokens,
                   max_val_tokens=max_val_tokens, val_fraction=val_fraction, seed=seed, python=sys.version_info[:2],

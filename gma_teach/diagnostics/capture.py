@@ -8,11 +8,11 @@ import torch
 from torch import nn
 
 from .. import _checks
+from ..layer import GaussianMixtureAttention
 from .categories import token_categories
 
 
 def _is_gma_layer(module: nn.Module) -> bool:
-    from ..layer import GaussianMixtureAttention
 
     return isinstance(module, GaussianMixtureAttention)
 

@@ -35,12 +35,12 @@ def skip_cells_without_triton(marker: str = NEEDS_TRITON) -> bool:
     Returns:
         True when Triton is available here (the cells run), False when they will be skipped.
     """
-    from .. import kernels
+    from .. import kernels  # optional dependency: the kernels need triton
 
     if kernels.is_available():
         return True
     try:
-        from IPython import get_ipython
+        from IPython import get_ipython  # optional: only inside a notebook
     except ImportError:
         return False
     shell = get_ipython()
@@ -69,7 +69,7 @@ def _reader_tolerance(device, in_float32: float, tf32_scale: float) -> float:
     """The tolerance of a result of the reader's ``tl.dot`` (default ``input_precision``): ``in_float32`` where it
     multiplies in IEEE float32 (a CPU's interpreter, GPUs before sm_80), else ``tf32_scale`` times
     :func:`gma_teach.kernels.tolerance` of the one-pass TF32 it uses on newer GPUs."""
-    from .. import kernels
+    from .. import kernels  # optional dependency: the kernels need triton
 
     precision = kernels.dot_precision(device)
     return in_float32 if precision == "ieee" else tf32_scale * kernels.tolerance(precision)

@@ -251,7 +251,6 @@ def check_perplexity(fn, *, seed: int = 0) -> str:
 def check_state_bytes(fn) -> str:
     """Check ``fn(batch, n_heads, n_components, d_value, bytes_per_element) -> int``: the bytes of one causal GMA
     layer's decoding state (memory ``(B, H, K, d_v)`` and normalizer ``(B, H, K)``), measured on real states."""
-    from ..layer import GaussianMixtureAttention
 
     for batch, n_heads, n_components, d_value, dtype in ((1, 2, 8, 4, torch.float32), (3, 4, 16, 8, torch.float64),
                                                          (2, 1, 5, 3, torch.float32)):

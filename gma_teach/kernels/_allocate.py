@@ -27,9 +27,13 @@ def load_kernels():
 
 def allocated_bytes(kernel, constants: dict, pointer_dtype: str, arch: int, num_warps: int, num_stages: int,
                     full: bool = False) -> int:
-    import triton
+    import triton  # optional dependency: triton, imported only when a launch is sized
+
+    # optional dependency: triton, imported only when a launch is sized
     from triton._C.libtriton import ir, nvidia, passes
     from triton.backends.compiler import GPUTarget
+
+    # optional dependency: triton, imported only when a launch is sized
     from triton.backends.nvidia.compiler import get_ptx_version_from_options
     from triton.compiler.compiler import make_backend
 

@@ -35,7 +35,7 @@ def configure() -> dict:
         os.environ["TRITON_INTERPRET"] = "1"
         _STATE["note"] = "TRITON_INTERPRET=1 set by gma_teach: no CUDA GPU"
     try:
-        import triton
+        import triton  # optional dependency: triton
     except Exception as error:  # installed but broken (e.g. a missing compiler runtime)
         _STATE["error"] = f"{type(error).__name__}: {error}"
         return _STATE
@@ -52,8 +52,8 @@ def _interpret_library_functions() -> int:
     interpreted kernels when Triton was imported before ``TRITON_INTERPRET=1`` was set: they were then defined
     for the compiler, and the interpreter refuses to call them. Only done without a GPU, where compiled Triton
     kernels cannot run anyway. Returns how many functions were switched."""
-    from triton.runtime.interpreter import InterpretedFunction
-    from triton.runtime.jit import JITFunction
+    from triton.runtime.interpreter import InterpretedFunction  # optional dependency: triton
+    from triton.runtime.jit import JITFunction  # optional dependency: triton
 
     switched = 0
     modules = [module for name, module in list(sys.modules.items())

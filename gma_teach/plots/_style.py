@@ -6,6 +6,7 @@ A private module of :mod:`gma_teach.plots`: the figure modules import its names,
 from __future__ import annotations
 
 import matplotlib
+import matplotlib.pyplot as plt
 import numpy as np
 import torch
 
@@ -46,7 +47,6 @@ def book_style() -> None:
 
 def new_figure(ncols: int = 1, nrows: int = 1, *, width: float | None = None, height: float | None = None):
     """A figure and its axes in the book's style; size defaults scale with the grid."""
-    import matplotlib.pyplot as plt
 
     book_style()
     size = (width or 3.4 * ncols + 0.6, height or 3.0 * nrows + 0.4)

@@ -12,10 +12,12 @@ from __future__ import annotations
 import math
 from collections.abc import Mapping, Sequence
 
+import matplotlib
 import numpy as np
 import torch
+from matplotlib.patches import Ellipse
 
-from .. import _checks
+from .. import _checks, gmm
 from ..measure import loglog_slope
 from ._style import COLORS, as_float_array, new_figure
 
@@ -30,7 +32,6 @@ __all__ = [
 
 def component_colors(n_components: int) -> np.ndarray:
     """``(n_components, 3)`` RGB colours, one per mixture component, the same in every chapter."""
-    import matplotlib
 
     n_components = _checks.positive_int("n_components", n_components)
     palette = matplotlib.colormaps["tab10" if n_components <= 10 else "turbo"]
@@ -176,7 +177,6 @@ def plot_responsibilities_1d(
     Returns:
         The matplotlib ``Figure``.
     """
-    from .. import gmm
 
     means, variances, log_priors = _mixture_arguments(means, variances, log_priors)
     if means.shape[1] != 1:
@@ -238,9 +238,7 @@ def plot_responsibilities_2d(
     Returns:
         The matplotlib ``Figure``.
     """
-    from matplotlib.patches import Ellipse
 
-    from .. import gmm
 
     means, variances, log_priors = _mixture_arguments(means, variances, log_priors)
     if means.shape[1] != 2:

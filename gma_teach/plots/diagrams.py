@@ -13,6 +13,7 @@ responsibilities, so a figure is the same at every run.
 from __future__ import annotations
 
 import numpy as np
+from matplotlib.patches import FancyArrowPatch, FancyBboxPatch, Rectangle
 
 from .. import _checks
 from ._style import COLORS, new_figure
@@ -35,7 +36,6 @@ def _responsibilities(generator: np.random.Generator, n: int, k: int) -> np.ndar
 
 def _box(ax, x: float, y: float, text: str, color: str, *, width: float = 0.9, height: float = 0.6) -> None:
     """A rounded box centred at ``(x, y)`` with ``text`` inside."""
-    from matplotlib.patches import FancyBboxPatch
 
     ax.add_patch(FancyBboxPatch((x - width / 2, y - height / 2), width, height, boxstyle="round,pad=0.05",
                                 facecolor=color, alpha=0.18, edgecolor=color, linewidth=1.2))
@@ -106,7 +106,6 @@ def draw_write_read(n_keys: int = 5, n_queries: int = 4, n_components: int = 3, 
 def _matrix(ax, x: float, y: float, rows: int, cols: int, label: str, color: str, *, unit: float) -> float:
     """A rectangle of ``rows x cols`` cells (``unit`` wide each) whose top-left corner is ``(x, y)``, labelled with
     its shape below; returns the x of its right edge."""
-    from matplotlib.patches import Rectangle
 
     width, height = cols * unit, rows * unit
     ax.add_patch(Rectangle((x, y - height), width, height, facecolor=color, alpha=0.25, edgecolor=color, lw=1.2))
@@ -188,7 +187,6 @@ def draw_chunk_blocks(n_tokens: int = 12, chunk_size: int = 4):
     Returns:
         the ``Figure``.
     """
-    from matplotlib.patches import FancyArrowPatch, Rectangle
 
     n = _checks.integer("n_tokens", n_tokens, minimum=2)
     c = _checks.positive_int("chunk_size", chunk_size)

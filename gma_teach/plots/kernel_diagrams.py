@@ -20,6 +20,7 @@ import math
 from collections.abc import Mapping
 
 import numpy as np
+from matplotlib.patches import Rectangle
 
 from .. import _checks
 from ._style import COLORS, new_figure
@@ -34,7 +35,6 @@ _MASKED = "#dddddd"    # the zeros of a causal mask
 
 
 def _box(ax, x, y, width, height, color, text="", *, fontsize=8, edge="black"):
-    from matplotlib.patches import Rectangle
 
     ax.add_patch(Rectangle((x, y), width, height, facecolor=color, edgecolor=edge, lw=0.8))
     if text:

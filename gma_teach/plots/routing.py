@@ -16,6 +16,8 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import matplotlib
+import matplotlib.patches as mpatches
 import numpy as np
 import torch
 
@@ -59,7 +61,6 @@ def _short(token: str, width: int = 8) -> str:
 
 def dominant_component_colors(n_components: int) -> np.ndarray:
     """``(n_components, 3)`` RGB colours for components, distinct for neighbouring indices (a tab20 cycle)."""
-    import matplotlib
 
     n_components = _checks.positive_int("n_components", n_components)
     palette = matplotlib.colormaps["tab20"]
@@ -163,7 +164,6 @@ def plot_component_usage(resp, categories: Sequence[str], *, top: int = 30):
     lower.set_ylabel("purity")
     lower.set_ylim(0, 1)
     handles = {row["dominant_category"] for row in rows}
-    import matplotlib.patches as mpatches
 
     legend = [mpatches.Patch(color=CATEGORY_COLORS.get(name, "#7f7f7f"), label=name) for name in
               diagnostics.CATEGORIES if name in handles]

@@ -1,6 +1,9 @@
 """What every explorer shares: a static figure first, then controls that redraw it in place."""
 from __future__ import annotations
 
+import matplotlib.pyplot as plt
+from IPython.display import display
+
 
 class Explorer:
     """Base class: subclasses implement :meth:`figure` (a matplotlib ``Figure`` of the current state) and
@@ -15,7 +18,6 @@ class Explorer:
         raise NotImplementedError
 
     def _redraw(self) -> None:
-        import matplotlib.pyplot as plt
 
         fig = self.figure()
         if self._handle is not None:
@@ -24,8 +26,6 @@ class Explorer:
 
     def show(self):
         """Display the static figure (what a rendered HTML page keeps), then the controls that redraw it."""
-        import matplotlib.pyplot as plt
-        from IPython.display import display
 
         fig = self.figure()
         self._handle = display(fig, display_id=True)

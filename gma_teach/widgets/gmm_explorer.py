@@ -7,9 +7,11 @@ from __future__ import annotations
 
 import math
 
+import ipywidgets as widgets
 import torch
 
 from .. import _checks
+from ..plots import plot_responsibilities_1d, plot_responsibilities_2d
 from ._base import Explorer
 
 __all__ = ["GMMExplorer", "gmm_explorer"]
@@ -77,7 +79,6 @@ class GMMExplorer(Explorer):
 
     def figure(self):
         """A new matplotlib ``Figure`` of the current mixture (densities and responsibilities)."""
-        from ..plots import plot_responsibilities_1d, plot_responsibilities_2d
 
         if self.dim == 1:
             return plot_responsibilities_1d(self.means, self.variances, self.log_priors, x_range=(-6.0, 6.0))
@@ -86,7 +87,6 @@ class GMMExplorer(Explorer):
         )
 
     def _build_controls(self):
-        import ipywidgets as widgets
 
         style = {"description_width": "90px"}
         component = widgets.Dropdown(options=list(range(self.n_components)), value=0, description="component",

@@ -7,9 +7,12 @@ from __future__ import annotations
 
 import math
 
+import ipywidgets as widgets
 import torch
 
-from .. import _checks
+from .. import _checks, gmm
+from ..mixing import affinity
+from ..plots import COLORS, component_colors, new_figure, plot_responsibilities_2d
 from ._base import Explorer
 
 __all__ = ["QueryExplorer", "query_explorer"]
@@ -52,7 +55,6 @@ class QueryExplorer(Explorer):
         return torch.full_like(self.means, self.variance)
 
     def _gamma(self, x: torch.Tensor, variance: float) -> torch.Tensor:
-        from .. import gmm
 
         k = self.means.shape[0]
         variances = torch.full_like(self.means, variance)
@@ -71,7 +73,6 @@ class QueryExplorer(Explorer):
     def rows(self) -> dict[str, torch.Tensor]:
         """The quantities the figure shows: ``gamma_q`` ``(K,)``, and the attention rows ``gma`` and ``softmax``
         ``(n_keys,)`` of the query over the keys (each sums to 1, GMA's up to its eps)."""
-        from ..mixing import affinity
 
         gamma_q = self._gamma(self.query.unsqueeze(0), self.variance)
         gamma_k = self._gamma(self.keys, self.variance)
@@ -81,7 +82,6 @@ class QueryExplorer(Explorer):
 
     def figure(self):
         """A new matplotlib ``Figure``: the plane (components, keys, the query), ``gamma(q)``, the two rows."""
-        from ..plots import COLORS, component_colors, new_figure, plot_responsibilities_2d
 
         rows = self.rows()
         fig, axes = new_figure(3, width=11.5, height=3.6)
@@ -111,7 +111,6 @@ class QueryExplorer(Explorer):
         return fig
 
     def _build_controls(self):
-        import ipywidgets as widgets
 
         style = {"description_width": "70px"}
         query_x = widgets.FloatSlider(value=float(self.query[0]), min=-5.0, max=5.0, step=0.1,

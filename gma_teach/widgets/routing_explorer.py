@@ -7,9 +7,12 @@ from __future__ import annotations
 
 from collections.abc import Sequence
 
+import ipywidgets as widgets
 import numpy as np
 
 from .. import _checks, diagnostics
+from ..plots import new_figure
+from ..plots.routing import dominant_component_colors
 from ._base import Explorer
 
 __all__ = ["RoutingExplorer", "routing_explorer"]
@@ -52,8 +55,6 @@ class RoutingExplorer(Explorer):
     def figure(self):
         """A new matplotlib ``Figure``: the chosen token's responsibility vector, and the chosen component's
         responsibility at every position (positions where it wins are marked)."""
-        from ..plots import new_figure
-        from ..plots.routing import dominant_component_colors
 
         n_tokens, n_components = self.resp.shape
         colors = dominant_component_colors(n_components)
@@ -84,7 +85,6 @@ class RoutingExplorer(Explorer):
         return fig
 
     def _build_controls(self):
-        import ipywidgets as widgets
 
         style = {"description_width": "90px"}
         position = widgets.IntSlider(value=self.position, min=0, max=self.resp.shape[0] - 1,
