@@ -96,7 +96,7 @@ def seed_everything(seed: int) -> None:
 
 def _triton_line() -> str:
     try:
-        from . import kernels
+        from . import kernels  # optional dependency: the kernels need triton
     except ImportError as error:  # the package works without triton
         return f"not available ({error})"
     return kernels.triton_status()

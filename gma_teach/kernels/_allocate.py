@@ -27,13 +27,10 @@ def load_kernels():
 
 def allocated_bytes(kernel, constants: dict, pointer_dtype: str, arch: int, num_warps: int, num_stages: int,
                     full: bool = False) -> int:
-    import triton  # optional dependency: triton, imported only when a launch is sized
-
-    # optional dependency: triton, imported only when a launch is sized
+    # triton is an optional dependency: imported only when a launch is sized
+    import triton
     from triton._C.libtriton import ir, nvidia, passes
     from triton.backends.compiler import GPUTarget
-
-    # optional dependency: triton, imported only when a launch is sized
     from triton.backends.nvidia.compiler import get_ptx_version_from_options
     from triton.compiler.compiler import make_backend
 
