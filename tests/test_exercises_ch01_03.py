@@ -6,7 +6,7 @@ import pytest
 import torch
 
 from gma_teach.exercises import ExerciseError, NotAttempted, ch01, ch02, ch03, checker
-from gma_teach.exercises._common import call_reader, not_attempted_message
+from gma_teach.exercises._common import call_reader, correct_message, not_attempted_message
 
 
 # ----------------------------------------------------------------------------------------------- the protocol
@@ -55,6 +55,16 @@ def test_checker_decorator_prints_the_remark_and_keeps_the_check_signature(capsy
     with pytest.raises(ExerciseError, match=r"^Exercise 12\.3: double it$"):
         check_double(lambda x: x)
     assert not_attempted_message("12.3").startswith("Exercise 12.3: not attempted yet")
+
+
+def test_a_long_remark_wraps_to_the_page():
+    remark = "the in-chunk products add work but no traffic, so the causal kernel meets the ridge sooner"
+    lines = correct_message("7.5", remark).split("\n")
+    assert len(lines) == 2 and all(len(line) <= 75 for line in lines)
+    assert lines[0].startswith("Exercise 7.5: correct -- the in-chunk") and lines[1].startswith("    ")
+    assert " ".join(line.strip() for line in lines) == f"Exercise 7.5: correct -- {remark}"
+    assert correct_message("7.5") == "Exercise 7.5: correct"
+    assert len(not_attempted_message("12.3")) <= 75
 
 
 @pytest.mark.parametrize("number", ["4", "4.1a", 4.1, "Exercise 4.1"])

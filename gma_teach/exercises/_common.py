@@ -16,6 +16,7 @@ from __future__ import annotations
 
 import functools
 import re
+import textwrap
 
 import torch
 
@@ -54,12 +55,25 @@ def not_attempted_message(exercise: str) -> str:
     return f"Exercise {exercise}: not attempted yet (fill in the cell above and run it again)"
 
 
+LINE_WIDTH = 75
+"""Characters a printed line may use: what a code block of the book shows at the theme's default width."""
+
+
+def correct_message(exercise: str, remark: str | None = None) -> str:
+    """The lines a checker prints for a right answer: ``"Exercise 4.1: correct"``, then ``" -- remark"`` when there
+    is one, wrapped at :data:`LINE_WIDTH` characters (continuation lines indented by four spaces)."""
+    line = f"Exercise {exercise}: correct" + (f" -- {remark}" if remark else "")
+    return textwrap.fill(line, width=LINE_WIDTH, subsequent_indent="    ", break_long_words=False,
+                         break_on_hyphens=False)
+
+
 def checker(exercise: str):
     """Decorate a check function as the checker of ``Exercise <exercise>`` (e.g. ``@checker("4.1")``).
 
     The decorated function calls the reader's code through ``call_reader``, raises :class:`ExerciseError` for a
     wrong answer and returns ``None`` or a short remark for a right one. The checker it becomes prints
-    ``"Exercise 4.1: correct"`` (``" -- remark"`` appended when there is one) or, for a stub, the
+    ``"Exercise 4.1: correct"`` (``" -- remark"`` appended when there is one, wrapped to the page by
+    :func:`correct_message`) or, for a stub, the
     ``not_attempted_message``; it returns ``None``. It takes one more keyword argument, ``strict``: when true, a
     stub raises :class:`NotAttempted` instead of printing (an instructor's grading loop counts that as a fail).
     """
@@ -80,7 +94,7 @@ def checker(exercise: str):
                 if not str(error).startswith("Exercise "):
                     error.args = (f"Exercise {exercise}: {error}",)
                 raise
-            print(f"Exercise {exercise}: correct" + (f" -- {remark}" if remark else ""))
+            print(correct_message(exercise, remark))
 
         run.exercise = exercise
         return run

@@ -30,10 +30,10 @@ def configure() -> dict:
     imported_before = "triton" in sys.modules
     requested = os.environ.get("TRITON_INTERPRET", "").strip().lower() in ("1", "true", "yes", "on")
     if requested:
-        _STATE["note"] = "TRITON_INTERPRET=1 was set in the environment"
+        _STATE["note"] = "you set TRITON_INTERPRET=1"
     elif not torch.cuda.is_available():
         os.environ["TRITON_INTERPRET"] = "1"
-        _STATE["note"] = "TRITON_INTERPRET=1 set by gma_teach: no CUDA GPU"
+        _STATE["note"] = "no CUDA GPU, so TRITON_INTERPRET=1"
     try:
         import triton  # optional dependency: triton
     except Exception as error:  # installed but broken (e.g. a missing compiler runtime)
