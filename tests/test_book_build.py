@@ -83,6 +83,18 @@ def test_strict_execution_fails_and_caches_nothing_while_the_reader_build_caches
     assert after.outputs[0]["text"] == "after the error\n"  # the cells after the error ran
 
 
+@pytest.mark.slow
+def test_execute_all_times_each_notebook(tmp_path):
+    path = throwaway_book(tmp_path)
+    timings = []
+    failures = build_book.execute_all([path], "tiny", strict=False, cache_path=tmp_path / "_build" / ".jupyter_cache",
+                                      timings=timings)
+    assert failures == []
+    (timing,) = timings
+    assert timing["notebook"] == str(path) and timing["succeeded"] is True
+    assert 0 < timing["seconds"] < 600 and timing["expected_seconds"] > 0 and timing["modelled"] is False
+
+
 def test_toc_notebooks_are_the_book_in_reading_order():
     notebooks = build_book.toc_notebooks()
     names = [path.name for path in notebooks]

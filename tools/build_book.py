@@ -4,6 +4,7 @@ README's command 1 runs it from the repository root::
 
     python tools/build_book.py                 # the reader's build: a failing cell shows its error on its page
     python tools/build_book.py --strict        # CI: any cell error fails the run, and the rendering uses -W -n
+    python tools/build_book.py --record book/results/build_seconds_cpu_small.json   # ... and record its times
 
 Every notebook of ``_toc.yml`` is executed by the same myst-nb client that ``jupyter-book build .`` uses, into the same
 jupyter-cache folder (``_build/.jupyter_cache``), so the rendering that follows finds every notebook cached and
@@ -29,6 +30,8 @@ from pathlib import Path
 
 import yaml
 from tqdm import tqdm
+
+from gma_teach.records import load_average, provenance, write_record
 
 ROOT = Path(__file__).resolve().parent.parent
 STRICT_CELL_TIMEOUT = 1800  # seconds a cell may run in the strict build (CI, at tiny) before it counts as hung
@@ -115,6 +118,11 @@ def execute_into_cache(path: Path, cache_path: Path, *, strict: bool) -> tuple[b
     return bool(succeeded), seconds, (error or "") + ("\n" + "\n".join(logger.warnings) if logger.warnings else "")
 
 
+def _shown(path: Path) -> str:
+    """``path`` as the build shows it: relative to the repository root when it is inside it."""
+    return str(path.relative_to(ROOT)) if path.is_relative_to(ROOT) else str(path)
+
+
 def _tick(bar: tqdm, start_position: float, budget: float, stop: threading.Event):
     """Move ``bar`` with the clock while a notebook runs, up to just short of its expected end."""
     started = time.perf_counter()
@@ -124,8 +132,13 @@ def _tick(bar: tqdm, start_position: float, budget: float, stop: threading.Event
             bar.update(target - bar.n)
 
 
-def execute_all(notebooks: list[Path], scale: str, *, strict: bool, cache_path: Path) -> list[tuple[Path, str]]:
-    """Execute ``notebooks`` one at a time with a bar in expected seconds; returns the failures ``(path, message)``."""
+def execute_all(notebooks: list[Path], scale: str, *, strict: bool, cache_path: Path,
+                timings: list | None = None) -> list[tuple[Path, str]]:
+    """Execute ``notebooks`` one at a time with a bar in expected seconds; returns the failures ``(path, message)``.
+
+    ``timings``: a list that receives, per notebook, ``{"notebook", "seconds", "expected_seconds", "modelled",
+    "succeeded", "load_after"}`` (wall seconds, whether the cost model covers it, the 1-minute load average after it).
+    """
     expected = {path: expected_seconds(path, scale) for path in notebooks}
     total = sum(seconds for seconds, _ in expected.values())
     failures = []
@@ -135,7 +148,7 @@ def execute_all(notebooks: list[Path], scale: str, *, strict: bool, cache_path: 
         for index, path in enumerate(notebooks, 1):
             seconds, modelled = expected[path]
             estimate = f"expected {seconds / 60:.1f} min" if modelled else "no estimate"
-            bar.set_description(f"[{index}/{len(notebooks)}] {path.relative_to(ROOT)} ({estimate})")
+            bar.set_description(f"[{index}/{len(notebooks)}] {_shown(path)} ({estimate})")
             stop = threading.Event()
             ticker = threading.Thread(target=_tick, args=(bar, position, seconds, stop), daemon=True)
             ticker.start()
@@ -146,8 +159,13 @@ def execute_all(notebooks: list[Path], scale: str, *, strict: bool, cache_path: 
                 ticker.join()
             position += seconds
             bar.update(max(position - bar.n, 0))
+            if timings is not None:
+                load = load_average()
+                timings.append({"notebook": _shown(path), "seconds": round(took, 1),
+                                "expected_seconds": round(seconds, 1), "modelled": modelled,
+                                "succeeded": succeeded, "load_after": load[0] if load else None})
             outcome = "ok" if succeeded else "FAILED"
-            bar.write(f"{path.relative_to(ROOT)}: {outcome} in {took:.0f} s ({estimate})")
+            bar.write(f"{_shown(path)}: {outcome} in {took:.0f} s ({estimate})")
             if not succeeded:
                 failures.append((path, message))
     return failures
@@ -160,7 +178,11 @@ def main(argv=None) -> int:
     parser.add_argument("--execute-only", action="store_true", help="fill the cache, do not render")
     parser.add_argument("--builddir", type=Path, default=ROOT / "_build",
                         help="jupyter-book's output folder (the cache is its .jupyter_cache)")
+    parser.add_argument("--record", type=Path, default=None,
+                        help="write the measured times (each notebook, the rendering, the whole command) and their "
+                             "provenance to this JSON file")
     args = parser.parse_args(argv)
+    started = time.perf_counter()
 
     if args.builddir.name != "_build":
         parser.error(f"--builddir must end in _build (jupyter-book writes there), got {args.builddir}")
@@ -170,11 +192,18 @@ def main(argv=None) -> int:
     # (gma_teach.train), and this command shows its own bar instead.
     os.environ.setdefault("CI", "1")
     notebooks = toc_notebooks()
+    cache_path = args.builddir / ".jupyter_cache"
+    command_line = "python tools/build_book.py " + " ".join(argv if argv is not None else sys.argv[1:])
+    record = {**provenance(command_line.strip()), "scale": scale(), "strict": args.strict,
+              "cache_was_empty": not cache_path.exists(),
+              "what": "wall seconds of README's command 1: each notebook executed into jupyter-book's cache, the "
+                      "rendering, and the whole command", "notebooks": []}
     print(f"executing {len(notebooks)} notebooks at scale {scale()!r} into {args.builddir / '.jupyter_cache'}"
           f"{' (strict)' if args.strict else ''}", flush=True)
-    failures = execute_all(notebooks, scale(), strict=args.strict, cache_path=args.builddir / ".jupyter_cache")
+    failures = execute_all(notebooks, scale(), strict=args.strict, cache_path=cache_path, timings=record["notebooks"])
+    record["execute_seconds"] = round(time.perf_counter() - started, 1)
     for path, message in failures:
-        print(f"\n{path.relative_to(ROOT)} failed:\n{message}", file=sys.stderr)
+        print(f"\n{_shown(path)} failed:\n{message}", file=sys.stderr)
     if failures and args.strict:
         print(f"strict build: {len(failures)} notebook(s) failed; not rendering", file=sys.stderr)
         return 1
@@ -184,7 +213,14 @@ def main(argv=None) -> int:
     if args.strict:
         command += ["-W", "-n", "--keep-going"]
     print("rendering:", " ".join(command), flush=True)
-    return subprocess.run(command, cwd=ROOT).returncode
+    rendered = time.perf_counter()
+    returncode = subprocess.run(command, cwd=ROOT).returncode
+    if args.record is not None:
+        record.update(render_seconds=round(time.perf_counter() - rendered, 1), render_returncode=returncode,
+                      total_seconds=round(time.perf_counter() - started, 1))
+        write_record(args.record, record)
+        print(f"recorded the times in {args.record}: {record['total_seconds'] / 60:.1f} min in all", flush=True)
+    return returncode
 
 
 if __name__ == "__main__":
