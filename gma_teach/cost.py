@@ -15,7 +15,11 @@ The formulas are deliberately simple and each is written next to the work it des
   forward + backward (measured: 2.03 matrices in ``profiling_cpu_small.json``);
 * GMA holds a few ``(B, H, N, K)`` tensors (measured: 3.2 with the backward) and never an ``N x N`` one;
 * training costs ``6 x parameters x tokens`` FLOPs plus three times the mixer's forward FLOPs, and holds the
-  weights, gradients and AdamW moments (16 bytes a parameter) plus the activations of every layer.
+  weights, gradients and AdamW moments (16 bytes a parameter) plus the activations of every layer;
+* the recall model of chapter 12 and the recall study is small enough that its activations stay in the CPU's caches:
+  its FLOPs and ops alone predict the recorded one-core runs at 0.66-1.07 of their time;
+* Triton's interpreter (chapters 7 and 7b on a CPU) costs a fixed time per launch and per block step of a program,
+  whatever the FLOPs.
 
 The CPU profile ``"cpu-2core"`` is calibrated on recorded measurements (the profiling sweep and the LM runs in
 :func:`gma_teach.measure.results_folder`); :func:`compare_with_record` sets the model beside any record. It predicts
@@ -25,7 +29,8 @@ record's load matters as much as its hardware: two OpenMP threads on an oversubs
 parallel region, so a run that shares the machine uses one thread. The GPU profiles are spec-sheet rates times fixed
 efficiencies until a GPU record exists.
 
-API: :func:`predict` (a chapter or an experiment at a scale on a device profile), :func:`fits` (within the
+API: :func:`predict` (a chapter of :data:`CHAPTERS` -- ``"ch01"`` ... ``"ch12"``, ``"ch07b"`` -- or one run of an
+experiment, ``"listops"``, ``"text"``, ``"lm"``, ``"recall"``, at a scale on a device profile), :func:`fits` (within the
 profile's memory and a time budget), :func:`point_fits` (would one sweep point fit: for skipping it before it runs
 out of memory), :func:`current_profile` (the profile closest to this machine).
 """
@@ -356,7 +361,7 @@ def training_work(*, n_steps: int, batch_size: int, seq_len: int, d_model: int, 
 # ----------------------------------------------------------------------------------------------------------------
 LISTOPS_SECONDS_PER_TOKEN = 22e-6  # the generator on one core: 2.8 ms a tree of 126 tokens, 17.5 ms of 1089
 CHAPTER_FIXED_SECONDS = 25.0  # a kernel start, the imports and the figures of a chapter, on the host
-"""Fixed cost of any chapter (see ``CALIBRATION``; the tiny times minus their predicted work)."""
+"""Fixed cost of any chapter (a kernel start, the imports, the figures): most of a light chapter's time at tiny."""
 
 
 def _sweep_point(label, work, calls, *, single_thread=True):
@@ -463,26 +468,136 @@ def _ch06(p, on_cuda):
     return points
 
 
-INTERPRETER_SLOWDOWN = 200.0  # Triton's interpreter against the same work in torch, on a CPU (chapter 7's tiny run)
+# Triton's interpreter (a CPU without a GPU) runs every program of a launch in Python on numpy tiles, so its time is
+# set by how many (row block x K tile) steps the programs take and how many launches there are, not by the FLOPs
+# (on these sizes a FLOP count times a constant factor misses by 20 to 200 times). Fitted (least squares on the ratio)
+# to 14 calls of gma_teach.kernels.gma_triton timed on one core (B=1, H=1-2, N=17-1024, d=5-64, K=3-128, causal or
+# not, forward or forward + backward; six of them chapter 7b's timing cell at small): every one within a factor 1.5
+# of the model (forward-only calls run faster than it says).
+INTERPRETED_SECONDS_PER_BLOCK = 0.0125
+"""Seconds one interpreted program takes for one ``(rows x K tile)`` block step of the GMA kernels, one core."""
+INTERPRETED_SECONDS_PER_LAUNCH = 0.003
+"""Seconds of one interpreted kernel launch beyond its block steps (the interpreter copies every argument)."""
+INTERPRETED_CAUSAL_FACTOR = 1.5
+"""A causal block step's time against a bidirectional one's: it also builds its chunk's ``(rows x rows)`` affinity."""
+INTERPRETED_ROWS = 64
+"""Rows per block and longest causal chunk of the interpreted kernels (``gma_teach.kernels.tile_sizes(...,
+arch=None)``: 64 rows and K tiles of at most 64 components; tests/test_cost.py checks it against the kernels)."""
+TRITON_COMPILE_SECONDS = 1.0
+"""Compiling one kernel specialization on a GPU (a launch with new tiles or flags compiles once; an estimate until
+a GPU record measures it)."""
+TRITON_KERNELS_PER_DIRECTION = 11
+"""Kernels a forward + backward compiles in one direction (``gma_teach.kernels``' launch list: 10 bidirectional,
+11 causal)."""
+
+
+def _tile(size: int) -> int:
+    return max(16, 1 << max(0, size - 1).bit_length())  # the kernels' padded tile: a power of two, at least 16
+
+
+def triton_gma_launches(batch_size: int, n_heads: int, n_q: int, n_k: int, n_components: int, *, causal: bool,
+                        backward: bool, chunk_size: int | None = None) -> tuple[int, int]:
+    """``(launches, block steps)`` of one :func:`gma_teach.kernels.gma_triton` call as interpreted on a CPU.
+
+    A block step is one program's pass over one block of rows (``INTERPRETED_ROWS``, or the causal chunk) and one K
+    tile: the forward computes the queries' and keys' log-normalizers, the keys' states and the output (four
+    passes over the tokens), the backward recomputes the states of both sides and runs the query, key and two
+    mixture-gradient kernels (six more, and a seventh for the causal in-chunk term of the queries).
+    """
+    rows = min(chunk_size or INTERPRETED_ROWS, INTERPRETED_ROWS) if causal else INTERPRETED_ROWS
+    k_tiles = math.ceil(n_components / min(INTERPRETED_ROWS, _tile(n_components)))
+    q_blocks, k_blocks = math.ceil(n_q / rows), math.ceil(n_k / rows)
+    b_h = batch_size * n_heads
+    launches, passes = 5, 2 * q_blocks + 2 * k_blocks  # log-normalizers (2), state, carry, output
+    if backward:
+        launches += 8 + int(causal)  # states (2), carries (2), query (+ in chunk), key, mixture (2)
+        passes += 3 * q_blocks + 3 * k_blocks + int(causal) * q_blocks
+    return launches, b_h * k_tiles * passes
+
+
+def triton_gma_work(batch_size: int, n_heads: int, n_q: int, n_k: int, d_route: int, d_value: int,
+                    n_components: int, *, causal: bool, backward: bool, on_cuda: bool,
+                    chunk_size: int | None = None) -> Work:
+    """One :func:`gma_teach.kernels.gma_triton` call: on a GPU the compiled kernels do the linear form's work
+    (:func:`attention_work`) reading each input once; on a CPU the interpreter's time is counted per launch and
+    per block step (:func:`triton_gma_launches`), as directly timed work."""
+    linear = attention_work("gma_linear", batch_size, n_heads, max(n_q, n_k), d_route, d_value, n_components,
+                            backward=backward)
+    if on_cuda:
+        launches = triton_gma_launches(batch_size, n_heads, n_q, n_k, n_components, causal=causal,
+                                       backward=backward, chunk_size=chunk_size)[0]
+        return Work(linear.flops, linear.bytes / 4, launches, linear.peak / 4)
+    launches, blocks = triton_gma_launches(batch_size, n_heads, n_q, n_k, n_components, causal=causal,
+                                           backward=backward, chunk_size=chunk_size)
+    block_seconds = INTERPRETED_SECONDS_PER_BLOCK * (INTERPRETED_CAUSAL_FACTOR if causal else 1.0)
+    return Work(0.0, 0.0, 10 * launches, linear.peak / 4,
+                seconds=launches * INTERPRETED_SECONDS_PER_LAUNCH + blocks * block_seconds)
 
 
 def _ch07(p, on_cuda):
-    slowdown = 1.0 if on_cuda else INTERPRETER_SLOWDOWN
-    points = []
-    for n_q, n_k, d, d_v, k, _causal in p.cases:  # causal or not: the same work to within the model's precision
-        work = attention_work("gma_linear", 1, 1, max(n_q, n_k), d, d_v, k, backward=True)
-        points.append(Point(f"case {n_q}x{n_k} K={k}", Work(work.flops * slowdown, work.bytes, work.ops * 3,
-                                                             work.peak)))
+    # The chapter's own kernels are toys: a vector, a 37 x 5 matrix, 50 x 7 logits (a few programs each), then
+    # its responsibility kernel and the package's on the demo sizes (one K tile of all components per program).
+    d = p.demo
+    b_h, n, k = d["batch_size"] * d["n_heads"], d["n_tokens"], d["n_components"]
+    toys = math.ceil(p.vector_len / p.vector_block) + math.ceil(37 / 16) + math.ceil(50 / 16)
+    mine = b_h * math.ceil(n / 32)  # my_responsibilities: blocks of 32 rows
+    package = 2 * b_h * math.ceil(n / INTERPRETED_ROWS) * math.ceil(k / min(INTERPRETED_ROWS, _tile(k)))
+    blocks, launches = toys + mine + package, 6
+    if on_cuda:
+        work = Work(4 * b_h * n * k * d["d_route"], FLOAT32 * b_h * n * (d["d_route"] + k) * 3, launches,
+                    FLOAT32 * b_h * n * k)
+        return [Point("toy kernels and the demo responsibilities", work), Point(
+            "compile", Work(seconds=launches * TRITON_COMPILE_SECONDS), on="host")]
+    seconds = launches * INTERPRETED_SECONDS_PER_LAUNCH + blocks * INTERPRETED_SECONDS_PER_BLOCK
+    return [Point("toy kernels and the demo responsibilities", Work(0, 0, 100, FLOAT32 * b_h * n * k,
+                                                                  seconds=seconds))]
+
+
+def _ch07b(p, on_cuda):
+    """Chapter 7b reads chapter 7's preset: the demo (a forward, two causal forwards), the cases against the float64
+    spec (each forward + backward, with two heads; the first two twice), the precision table and the timing."""
+    d = p.demo
+    demo_sizes = (d["batch_size"], d["n_heads"], d["n_tokens"], d["n_tokens"], d["d_route"], d["d_value"],
+                  d["n_components"])
+    demo = triton_gma_work(*demo_sizes, causal=False, backward=False, on_cuda=on_cuda)
+    demo += triton_gma_work(*demo_sizes, causal=True, backward=False, on_cuda=on_cuda,
+                            chunk_size=d["chunk_size"]) * 2
+    points = [Point("demo: forward, causal forward twice", demo)]
+    for i, (n_q, n_k, d_route, d_value, k, causal) in enumerate(p.cases):
+        heads, calls = 2, 2 if i < 2 else 1  # max_errors' two heads; the first two cases print again
+        kernel = triton_gma_work(1, heads, n_q, n_k, d_route, d_value, k, causal=causal, backward=True,
+                                 on_cuda=on_cuda)
+        spec = attention_work("gma_naive_causal" if causal else "gma_naive", 1, heads, max(n_q, n_k), d_route,
+                              d_value, k, backward=True)  # float64 on the host: twice float32's bytes
+        points.append(Point(f"case {n_q}x{n_k} K={k}", kernel * calls))
+        points.append(Point(f"case {n_q}x{n_k} K={k}: float64 spec", Work(spec.flops * 2, spec.bytes * 2,
+                                                                          spec.ops, spec.peak * 2) * calls,
+                            on="host"))
+    q = p.precision
+    exact = Work(2 * 2 * q["n_tokens"] * q["n_components"] * 2 * q["d_route"] + 30 * q["n_tokens"]
+                 * q["n_components"], 8 * 6 * q["n_tokens"] * q["n_components"], 30)
+    rows = Work(6 * 2 * q["n_tokens"] * q["n_components"] * 2 * q["d_route"] + 60 * q["n_tokens"]
+                * q["n_components"], 4 * 12 * q["n_tokens"] * q["n_components"], 60)  # six rows, splits thrice
+    points.append(Point("precision table", (exact + rows) * 3, on="host"))
     t = p.timing
+    sizes = (t["batch_size"], t["n_heads"])
     for n in t["seq_lens"]:
-        for form in ("gma_linear", "gma_chunked"):  # each against the kernel of the same direction
-            work = attention_work(form, t["batch_size"], t["n_heads"], n, t["d_route"], t["d_value"],
-                                  t["n_components"], backward=True)
-            kernel = Work(work.flops * slowdown, work.bytes / 4, 6, work.peak / 4)
-            points.append(Point(f"timing {form} N={n}", (work + kernel) * (1 + t["repeat"])))
-    precision = p.precision
-    points.append(Point("precision table", Work(4 * 4 * precision["n_tokens"] * precision["n_components"]
-                                                * precision["d_route"], 0, 40)))
+        calls = 1 + t["repeat"]  # compare_timings: one warm-up call, then the repeats
+        for causal, form in ((False, "gma_linear"), (True, "gma_chunked")):
+            kernel = triton_gma_work(*sizes, n, n, t["d_route"], t["d_value"], t["n_components"], causal=causal,
+                                     backward=True, on_cuda=on_cuda)
+            torch_form = attention_work(form, *sizes, n, t["d_route"], t["d_value"], t["n_components"],
+                                        backward=True)
+            points.append(Point(f"timing {'causal' if causal else 'bidirectional'} N={n}",
+                                (kernel + torch_form) * calls, single_thread=True))
+    if on_cuda:  # each new set of tiles compiles a direction's kernels anew
+        calls = [(d["d_route"], d["d_value"], d["n_components"], causal) for causal in (False, True)]
+        calls += [case[2:] for case in p.cases]
+        calls += [(t["d_route"], t["d_value"], t["n_components"], causal) for causal in (False, True)]
+        tiles = {(_tile(d_route), _tile(d_value), min(INTERPRETED_ROWS, _tile(k)), causal)
+                 for d_route, d_value, k, causal in calls}
+        points.append(Point("compile the kernels", Work(seconds=len(tiles) * TRITON_KERNELS_PER_DIRECTION
+                                                        * TRITON_COMPILE_SECONDS), on="host"))
     return points
 
 
@@ -575,6 +690,109 @@ def _ch11(p, on_cuda):
     return points
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# The recall model (chapter 12 and the recall study)
+# ----------------------------------------------------------------------------------------------------------------
+MQAR_SECONDS_PER_TOKEN = 2e-7  # gma_teach.tasks.mqar on one core: 0.24 s for the study's 21,500 examples of 64 tokens
+CONV_BLOCK_FLOPS_PER_TOKEN_WIDTH = 2 * 3 + 1  # the short convolution's three taps and its gate (projections apart)
+CONV_BLOCK_OPS = 20  # pad, two projections, the depthwise convolution, the gate: forward + backward
+OPTIMIZER_OPS_PER_TENSOR = 15  # AdamW's per-tensor loop on a CPU, the gradient clipping and zeroing
+CPU_CACHE_BYTES = 8 * 2**20
+"""A tensor at most this large is read back from the CPU's caches between operations, not from memory: the recall
+model's ``(B, N, D)`` activation of the study is 1 MiB, GMA's ``(B, H, N, K)`` one 4 MiB at K=256."""
+
+RECALL_RUN = dict(seq_len=64, vocab_size=256, kv_pairs=(4, 6, 8, 12, 16), n_train=20_000, n_val=500, n_test=1_000,
+                  n_heads=1, batch_size=64, steps=1_000, width=64,
+                  arm={"mixer": "gma", "options": {"n_components": 256}})
+"""The recall study's sizes that one run's cost depends on, as ``gma_teach.runs.settings.RECALL_STUDY`` declares
+them, with the run the ``"recall"`` entry predicts: its largest GMA arm (``gma_k256``) at its first width. A copy,
+because this module cannot import the run wing (``gma_teach.runs.profiling`` imports this one, and the package's
+rooms may not import each other both ways); tests/test_cost.py checks that it equals the declared study."""
+
+
+def recall_run_work(*, seq_len: int, vocab_size: int, kv_pairs, batch_size: int, n_steps: int, d_model: int,
+                    n_heads: int, mixer: str, n_components: int = 64, n_features: int = 64, n_eval_examples: int = 0,
+                    n_parameter_tensors: int = 24) -> Work:
+    """One training run of the recall model (:func:`gma_teach.runs.recall.build_model`): two blocks without an FFN,
+    a short convolution then ``mixer``, logits only at the queries (an example at ``n`` kv pairs has ``n``).
+
+    FLOPs: the six ``D x D`` projections (two in the convolution block, four around the mixer) on every token, the
+    mixer's core (its :class:`~gma_teach.mixers.BlockCost`), the output layer at the queries; three times that for a
+    training step, once for each of the ``n_eval_examples``. Bytes: the activations' passes when they outgrow
+    :data:`CPU_CACHE_BYTES`, none when they stay in the caches. Ops: both blocks' forward + backward, the optimizer
+    over ``n_parameter_tensors`` tensors, 60 for the batch, the loss and the step. Peak: the model, its gradients
+    and AdamW's moments, and the activations of a batch."""
+    queries = sum(kv_pairs) / len(kv_pairs)
+    sizes = dict(n_components=n_components, n_features=n_features, linformer_k=64)
+    tokens = batch_size * seq_len
+    per_batch = (tokens * (12 * d_model**2 + CONV_BLOCK_FLOPS_PER_TOKEN_WIDTH * d_model)
+                 + mixer_flops(mixer, batch_size, seq_len, d_model, n_heads, **sizes)
+                 + batch_size * queries * 2 * d_model * vocab_size)
+    mixer_values = _mixer_peak_values(mixer, batch_size, seq_len, d_model, n_heads, **sizes)
+    activations = FLOAT32 * (mixer_values + 16 * tokens * d_model)  # + the convolution block, norms, residuals
+    extra = _block_cost(mixer).extra_peak_values(_sizes(batch_size, seq_len, d_model, n_heads, **sizes))
+    largest = FLOAT32 * max(tokens * d_model, extra / 2)  # extra: two or more tensors (softmax 2, GMA 3.2)
+    streamed = 0.0 if largest <= CPU_CACHE_BYTES else 3 * activations
+    eval_batches = n_eval_examples / batch_size
+    ops_per_step = (_block_cost(mixer).ops + 30) + (CONV_BLOCK_OPS + 30) \
+        + OPTIMIZER_OPS_PER_TENSOR * n_parameter_tensors + 60
+    parameters = 6 * d_model**2 + d_model * (vocab_size + seq_len)
+    return Work(per_batch * (3 * n_steps + eval_batches), streamed * (n_steps + eval_batches / 3),
+                ops_per_step * n_steps + 60 * eval_batches, 16 * parameters + activations)
+
+
+def _recall_run_point(design: dict, arm: dict, width: int, *, evaluate: bool) -> Point:
+    """One run of the recall model: ``design`` holds a study's sizes (``RECALL_RUN``, a study's design such as a
+    record's ``"design"``), ``arm`` its mixer and options (``{"mixer", "options", "n_heads"}``)."""
+    options = arm.get("options") or {}
+    work = recall_run_work(seq_len=design["seq_len"], vocab_size=design["vocab_size"], kv_pairs=design["kv_pairs"],
+                           batch_size=design["batch_size"], n_steps=design["steps"], d_model=width,
+                           n_heads=arm.get("n_heads", design["n_heads"]), mixer=arm["mixer"],
+                           n_components=options.get("n_components", 64), n_features=options.get("n_features", 64),
+                           n_eval_examples=design["n_val"] + design["n_test"] if evaluate else 0)
+    label = f"recall {arm['mixer']}" + "".join(f" {key}={value}" for key, value in options.items()) + f" d={width}"
+    return Point(label, work, single_thread=True)  # the study and chapter 12 train on one CPU thread
+
+
+def _mqar_point(design: dict) -> Point:
+    examples = design["n_train"] + design["n_val"] + design["n_test"]
+    return Point("generate the MQAR splits", Work(seconds=examples * design["seq_len"] * MQAR_SECONDS_PER_TOKEN),
+                 on="host")
+
+
+def _recall(p, on_cuda):
+    """One run of the recall study (one arm, seed and learning rate, training and its evaluation) at
+    :data:`RECALL_RUN`; the study has one declared setting, not a preset per scale, so every scale predicts it."""
+    return [_mqar_point(RECALL_RUN), _recall_run_point(RECALL_RUN, RECALL_RUN["arm"], RECALL_RUN["width"],
+                                                       evaluate=True)]
+
+
+RECALL_DEMO_OPS = 30  # one float64 store-and-recall of chapter 12's exact demo (routing, write, read, scoring)
+
+
+def _ch12(p, on_cuda):
+    """Chapter 12: the exact demos and the Monte Carlo in float64, the state-byte table (each mixer decodes its
+    tokens one step at a time), then the live MQAR run: SDPA and GMA K=``live_gma_k`` at ``live_width`` on the
+    recall study's model, shrunk to ``live`` (one head, one thread on a CPU); the study's records are only read."""
+    k = p.n_slots
+    pairs = range(1, p.max_pairs + 1)
+    curves = (2 + 2 + 2 * len(p.decays)) * len(pairs)  # two scorings, demo and formula, and each decay's curve
+    demo = Work(sum(4 * n * n * k for n in pairs) * (2 + len(p.decays)), 0, curves * RECALL_DEMO_OPS)
+    carlo = sum((Work(4 * p.mc_trials * n * n * k, 8 * 4 * p.mc_trials * n * k, RECALL_DEMO_OPS)
+                for n in (k // 2, k, 2 * k)), Work())
+    horizon = Work(sum(4 * s**3 for s in p.horizon_slots) * len(p.decays), 0,
+                   sum(5 * s for s in p.horizon_slots) * len(p.decays))  # decayed writes: one step a key
+    decoded = 2 * len(p.state_seq_lens) * p.state_seq_lens[-1] + 12 * p.state_seq_lens[0]  # steps of the table
+    states = Work(decoded * 4 * p.state_width**2, 0, decoded * 20)
+    points = [Point("exact demos and the Monte Carlo", demo + carlo + horizon, on="host"),
+              Point("state-byte table", states, on="host")]
+    live = dict(p.live, n_heads=1)  # the recall study's one head
+    points.append(_mqar_point(live))
+    for arm in ({"mixer": "sdpa"}, {"mixer": "gma", "options": {"n_components": p.live_gma_k}}):
+        points.append(_recall_run_point(live, arm, p.live_width, evaluate=True))
+    return points
+
+
 def _experiment(name):
     def points(q, on_cuda):
         if name == "lm":
@@ -584,26 +802,40 @@ def _experiment(name):
 
 
 CHAPTERS = {"ch01": _ch01, "ch02": _ch02, "ch03": _ch03, "ch04": _ch04, "ch05": _ch05, "ch06": _ch06, "ch07": _ch07,
-            "ch08": _ch08, "ch09": _ch09, "ch10": _ch10, "ch11": _ch11, "listops": _experiment("listops"),
-            "text": _experiment("text"), "lm": _experiment("lm")}
-"""Every preset the model covers -- the chapters, and one GMA run (one seed) of each experiment."""
+            "ch07b": _ch07b,
+            "ch08": _ch08, "ch09": _ch09, "ch10": _ch10, "ch11": _ch11, "ch12": _ch12,
+            "listops": _experiment("listops"), "text": _experiment("text"), "lm": _experiment("lm"),
+            "recall": _recall}
+"""Everything the model predicts, by key: the chapters ``"ch01"`` ... ``"ch12"`` with ``"ch07b"`` (the keys
+``tools/build_book.py`` and ``tools/time_chapters.py`` derive from the notebooks' names; chapter 7b reads chapter 7's
+preset, see :data:`PRESET_OF`); one GMA run (one seed) of each experiment preset, ``"listops"``, ``"text"`` and
+``"lm"``; and ``"recall"``, one run of the recall study (one arm, seed and learning rate: :data:`RECALL_RUN`, the
+same at every scale)."""
+
+
+PRESET_OF = {"ch07b": "ch07", "recall": None}
+"""The preset an entry of :data:`CHAPTERS` reads when it is not the entry's own name: chapter 7b runs on chapter 7's
+sizes; ``None``: the entry has no preset (the recall study's one setting, :data:`RECALL_RUN`)."""
 
 
 def points(chapter: str, scale: str, on_cuda: bool) -> list[Point]:
     """The :class:`Point` list of ``chapter`` (a key of :data:`CHAPTERS`) at ``scale`` (``on_cuda``: the device is a
-    GPU, so training uses mixed precision and chapter 7 its compiled kernels)."""
+    GPU, so training uses mixed precision and chapters 7 and 7b their compiled kernels)."""
     if not isinstance(chapter, str) or chapter not in CHAPTERS:
         raise ValueError(f"chapter must be one of {sorted(CHAPTERS)}, got {chapter!r}")
     if scale not in SCALES:
         raise ValueError(f"scale must be one of {SCALES}, got {scale!r}")
-    return CHAPTERS[chapter](preset_sizes(chapter, scale), on_cuda)
+    name = PRESET_OF.get(chapter, chapter)
+    return CHAPTERS[chapter](None if name is None else preset_sizes(name, scale), on_cuda)
 
 
 def predict(chapter: str, scale: str, device_profile="cpu-2core") -> Prediction:
     """Predicted time and peak memory of ``chapter`` at ``scale`` on ``device_profile``.
 
     Args:
-        chapter: ``"ch01"`` ... ``"ch11"``, or an experiment (``"listops"``, ``"text"``, ``"lm"``: one GMA run).
+        chapter: a key of :data:`CHAPTERS`: ``"ch01"`` ... ``"ch12"`` or ``"ch07b"``, or an experiment
+            (``"listops"``, ``"text"``, ``"lm"``: one GMA run of the preset; ``"recall"``: one run of the recall
+            study, :data:`RECALL_RUN`, whatever the scale).
         scale: one of ``gma_teach.environment.SCALES``.
         device_profile: a name of ``PROFILES`` or a :class:`DeviceProfile`.
 
@@ -672,7 +904,9 @@ def compare_with_record(record: dict, device_profile=None) -> list[dict]:
 
     Args:
         record: a loaded record of :func:`gma_teach.measure.results_folder`: a profiling sweep (``"results"`` rows
-            of chapter 8's protocol) or an experiment (``"experiment"``, ``"config"``, ``"runs"``).
+            of chapter 8's protocol), an experiment (``"experiment"``, ``"config"``, ``"runs"``) or an arm of the
+            recall study (``"design"``, ``"width"``, ``"runs"``: each run's training on one core, its
+            ``cpu_seconds``, against the model's single-threaded time; the mixer needs a cost-model entry).
         device_profile: the profile to predict with; default: ``"cpu-2core"`` for a CPU record, else the GPU
             profile whose name appears in the record's GPU name (``"t4"``, ``"a100"``, ...), else ``"h200"``.
 
@@ -710,8 +944,16 @@ def compare_with_record(record: dict, device_profile=None) -> list[dict]:
         return [{"label": f"{name} {mixer} seed {run['seed']}", "measured_seconds": run["train_seconds"],
                  "predicted_seconds": predicted, "measured_bytes": None, "predicted_bytes": point.work.peak}
                 for run in record["runs"]]
-    raise ValueError("record must be a profiling sweep (with 'results') or an experiment record (with 'experiment' "
-                     f"and 'runs'); got keys {sorted(record)}")
+    if "design" in record and "runs" in record and "arm" in record["design"]:
+        design = record["design"]
+        point = _recall_run_point(design, design["arm"], record["width"], evaluate=False)
+        predicted = point_seconds(point, device)
+        return [{"label": f"{record.get('study', 'recall')} {record['arm']} d={record['width']} lr={run['lr']:g} "
+                          f"seed {run['seed']}", "measured_seconds": run["cpu_seconds"],
+                 "predicted_seconds": predicted, "measured_bytes": None, "predicted_bytes": point.work.peak}
+                for run in record["runs"]]
+    raise ValueError("record must be a profiling sweep (with 'results'), an experiment record (with 'experiment' "
+                     f"and 'runs') or a recall study record (with 'design' and 'runs'); got keys {sorted(record)}")
 
 
 def _record_profile(record: dict) -> DeviceProfile:

@@ -1,14 +1,23 @@
 """The cost model (gma_teach.cost): every preset within its device's budget, and the model against measurements."""
 import json
 import math
+import statistics
+import sys
+from pathlib import Path
 
 import pytest
 import torch
 
 from gma_teach import baselines, cost, measure
 from gma_teach.environment import SCALES
+from gma_teach.runs.settings import RECALL_STUDY
 
-CHAPTERS = [f"ch{i:02d}" for i in range(1, 12)]
+ROOT = Path(__file__).resolve().parents[1]
+sys.path.insert(0, str(ROOT / "tools"))
+import build_book  # noqa: E402  (tools/ is not a package)
+import time_chapters  # noqa: E402
+
+CHAPTERS = [*(f"ch{i:02d}" for i in range(1, 13)), "ch07b"]
 GiB = 2**30
 
 
@@ -171,9 +180,109 @@ def test_host_work_beside_a_gpu_runs_on_the_host_profile():
     assert on_gpu.seconds == pytest.approx(on_cpu.seconds)
 
 
+def test_every_chapter_notebook_has_its_key_in_the_model():
+    notebooks = time_chapters.chapter_notebooks()
+    keys = {time_chapters.chapter_name(path) for path in notebooks}
+    assert {"ch07b", "ch12"} <= keys and keys <= set(cost.CHAPTERS), sorted(keys - set(cost.CHAPTERS))
+    assert [build_book.chapter_key(path) for path in notebooks] == [time_chapters.chapter_name(path)
+                                                                    for path in notebooks]
+
+
+@pytest.mark.parametrize("chapter", ["ch07b", "ch12"])
+def test_the_new_chapters_grow_with_the_scale(chapter):
+    times = [cost.predict(chapter, scale, "cpu-2core").seconds for scale in ("tiny", "small")]
+    assert 0 < times[0] < times[1], times
+    work = [sum(p.seconds for p in cost.predict(chapter, scale, "cpu-2core").points) for scale in ("tiny", "small")]
+    assert 0 < work[0] < work[1], work  # the points themselves, not only the fixed cost
+
+
+def test_chapter_7b_reads_chapter_7s_preset_and_chapter_7_no_longer_counts_its_work():
+    assert cost.PRESET_OF["ch07b"] == "ch07"
+    labels = [p.label for p in cost.predict("ch07b", "small").points]
+    assert any(label.startswith("case ") for label in labels) and any(label.startswith("timing ") for label in labels)
+    assert not [p.label for p in cost.predict("ch07", "small").points if p.label.startswith(("case ", "timing "))]
+
+
+def test_the_interpreted_tiles_are_the_kernels():
+    pytest.importorskip("triton")
+    from gma_teach import kernels
+
+    for n_components, d in ((3, 5), (40, 16), (128, 64), (256, 128)):
+        tiles = kernels.tile_sizes(n_components, d, d, arch=None)
+        assert tiles["rows"] == cost.INTERPRETED_ROWS, tiles
+        k_tiles = math.ceil(n_components / tiles["k_tile"])
+        blocks = cost.triton_gma_launches(1, 1, 100, 100, n_components, causal=False, backward=False)[1]
+        assert blocks == k_tiles * 4 * math.ceil(100 / tiles["rows"]), (n_components, tiles)
+
+
+def test_interpreted_kernels_cost_by_programs_and_compiled_ones_by_flops():
+    sizes = dict(batch_size=1, n_heads=2, n_q=256, n_k=256, d_route=16, d_value=16, n_components=32, backward=True)
+    short = cost.triton_gma_work(**{**sizes, "n_q": 128, "n_k": 128}, causal=False, on_cuda=False)
+    long = cost.triton_gma_work(**sizes, causal=False, on_cuda=False)
+    assert short.flops == long.flops == 0 and long.seconds > 1.5 * short.seconds
+    causal = cost.triton_gma_launches(1, 2, 256, 256, 32, causal=True, backward=True, chunk_size=32)
+    assert causal[1] > cost.triton_gma_launches(1, 2, 256, 256, 32, causal=False, backward=True)[1]
+    assert cost.triton_gma_work(**sizes, causal=False, on_cuda=True).flops > 0
+
+
+def _recall_records():
+    records = {}
+    for arm in ("sdpa", "gma_k256"):
+        path = measure.results_folder() / f"recall_study_{arm}_d64.json"
+        if path.exists():
+            records[arm] = json.loads(path.read_text())
+    if not records:
+        pytest.skip("no recall study record")
+    return records
+
+
+RECALL_FACTOR = 3.0
+"""The recall model's predictions stay within this factor of the recorded one-core times (today 0.66 to 1.07 over
+the arms the model covers)."""
+
+
+def test_the_recall_run_is_the_declared_study():
+    run = cost.RECALL_RUN
+    for key in ("seq_len", "vocab_size", "n_train", "n_val", "n_test", "n_heads", "batch_size", "steps"):
+        assert run[key] == RECALL_STUDY[key], key
+    assert tuple(run["kv_pairs"]) == tuple(RECALL_STUDY["kv_pairs"]) and run["width"] == RECALL_STUDY["widths"][0]
+    gma_arms = {name: arm for name, arm in RECALL_STUDY["arms"].items() if arm["mixer"] == "gma"}
+    largest = max(gma_arms.values(), key=lambda arm: arm["options"]["n_components"])
+    assert run["arm"] == largest == RECALL_STUDY["arms"]["gma_k256"]
+    times = {scale: cost.predict("recall", scale, "cpu-2core").seconds for scale in SCALES}
+    assert len(set(times.values())) == 1 and times["tiny"] > 0, times  # one declared setting, at every scale
+
+
+def test_the_recall_model_predicts_the_recorded_runs_within_a_factor_3():
+    for arm, record in _recall_records().items():
+        rows = cost.compare_with_record(record)
+        assert len(rows) == len(record["runs"]) and len({r["predicted_seconds"] for r in rows}) == 1
+        median = statistics.median(run["cpu_seconds"] for run in record["runs"])
+        ratio = rows[0]["predicted_seconds"] / median
+        assert 1 / RECALL_FACTOR < ratio < RECALL_FACTOR, (arm, ratio)
+    record = _recall_records().get("gma_k256")
+    if record is not None:  # the "recall" entry is that arm's run, with its evaluation and data on top
+        median = statistics.median(run["cpu_seconds"] for run in record["runs"])
+        whole = cost.predict("recall", "small", "cpu-2core").seconds
+        assert whole >= cost.compare_with_record(record)[0]["predicted_seconds"]
+        assert 1 / RECALL_FACTOR < whole / median < RECALL_FACTOR, whole / median
+
+
+def test_recall_records_of_mixers_the_model_lacks_are_named():
+    record = {"study": "recall", "arm": "window", "width": 64, "runs": [],
+              "design": {**{key: RECALL_STUDY[key] for key in ("seq_len", "vocab_size", "kv_pairs", "n_train",
+                                                                "n_val", "n_test", "n_heads", "batch_size",
+                                                                "steps")},
+                         "arm": {"mixer": "window", "options": {"window": 8}}}}
+    with pytest.raises(ValueError, match="no entry for mixer 'window'"):
+        cost.compare_with_record(record)
+
+
 def test_bad_arguments_are_named():
     with pytest.raises(ValueError, match="chapter must be one of .*'ch99'"):
         cost.predict("ch99", "tiny")
+    with pytest.raises(ValueError, match=r"chapter must be one of .*'ch07b'.*'recall'.*got 'ch07c'"):
+        cost.predict("ch07c", "tiny")
     with pytest.raises(ValueError, match="scale must be one of .*'huge'"):
         cost.predict("ch01", "huge")
     with pytest.raises(ValueError, match="device_profile must be one of .*'tpu'"):
