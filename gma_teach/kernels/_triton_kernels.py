@@ -293,9 +293,12 @@ def responsibility_kernel(x_ptr, lse_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, gamma_p
 # 2. States: every part's [Γ^T values, Γ^T weights]; 3. the carry over parts
 # ----------------------------------------------------------------------------------------------------------------
 @triton.jit
-def state_kernel(x_ptr, lse_ptr, values_ptr, weights_ptr, w_sq_ptr, w_lin_ptr, bias_ptr, state_ptr, norm_ptr,
-                 H, N, K, D, DV, N_PARTS, BLOCKS_PER_PART, HAS_WEIGHTS: tl.constexpr,
-                 BLOCK_N: tl.constexpr, BLOCK_KT: tl.constexpr, BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
+def state_kernel(x_ptr, lse_ptr, values_ptr, weights_ptr, w_sq_ptr,
+                 w_lin_ptr, bias_ptr, state_ptr, norm_ptr,
+                 H, N, K, D, DV, N_PARTS, BLOCKS_PER_PART,
+                 HAS_WEIGHTS: tl.constexpr,
+                 BLOCK_N: tl.constexpr, BLOCK_KT: tl.constexpr,
+                 BLOCK_D: tl.constexpr, BLOCK_DV: tl.constexpr,
                  PRECISION: tl.constexpr, LOGIT_PRECISION: tl.constexpr):
     """Part ``p`` (rows of blocks ``[p * BLOCKS_PER_PART, (p + 1) * BLOCKS_PER_PART)``), K tile ``t``:
     ``state[bh, p, tile] = Γ_tile^T values`` (BLOCK_KT, DV) and ``norm[bh, p, tile] = Γ_tile^T weights``
@@ -306,23 +309,28 @@ def state_kernel(x_ptr, lse_ptr, values_ptr, weights_ptr, w_sq_ptr, w_lin_ptr, b
     k0 = tl.program_id(2) * BLOCK_KT
     state = tl.zeros((BLOCK_KT, BLOCK_DV), dtype=tl.float32)
     norm = tl.zeros((BLOCK_KT,), dtype=tl.float32)
-    # The K tile's tables are reloaded in every iteration (from L2): kept live across the loop, their copies for
-    # the tensor cores would take shared memory for the whole loop.
+    # The K tile's tables are reloaded in every iteration (from L2): kept
+    # live across the loop, their copies for the tensor cores would take
+    # shared memory for the whole loop.
     for i in range(0, BLOCKS_PER_PART):
         _, rows = _part_rows(part, i, BLOCKS_PER_PART, BLOCK_N)
         x = _load_rows(x_ptr, bh, rows, N, D, BLOCK_D)
-        gamma, _, _, _ = _gamma_tile(x, _load_lse(lse_ptr, bh, rows, N), w_sq_ptr, w_lin_ptr, bias_ptr, bh % H, k0,
-                                     K, D, BLOCK_KT, BLOCK_D, LOGIT_PRECISION)
+        gamma, _, _, _ = _gamma_tile(
+            x, _load_lse(lse_ptr, bh, rows, N), w_sq_ptr, w_lin_ptr,
+            bias_ptr, bh % H, k0, K, D, BLOCK_KT, BLOCK_D, LOGIT_PRECISION)
         values = _load_rows(values_ptr, bh, rows, N, DV, BLOCK_DV)
         state += tl.dot(tl.trans(gamma), values, input_precision=PRECISION)
         if HAS_WEIGHTS:
-            gamma = gamma * _load_scalars(weights_ptr, bh, rows, N)[:, None]
+            gamma = gamma * _load_scalars(
+                weights_ptr, bh, rows, N)[:, None]
         norm += tl.sum(gamma, axis=0)
-    _store_state(state_ptr, norm_ptr, state, norm, bh * N_PARTS + part, k0, K, DV, BLOCK_KT, BLOCK_DV)
+    _store_state(state_ptr, norm_ptr, state, norm, bh * N_PARTS + part, k0,
+                 K, DV, BLOCK_KT, BLOCK_DV)
 
 
 @triton.jit
-def carry_kernel(state_ptr, norm_ptr, total_state_ptr, total_norm_ptr, K, DV, N_PARTS, REVERSE: tl.constexpr,
+def carry_kernel(state_ptr, norm_ptr, total_state_ptr, total_norm_ptr,
+                 K, DV, N_PARTS, REVERSE: tl.constexpr,
                  BLOCK_KT: tl.constexpr, BLOCK_DV: tl.constexpr):
     """In place, every part's state becomes the sum over the parts before it (after it when REVERSE): the
     exclusive prefix, added in a fixed order. The sum of all parts goes to the totals (B*H, K, DV), (B*H, K).
@@ -337,11 +345,14 @@ def carry_kernel(state_ptr, norm_ptr, total_state_ptr, total_norm_ptr, K, DV, N_
         else:
             part = step
         slot = bh * N_PARTS + part
-        contribution, norm_contribution = _load_state(state_ptr, norm_ptr, slot, k0, K, DV, BLOCK_KT, BLOCK_DV)
-        _store_state(state_ptr, norm_ptr, state, norm, slot, k0, K, DV, BLOCK_KT, BLOCK_DV)
+        contribution, norm_contribution = _load_state(
+            state_ptr, norm_ptr, slot, k0, K, DV, BLOCK_KT, BLOCK_DV)
+        _store_state(state_ptr, norm_ptr, state, norm, slot, k0, K, DV,
+                     BLOCK_KT, BLOCK_DV)
         state += contribution
         norm += norm_contribution
-    _store_state(total_state_ptr, total_norm_ptr, state, norm, bh, k0, K, DV, BLOCK_KT, BLOCK_DV)
+    _store_state(total_state_ptr, total_norm_ptr, state, norm, bh, k0,
+                 K, DV, BLOCK_KT, BLOCK_DV)
 
 
 # ----------------------------------------------------------------------------------------------------------------
