@@ -20,13 +20,14 @@ Rewording a sentence of README breaks only its templates: the test names the tem
 the numbers left without a binding; copy the new wording into the template.
 """
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
-from gma_teach import experiments, measure
+from gma_teach import experiments, measure, stats
 from gma_teach.data import listops
 
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -155,6 +156,36 @@ def _number(value, source) -> float:
 
 
 @dataclass(frozen=True)
+class HalfWidth(Source):
+    """The half-width of the 95% Student-t interval of a mean over ``n`` seeds whose standard deviation is ``std``:
+    ``t_{0.975, n-1} std / sqrt(n)`` -- README's ``+-``, as the chapters print it."""
+
+    std: Source
+    n: Source
+
+    @property
+    def files(self):
+        return tuple(dict.fromkeys((*self.std.files, *self.n.files)))
+
+    @property
+    def slow(self):
+        return False
+
+    def value(self, records):
+        n = int(self.n.value(records))
+        return stats.t_quantile_975(n - 1) * self.std.value(records) / math.sqrt(n)
+
+    def __str__(self):
+        return f"95% half-width from {self.std} over {self.n} seeds"
+
+
+def _mean_half_width(file, prefix, scale=1.0):
+    """The mean and the 95% half-width of a ``{"mean", "std", "n"}`` summary at ``prefix``."""
+    return [scale * Key(file, f"{prefix}/mean"),
+            scale * HalfWidth(Key(file, f"{prefix}/std"), Key(file, f"{prefix}/n"))]
+
+
+@dataclass(frozen=True)
 class NumberIn(Source):
     """The ``index``-th number written in a string value (a record's ``target``, say ``'>= 5x and <= 1/10'``)."""
 
@@ -267,7 +298,7 @@ def text_classes(records) -> int:
 
 # ----------------------------------------------------------------------------------------------- shorthands
 def _lm_bits(arm):
-    return [Key(LM, f"tables/val_bits_per_byte/arms/{arm}/val_bits_per_byte/{s}") for s in ("mean", "std")]
+    return _mean_half_width(LM, f"tables/val_bits_per_byte/arms/{arm}/val_bits_per_byte")
 
 
 def _signed(file, prefix, sign=1, scale=1.0):
@@ -355,6 +386,9 @@ _RECOVERED = "context_recovered/arms"
 BINDINGS: dict[str, list[Binding]] = {
     "Every number below": [
         Binding("shared {}-core CPU", Key("*.json", "hardware/logical_cores")),
+        Binding("the half-width of its {}% Student-t interval, as the chapters print it; a difference between arms is "
+                "written with its {}% interval", 100 * Key(LM, "tables/val_bits_per_byte/confidence"),
+                100 * Key(LM, "tables/val_bits_per_byte/confidence")),
     ],
     "**Core forms**": [
         Binding("broadcasting `(x - mu)` | {} | {}x | >= {}x |",
@@ -382,9 +416,10 @@ BINDINGS: dict[str, list[Binding]] = {
                 100 * Key(LISTOPS, "runs/*/majority_baseline", reduce="unique"),
                 Key(LISTOPS, "summary/seeds/*", reduce="count")),
         Binding("GMA (K={}) {} +- {}% test accuracy, softmax {} +- {}%",
-                Key(LISTOPS[0], "n_components"), 100 * Key(LISTOPS[0], "summary/mean"),
-                100 * Key(LISTOPS[0], "summary/std"), 100 * Key(LISTOPS[1], "summary/mean"),
-                100 * Key(LISTOPS[1], "summary/std")),
+                Key(LISTOPS[0], "n_components"),
+                *(100 * source for name in LISTOPS for source in (
+                    Key(name, "summary/mean"),
+                    HalfWidth(Key(name, "summary/std"), Key(name, "summary/seeds/*", reduce="count"))))),
     ],
     "**Why GMA's routing collapses at initialization**": [
         Binding("small LM, K={}, {} seeds", Key(INIT, "n_components"),
@@ -404,7 +439,8 @@ BINDINGS: dict[str, list[Binding]] = {
     ],
     "**Routing** (": [
         Binding("default routing, {} steps", Key(ROUTING, "lm_config/n_steps")),
-        Binding("purity {} and MI {} nats against a permutation baseline of {} +- {} and {} +- {} ({} and {} standard",
+        Binding("purity {} and MI {} nats against a permutation baseline of {} +- {} and {} +- {} (mean +- standard "
+                "deviation over the shuffles; {} and {} standard",
                 Key(ROUTING, "report/metrics/purity"), Key(ROUTING, "report/metrics/mi"),
                 Key(ROUTING, "report/baseline/purity/mean"), Key(ROUTING, "report/baseline/purity/std"),
                 Key(ROUTING, "report/baseline/mi/mean"), Key(ROUTING, "report/baseline/mi/std"),
@@ -455,7 +491,7 @@ BINDINGS: dict[str, list[Binding]] = {
         Binding("added after seeds {}-{} put that pair apart",
                 Computed("the first seed every LM arm has", lambda r: lm_common_seeds(r)[0], (LM,)),
                 Computed("the last seed every LM arm has", lambda r: lm_common_seeds(r)[-1], (LM,))),
-        Binding("bits per byte SDPA {} +- {};", *_lm_bits("sdpa")),
+        Binding("bits per byte SDPA {} +- {} (mean +- half-width);", *_lm_bits("sdpa")),
         Binding("GMA K={} {} +- {}, K={} {} +- {}, K={} {} +- {};",
                 Key("lm_study_gma_k32.json", "spec/n_components"), *_lm_bits("gma_k32"),
                 Key("routing_collapse_default.json", "spec/n_components"), *_lm_bits("gma_k64"),
@@ -471,6 +507,10 @@ BINDINGS: dict[str, list[Binding]] = {
         Binding("linear attention {} +- {} (five seeds); Performer {} +- {};", *_lm_bits("linear"),
                 *_lm_bits("performer")),
         Binding("no mixing {} +- {} and a uniform causal average {} +- {}.", *_lm_bits("none"), *_lm_bits("uniform")),
+        Binding("GMA heads of K={}; an arm added after the others, so exploratory) reaches {} +- {}, lower than SDPA "
+                "by {} (interval {} to {}): not told apart from it.",
+                Key("lm_study_local_gma.json", "config/n_components"), *_lm_bits("local_gma"),
+                *_signed(LM, "tables/val_bits_per_byte/paired/local_gma", sign=-1)),
         Binding("each GMA arm against linear attention and against SDPA, paired over seeds {}-{}, with a Holm "
                 "correction over its {} tests: none is told apart.",
                 Key(LM, "declared/seeds/0"), Key(LM, "declared/seeds/-1"), Key(LM, "declared/family_size")),
@@ -501,10 +541,11 @@ BINDINGS: dict[str, list[Binding]] = {
         Binding("mean gains over seeds {}-{}, with", Key(LM, f"{_RECOVERED}/gma_k32_remedy/seeds/0"),
                 Key(LM, f"{_RECOVERED}/gma_k32_remedy/seeds/-1")),
         Binding("GMA K={} with the remedy recovers {} ({} to {}), linear attention {} ({} to {}), GMA K={} with the "
-                "default routing {} ({} to {}) and the uniform average {}.",
+                "default routing {} ({} to {}), the uniform average {} and the hybrid {} ({} to {}):",
                 Key("lm_study_gma_k32_remedy.json", "spec/n_components"), *_signed(LM, f"{_RECOVERED}/gma_k32_remedy"),
                 *_signed(LM, f"{_RECOVERED}/linear"), Key("routing_collapse_default.json", "spec/n_components"),
-                *_signed(LM, f"{_RECOVERED}/gma_k64"), Key(LM, f"{_RECOVERED}/uniform/mean")),
+                *_signed(LM, f"{_RECOVERED}/gma_k64"), Key(LM, f"{_RECOVERED}/uniform/mean"),
+                *_signed(LM, f"{_RECOVERED}/local_gma")),
         Binding("Between steps {} and {},", Key(LM_ARMS, "runs/*/history/steps/-2", reduce="unique"),
                 Key(LM_ARMS, "runs/*/history/steps/-1", reduce="unique")),
     ],
@@ -514,10 +555,10 @@ BINDINGS: dict[str, list[Binding]] = {
                 Key(TEXT_ARMS, "config/max_length"), Key(TEXT_ARMS, "config/n_train"),
                 100 * Key(TEXT_ARMS, "summary/majority_baseline")),
         Binding("test accuracy after the last of {} epochs, GMA {} +- {}%, softmax {} +- {}%, linear attention {} +- "
-                "{}% ({} seeds each)",
+                "{}% (mean +- half-width, {} seeds each)",
                 Key(TEXT_ARMS, "config/epochs"),
-                *(100 * Key(TEXT, f"tables/last_epoch_test_accuracy/arms/{arm}/last_epoch_test_accuracy/{s}")
-                  for arm in ("gma", "softmax", "linear") for s in ("mean", "std")),
+                *(source for arm in ("gma", "softmax", "linear") for source in _mean_half_width(
+                    TEXT, f"tables/last_epoch_test_accuracy/arms/{arm}/last_epoch_test_accuracy", scale=100)),
                 Key(TEXT, "tables/last_epoch_test_accuracy/arms/*/last_epoch_test_accuracy/n", reduce="unique")),
         Binding("paired over the {} seeds, Holm over the {})", Key(TEXT, "declared/seeds/*", reduce="count"),
                 Key(TEXT, "declared/family_size")),
@@ -533,8 +574,8 @@ BINDINGS: dict[str, list[Binding]] = {
         Binding("the balance loss is not told apart (lower by {} points, interval {} to {}).",
                 *_signed(TEXT, _declared(TEXT, arm="gma_balance", against="gma"), sign=-1, scale=100)),
         Binding("reaches {} +- {}% and is lower than GMA by {} points (interval {} to {}): its window heads",
-                100 * Key(TEXT, "tables/last_epoch_test_accuracy/arms/local_gma/last_epoch_test_accuracy/mean"),
-                100 * Key(TEXT, "tables/last_epoch_test_accuracy/arms/local_gma/last_epoch_test_accuracy/std"),
+                *_mean_half_width(TEXT, "tables/last_epoch_test_accuracy/arms/local_gma/last_epoch_test_accuracy",
+                                  scale=100),
                 *_signed(TEXT, "tables/last_epoch_test_accuracy/paired/local_gma", sign=-1, scale=100)),
         Binding("GMA's own seeds range from {} to {}%,",
                 Computed("100 x GMA's lowest last-epoch accuracy", lambda r: 100 * min(text_last_epoch(r)),
