@@ -521,3 +521,17 @@ def test_left_plateau_counts_seeds_above_the_majority_class_and_labels_fisher_po
     assert [result["fisher"][arm]["p_holm"] for arm in ("performer", "sdpa")] == pytest.approx(study.holm(raw))
     with pytest.raises(ValueError, match="classifier study"):
         study.left_plateau(study.LM_STUDY)
+
+
+def test_the_study_table_prints_the_mean_and_its_95_percent_half_width():
+    from gma_teach.stats import describe, mean_half_width
+
+    values = [2.41, 2.38, 2.45]
+    mean, half_width = mean_half_width(values)
+    table = {"metric": "val_bits_per_byte", "reference": "a", "paired": {},
+             "arms": {"a": {"seeds": [0, 1, 2], "val_bits_per_byte": describe(values)},
+                      "b": {"seeds": [0], "val_bits_per_byte": describe([2.5])}}}
+    text = study.format_study_table(table)
+    assert text.splitlines()[0] == "mean +- 95% half-width over seeds"
+    assert f"{mean:.4f}+-{half_width:.4f}" in text and "2.5000 (1 seed)" in text
+    assert f"+-{describe(values)['std']:.4f}" not in text  # not the standard deviation

@@ -9,9 +9,18 @@ carries ``"exploratory": True`` and its unadjusted ``"p"``: a result to test aga
 """
 from __future__ import annotations
 
+import math
 import statistics
 
-from ..stats import describe, fisher_exact_p, holm, paired_difference, paired_t_p, ratio_of_means_interval
+from ..stats import (
+    describe,
+    fisher_exact_p,
+    holm,
+    paired_difference,
+    paired_t_p,
+    ratio_of_means_interval,
+    t_quantile_975,
+)
 from .arm_records import final_health, load_arm
 
 __all__ = ["ALPHA", "METRIC_PATHS", "context_recovered", "declared_comparisons", "declared_metrics",
@@ -419,20 +428,27 @@ def left_plateau(study: dict, folder=None, *, reference: str | None = None) -> d
 
 
 def _cell(summary: dict, name: str, digits: int) -> str:
+    """``mean+-h``: the mean over seeds and the half-width of its 95% Student-t interval (``(1 seed)`` alone)."""
     if name not in summary:
         return "-"
-    return f"{summary[name]['mean']:.{digits}f}+-{summary[name]['std']:.{digits}f}"
+    n = summary[name]["n"]
+    if n < 2:
+        return f"{summary[name]['mean']:.{digits}f} (1 seed)"
+    half_width = t_quantile_975(n - 1) * summary[name]["std"] / math.sqrt(n)
+    return f"{summary[name]['mean']:.{digits}f}+-{half_width:.{digits}f}"
 
 
 def format_study_table(table: dict) -> str:
-    """The table of :func:`study_table` as aligned text."""
+    """The table of :func:`study_table` as aligned text; each cell is the mean over seeds +- the half-width of its
+    95% Student-t interval, as the line above the table says."""
     if table["metric"] in ("test_accuracy", "last_epoch_test_accuracy"):
         title = "test accuracy" if table["metric"] == "test_accuracy" else "last-epoch test acc."
-        lines = [f"{'arm':<20} {'seeds':>5} {title:>20}"]
+        lines = ["mean +- 95% half-width over seeds", f"{'arm':<20} {'seeds':>5} {title:>20}"]
         lines += [f"{arm:<20} {len(s['seeds']):>5} {_cell(s, table['metric'], 4):>20}"
                   for arm, s in table["arms"].items()]
     else:
-        lines = [f"{'arm':<20} {'seeds':>5} {'val loss':>16} {'bits/byte':>16} {'active share':>14}"]
+        lines = ["mean +- 95% half-width over seeds",
+                 f"{'arm':<20} {'seeds':>5} {'val loss':>16} {'bits/byte':>16} {'active share':>14}"]
         lines += [f"{arm:<20} {len(s['seeds']):>5} {_cell(s, 'val_loss', 4):>16} "
                   f"{_cell(s, 'val_bits_per_byte', 4):>16} {_cell(s, 'active_share', 3):>14}"
                   for arm, s in table["arms"].items()]
