@@ -351,8 +351,10 @@ class GaussianMixture(nn.Module):
         return self.responsibilities(x)
 
     def extra_repr(self) -> str:
+        # the sizes, then the floor on a line of its own: printed as a submodule ("(mixture): GaussianMixture(...")
+        # one line would pass the page's width
         heads = "" if self.n_heads is None else f", n_heads={self.n_heads}"
-        return f"n_components={self.n_components}, dim={self.dim}{heads}, min_variance={self.min_variance}"
+        return f"n_components={self.n_components}, dim={self.dim}{heads},\nmin_variance={self.min_variance}"
 
 
 @dataclass

@@ -344,5 +344,6 @@ class GaussianMixtureAttention(nn.Module):
         return recurrent_step(gamma_q_t, gamma_k_t, v_t, state, self.eps)
 
     def extra_repr(self) -> str:
-        return (f"d_model={self.d_model}, n_heads={self.n_heads}, n_components={self.n_components}, "
+        # two short lines, so that the module's printout fits the page even nested a few levels deep in a model
+        return (f"d_model={self.d_model}, n_heads={self.n_heads}, n_components={self.n_components},\n"
                 f"d_route={self.d_route}, d_value={self.d_value}, causal={self.causal}, impl={self.impl!r}")

@@ -20,7 +20,7 @@ the experiments measure, fit and record the same way:
   runs out of memory or a cost model says it will not fit;
 * fits that only see points that ran: :func:`loglog_slope`, :func:`crossover`, and :func:`check_slope` /
   :func:`checked_slopes`, which print a note instead of a wrong claim when a fitted slope is not what the cost
-  model allows;
+  model allows (:func:`format_note` wraps a note to the page);
 * records: :func:`provenance` (one schema for every result file) and :func:`results_folder` live in
   :mod:`gma_teach.records` (with :func:`~gma_teach.records.write_record`) and are readable here too.
 """
@@ -31,6 +31,7 @@ import math
 import os
 import statistics
 import sys
+import textwrap
 import time
 from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
@@ -51,8 +52,8 @@ from .records import (  # provenance lives in gma_teach.records; its names stay 
 )
 
 __all__ = ["PROVENANCE_KEYS", "RECORDS_IN_THE_CLONE", "SlopeCheck", "check_slope", "checked_slopes", "compare_timings",
-           "crossover", "git_commit", "hardware", "is_out_of_memory", "load_average", "loglog_slope", "peak_memory",
-           "provenance", "results_folder", "run_point", "time_call"]
+           "crossover", "format_note", "git_commit", "hardware", "is_out_of_memory", "load_average", "loglog_slope",
+           "peak_memory", "provenance", "results_folder", "run_point", "time_call"]
 
 
 def _synchronize(device: torch.device | None) -> None:
@@ -348,9 +349,23 @@ def check_slope(slope: float, expected_range: tuple[float, float], *, label: str
         return f"{label}: too few sizes ran to fit a {quantity} slope; no claim about its growth from this run"
     if low <= slope <= high:
         return None
-    return (f"{label}: the measured {quantity} slope {slope:.2f} is outside {low:g}..{high:g}, the range its cost "
-            f"allows at these sizes; these measurements are too disturbed (other programs, fixed per-call costs) "
-            f"to read a growth rate from")
+    return (f"{label}: the measured {quantity} slope {slope:.2f} is outside {low:.3g}..{high:.3g}, the range its "
+            f"cost allows at these sizes; these measurements are too disturbed (other programs, fixed per-call "
+            f"costs) to read a growth rate from")
+
+
+NOTE_WIDTH = 75
+"""Characters a printed line may use: what a code block of the book shows at the theme's default width."""
+
+
+def format_note(note: str, *, width: int = NOTE_WIDTH) -> str:
+    """``"note: " + note`` wrapped at ``width`` characters, continuation lines indented by four spaces: a note of
+    :func:`check_slope` (a sentence or two, with numbers of any length) printed so that every line fits the page."""
+    if not isinstance(note, str):
+        raise TypeError(f"note must be a str, got {type(note).__name__}")
+    width = _checks.integer("width", width, minimum=20)
+    return textwrap.fill(f"note: {note}", width=width, subsequent_indent="    ", break_long_words=False,
+                         break_on_hyphens=False)
 
 
 def _checked_range(expected_range) -> tuple[float, float]:
@@ -370,7 +385,8 @@ class SlopeCheck:
     Attributes:
         values: ``{name: values}`` of the measurement the slopes come from (the repeat, when there was one).
         slopes: ``{name: slope}`` for every name with at least two points that ran (NaN otherwise).
-        notes: ``{name: note}`` for every checked name whose slope stayed outside its range (print them).
+        notes: ``{name: note}`` for every checked name whose slope stayed outside its range (print them with
+            :func:`format_note`).
         remeasured: whether the first measurement had a slope outside its range and was repeated.
     """
 

@@ -153,3 +153,16 @@ def test_bad_input_names_the_argument():
         causal.step(torch.randn(3, 8), causal.init_state(2))
     with pytest.raises(TypeError, match="state must be a GMAState"):
         causal.step(torch.randn(2, 8), None)
+
+
+def test_printout_names_every_option_and_fits_the_page_nested_in_a_model():
+    # the paper's widths, printed as torch prints a model: the layer three levels deep, its mixture one more
+    layer = GaussianMixtureAttention(768, 12, 128, causal=True, impl="chunked", min_variance=1e-4)
+    model = torch.nn.ModuleDict({"blocks": torch.nn.ModuleList([torch.nn.ModuleDict({"mixer": layer})])})
+    printed = str(model)
+    assert max(len(line) for line in printed.split("\n")) <= 75, printed
+    words = set(printed.replace(",", " ").split())
+    assert {"d_model=768", "n_heads=12", "n_components=128", "d_route=64", "d_value=64", "causal=True",
+            "impl='chunked'", "dim=64", "min_variance=0.0001"} <= words, printed
+    mixture = gma_teach.GaussianMixture(5, 3)
+    assert str(mixture).split() == ["GaussianMixture(", "n_components=5,", "dim=3,", "min_variance=0.001", ")"]

@@ -287,6 +287,23 @@ def test_checked_slopes_fits_the_last_sizes_and_survives_gaps():
         measure.checked_slopes(sweep, SIZES, EXPECTED)
 
 
+def test_format_note_fits_every_line_to_the_page_and_keeps_every_word():
+    # the note chapter 1 printed on a busy machine: 217 characters on one line before it was wrapped
+    note = measure.check_slope(2.93, (1.48057, 2.48057), label="softmax")
+    assert "1.48..2.48" in note and "1.48057" not in note
+    for width in (75, 40):
+        text = measure.format_note(note, width=width)
+        lines = text.split("\n")
+        assert len(lines) > 1 and all(len(line) <= width for line in lines)
+        assert lines[0].startswith("note: softmax:") and all(line.startswith("    ") for line in lines[1:])
+        assert text.split() == f"note: {note}".split()  # the same words in the same order, only wrapped
+    assert measure.format_note("softmax: fine") == "note: softmax: fine"
+    with pytest.raises(TypeError, match="note must be a str"):
+        measure.format_note(None)
+    with pytest.raises(ValueError, match="width must be >= 20"):
+        measure.format_note("x", width=5)
+
+
 # --------------------------------------------------------------------------------------------------- provenance
 def test_provenance_has_one_schema():
     record = measure.provenance("python -m something --flag")
