@@ -14,7 +14,7 @@
   model, optimizer, scheduler, scaler, RNG states and history, so ``resume=True`` continues an interrupted run
   and ends with exactly the weights of an uninterrupted one (same device).
 * Selection. With ``val_data``, the weights of the best evaluation (highest accuracy / lowest loss) are restored
-  at the end.
+  at the end, unless ``keep="last"`` (for a validation split that is the test split).
 * Progress bars come from ``tqdm.auto`` (a widget in notebooks) and are off when ``progress=False`` or the
   environment variable ``CI`` is set.
 """
@@ -274,7 +274,7 @@ def save_atomically(path, payload) -> None:
 def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, weight_decay=0.01, warmup=0,
         batch_size=32, clip_norm=1.0, amp=None, seed=0, checkpoint_path=None, resume=False, task="classify",
         progress=True, device=None, eval_every=None, min_lr_ratio=0.1, label="", monitor=None, pad_id=None,
-        length_buckets=0):
+        length_buckets=0, keep="best"):
     """Train ``model`` in place and return its :class:`History`.
 
     Args:
@@ -298,6 +298,9 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
             and evaluation. Without it every batch is as long as the split's tensors.
         length_buckets: with ``pad_id``, batches of similar lengths (see :func:`~gma_teach.train.epoch_order`);
             0 (default): the plain permutation of each epoch.
+        keep: ``"best"`` (default) restores, at the end, the weights of the best evaluation on ``val_data``;
+            ``"last"`` keeps the final weights. Choose ``"last"`` when ``val_data`` is the test split (LRA's
+            convention), so that no checkpoint is chosen on the test set.
 
     If the model has a method ``auxiliary_loss()`` (a GMA model's usage-balancing loss, computed from its last
     forward pass), its value is added to every training step's loss.
@@ -322,6 +325,8 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
             raise ValueError(f"pad_id applies to task='classify' only, got task={task!r}")
     if length_buckets and pad_id is None:
         raise ValueError(f"length_buckets={length_buckets} needs pad_id (the token that pads the sequences)")
+    if keep not in ("best", "last"):
+        raise ValueError(f"keep must be 'best' or 'last', got {keep!r}")
     if monitor is not None and not callable(monitor):
         raise TypeError(f"monitor must be callable (model -> value), got {type(monitor).__name__}")
     auxiliary = getattr(model, "auxiliary_loss", None)
@@ -442,6 +447,6 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
     history.tokens_per_second = history.train_tokens / max(history.train_seconds, 1e-12)
     if device.type == "cuda":
         history.peak_memory_bytes = int(torch.cuda.max_memory_allocated(device))
-    if best_state is not None:
+    if best_state is not None and keep == "best":
         model.load_state_dict(best_state)
     return history

@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from gma_teach import GaussianMixtureAttention, experiments, measure
+from gma_teach import GaussianMixtureAttention, experiments, measure, preset
 from gma_teach.runs import experiments as runner  # the code behind gma_teach.experiments, patched here
 
 TINY_LM = dict(tokenizer="bytes", max_train_tokens=6000, max_val_tokens=2000, n_steps=6, eval_every=3)
@@ -196,3 +196,26 @@ def test_a_recorded_run_is_reproduced_number_for_number(tmp_path):
         experiments.reproduce(tmp_path / "records" / "listops.json", out_dir=tmp_path / "records")
     with pytest.raises(ValueError, match="record_path must be a record file"):
         experiments.reproduce(tmp_path / "nothing.json")
+
+
+def test_the_text_stand_in_keeps_the_last_epoch_because_its_validation_split_is_its_test_split():
+    data = experiments.text_data(preset("text", "tiny"))
+    assert data["validation"] is data["test"]
+    run = experiments.run_classification("text", "linear", scale_name="tiny", data=data, epochs=2)
+    assert run["checkpoint"] == "last"
+    assert run["test"]["accuracy"] == pytest.approx(run["history"]["val_metric"][-1], abs=1e-12)
+    listops = experiments.run_classification("listops", "linear", scale_name="tiny", epochs=1, n_train=64)
+    assert listops["checkpoint"] == "best"
+
+
+def test_a_reproduction_compares_test_numbers_of_the_same_weights_only():
+    from gma_teach.runs.reproduce import compare_seed
+
+    history = {"steps": [10], "val_loss": [1.0]}
+    recorded = {"seed": 0, "history": history, "test": {"accuracy": 0.7}}  # best epoch (a record without checkpoint)
+    last = {"seed": 0, "history": history, "test": {"accuracy": 0.6}, "checkpoint": "last"}
+    rows = {row["name"]: row for row in compare_seed(recorded, last)}
+    assert rows["test accuracy"]["reproduced"] is None  # the last epoch's weights are not the best epoch's
+    assert rows["val_loss at step 10"]["difference"] == 0.0
+    again = {row["name"]: row for row in compare_seed(last, {**last, "test": {"accuracy": 0.61}})}
+    assert again["test (last epoch) accuracy"]["difference"] == pytest.approx(0.01)

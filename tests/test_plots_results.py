@@ -198,3 +198,16 @@ def test_every_figure_colours_a_mixer_by_the_name_its_label_starts_with():
     assert mixer_color("gma K=64") == mixer_color("GMA") == COLORS["gma"]
     assert mixer_color("sdpa", 4) == COLORS["sdpa"] and mixer_color("mystery mixer", 3) == "C3"
     assert mixer_color("", 2) == mixer_color(None, 2) == "C2"
+
+
+def test_the_last_epoch_is_read_where_the_test_split_scored_the_epochs():
+    record = classify_record("gma", [0.9, 0.8])  # best epoch (chosen on the test split) 0.9 and 0.8
+    for run, scores in zip(record["runs"], ([0.5, 0.9, 0.7], [0.6, 0.8, 0.75])):
+        run["history"] = {"val_metric": scores}
+    assert results.record_values(record, "last_epoch_test_accuracy") == pytest.approx([70.0, 75.0])
+    assert results.record_values(record, "test_accuracy") == pytest.approx([90.0, 80.0])
+    assert results.record_values(classify_record("gma", [0.9]), "last_epoch_test_accuracy") == []
+    table = results.format_summary(results.summarize([record], "last_epoch_test_accuracy"),
+                                   "last_epoch_test_accuracy")
+    assert table.startswith("last-epoch test accuracy (%):\n") and "72.500" in table
+    assert all(len(line) <= 75 for line in table.splitlines())

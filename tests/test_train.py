@@ -144,6 +144,27 @@ def test_best_validation_weights_are_restored(monkeypatch):
     assert not torch.equal(snapshots[1]["head.weight"], snapshots[2]["head.weight"])
 
 
+def test_keep_last_keeps_the_final_weights_whatever_the_validation_says(monkeypatch):
+    import gma_teach.train as train
+
+    scores = iter([0.5, 0.9, 0.6])
+    snapshots = []
+
+    def fake_evaluate(model, data, **kw):
+        snapshots.append({k: v.clone() for k, v in model.state_dict().items()})
+        return {"loss": 1.0, "accuracy": next(scores)}
+
+    monkeypatch.setattr(train, "evaluate", fake_evaluate)
+    model = _classifier()
+    history = fit(model, _classification_data(48, 0), val_data=_classification_data(8, 1), epochs=3, lr=1e-2,
+                  batch_size=16, progress=False, keep="last")
+    assert history.best_metric == 0.9 and history.val_metric == [0.5, 0.9, 0.6]  # still reported
+    for name, value in model.state_dict().items():
+        assert torch.equal(value, snapshots[2][name]), name
+    with pytest.raises(ValueError, match="keep must be 'best' or 'last', got 'first'"):
+        fit(_classifier(), _classification_data(16, 0), steps=1, progress=False, keep="first")
+
+
 def test_progress_bar_is_quiet_under_ci(monkeypatch, capsys):
     monkeypatch.setenv("CI", "1")
     fit(_classifier(), _classification_data(32, 0), steps=2, batch_size=16, progress=True)

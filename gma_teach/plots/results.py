@@ -47,6 +47,7 @@ __all__ = [
 # metric -> (axis label, whether it is per token of a tokenizer, factor for display)
 METRICS = {
     "test_accuracy": ("test accuracy (%)", False, 100.0),
+    "last_epoch_test_accuracy": ("last-epoch test accuracy (%)", False, 100.0),
     "val_loss": ("validation loss (nats per token)", True, 1.0),
     "val_perplexity": ("validation perplexity (per token)", True, 1.0),
     "bits_per_byte": ("validation bits per byte", False, 1.0),
@@ -71,6 +72,9 @@ def _check_records(records) -> list:
 def _run_metric(run: dict, metric: str):
     if metric == "test_accuracy":
         value = (run.get("test") or {}).get("accuracy")
+    elif metric == "last_epoch_test_accuracy":  # the last evaluation, where the validation split is the test split
+        scores = (run.get("history") or {}).get("val_metric") or [None]
+        value = scores[-1]
     else:
         value = (run.get("val") or {}).get(metric.removeprefix("val_"))
         if value is None and metric == "bits_per_byte":
@@ -185,7 +189,7 @@ def format_summary(rows, metric: str) -> str:
     if not rows:
         return f"(no recorded run has {metric})"
     width = max(12, *(len(row["label"]) for row in rows))
-    lines = [f"{METRICS[metric][0]}: mean over seeds +- half-width of the 95% interval",
+    lines = [f"{METRICS[metric][0]}:", "mean over seeds +- half-width of the 95% interval",
              f"{'run':{width}}  {'mean':>9} {'+- 95%':<10} {'seeds':>5}  {'train tok/s':>11}"]
     for row in rows:
         spread = f"+- {row['half_width']:.3f}" if row["half_width"] is not None else "(1 seed)"

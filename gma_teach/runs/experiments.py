@@ -111,8 +111,9 @@ def listops_data(p: SimpleNamespace, *, source: str | None = None) -> dict:
 
 def text_data(p: SimpleNamespace, *, source: str | None = None) -> dict:
     """Text splits for preset ``p``: ``{"train", "validation", "test"}`` plus ``"source"``, ``"vocab_size"``,
-    ``"n_classes"``. Like LRA, validation is the test split. ``source``: ``"imdb"`` or ``"stdlib"`` (the
-    stand-in; labelled so in ``"source"``); default ``p.source``."""
+    ``"n_classes"``. Like LRA, validation is the test split, so :func:`run_classification` keeps the last epoch's
+    weights. ``source``: ``"imdb"`` or ``"stdlib"`` (the stand-in; labelled so in ``"source"``); default
+    ``p.source``."""
     source = source or p.source
     data = text.splits(p.n_train, p.n_test, source=source, max_length=p.max_length, seed=p.data_seed)
     if source == "stdlib":
@@ -158,7 +159,9 @@ def run_classification(experiment: str, mixer: str, *, scale_name: str | None = 
 
     Returns:
         ``{"seed", "gma_options", "history", "test", "majority_baseline", "parameters", "tokens_per_second",
-        "train_seconds", "data_source"}``; ``test`` holds ``loss`` and ``accuracy`` of the best-validation weights.
+        "train_seconds", "data_source", "checkpoint"}``; ``test`` holds ``loss`` and ``accuracy`` of the weights
+        kept (``checkpoint``): the best validation epoch's, or the last epoch's where the validation split is the
+        test split (the Text stand-in, as in LRA), so that no checkpoint is chosen on the test set.
     """
     if experiment not in ("listops", "text"):
         raise ValueError(f"experiment must be 'listops' or 'text', got {experiment!r}")
@@ -172,13 +175,16 @@ def run_classification(experiment: str, mixer: str, *, scale_name: str | None = 
     seed_everything(_check_seed(seed))
     model = build_classifier(p, mixer, data, n_components=n_components, gma_options=gma_options).to(device())
     pad_id = data["pad_id"] if p.length_buckets else None  # the encoder ignores appended padding
+    keep = "last" if data["validation"] is data["test"] else "best"  # never choose a checkpoint on the test split
     history = fit(model, data["train"], val_data=data["validation"], epochs=p.epochs, lr=p.lr,
                   weight_decay=p.weight_decay, warmup=_warmup_steps(p, len(data["train"][1])),
                   batch_size=p.batch_size, seed=seed, task="classify", progress=progress,
-                  label=f"{experiment} {mixer} seed {seed}", pad_id=pad_id, length_buckets=p.length_buckets)
+                  label=f"{experiment} {mixer} seed {seed}", pad_id=pad_id, length_buckets=p.length_buckets,
+                  keep=keep)
     test = evaluate(model, data["test"], task="classify", batch_size=p.batch_size, pad_id=pad_id)
     return {"seed": seed, "mixer": mixer, "n_components": (n_components or p.n_components) if mixer == "gma" else None,
             "gma_options": dict(gma_options or {}), "history": _history_summary(history), "test": test,
+            "checkpoint": keep,
             "majority_baseline": majority_accuracy(data["test"][1]), "parameters": parameter_counts(model),
             "tokens_per_second": history.tokens_per_second, "train_seconds": history.train_seconds,
             "data_source": data["source"]}

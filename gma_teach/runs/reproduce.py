@@ -76,8 +76,9 @@ def _final_numbers(run: dict) -> dict:
     """``{name: value}`` of the numbers :func:`compare_seed` compares."""
     numbers = {f"val_loss at step {step}": loss
                for step, loss in zip(run["history"]["steps"], run["history"]["val_loss"])}
-    for part in ("val", "test"):
-        numbers.update({f"{part} {key}": value for key, value in run.get(part, {}).items()
+    kept = {"val": "", "test": " (last epoch)" if run.get("checkpoint") == "last" else ""}
+    for part in ("val", "test"):  # a test number of other weights (best or last epoch) is another number
+        numbers.update({f"{part}{kept[part]} {key}": value for key, value in run.get(part, {}).items()
                         if isinstance(value, (int, float))})
     return numbers
 
