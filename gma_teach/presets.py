@@ -72,7 +72,7 @@ PRESETS: dict[str, dict[str, dict]] = {
                      batch_size=64, n_steps=300, lr=3e-3),
         "small": dict(d_model=64, n_heads=4, n_components=16, d_probe=16, init_stds=[0.3, 1.0, 3.0],
                       min_variances=[1.0, 0.1, 0.01, 0.001, 0.0001], n_probe=4096, seq_len=64, n_pairs=24,
-                      n_keys=256, n_values=16, n_train=16384, n_test=2048, batch_size=64, n_steps=1500, lr=2e-3),
+                      n_keys=256, n_values=16, n_train=16384, n_test=2048, batch_size=64, n_steps=600, lr=2e-3),
         "medium": dict(d_model=128, n_heads=4, n_components=32, d_probe=32, init_stds=[0.3, 1.0, 3.0],
                        min_variances=[1.0, 0.1, 0.01, 0.001, 0.0001], n_probe=8192, seq_len=128, n_pairs=48,
                        n_keys=1024, n_values=32, n_train=32768, n_test=4096, batch_size=128, n_steps=3000, lr=1e-3),
