@@ -361,7 +361,8 @@ def training_work(*, n_steps: int, batch_size: int, seq_len: int, d_model: int, 
 # ----------------------------------------------------------------------------------------------------------------
 LISTOPS_SECONDS_PER_TOKEN = 22e-6  # the generator on one core: 2.8 ms a tree of 126 tokens, 17.5 ms of 1089
 CHAPTER_FIXED_SECONDS = 25.0  # a kernel start, the imports and the figures of a chapter, on the host
-"""Fixed cost of any chapter (a kernel start, the imports, the figures): most of a light chapter's time at tiny."""
+"""Fixed cost of any chapter, on the host, for a kernel start, the imports and the figures; most of a light
+chapter's time at tiny."""
 
 
 def _sweep_point(label, work, calls, *, single_thread=True):
@@ -479,7 +480,8 @@ INTERPRETED_SECONDS_PER_BLOCK = 0.0125
 INTERPRETED_SECONDS_PER_LAUNCH = 0.003
 """Seconds of one interpreted kernel launch beyond its block steps (the interpreter copies every argument)."""
 INTERPRETED_CAUSAL_FACTOR = 1.5
-"""A causal block step's time against a bidirectional one's: it also builds its chunk's ``(rows x rows)`` affinity."""
+"""A causal block step's time against a bidirectional one's, since it also builds its chunk's ``(rows x rows)``
+affinity."""
 INTERPRETED_ROWS = 64
 """Rows per block and longest causal chunk of the interpreted kernels (``gma_teach.kernels.tile_sizes(...,
 arch=None)``: 64 rows and K tiles of at most 64 components; tests/test_cost.py checks it against the kernels)."""
@@ -698,7 +700,7 @@ CONV_BLOCK_FLOPS_PER_TOKEN_WIDTH = 2 * 3 + 1  # the short convolution's three ta
 CONV_BLOCK_OPS = 20  # pad, two projections, the depthwise convolution, the gate: forward + backward
 OPTIMIZER_OPS_PER_TENSOR = 15  # AdamW's per-tensor loop on a CPU, the gradient clipping and zeroing
 CPU_CACHE_BYTES = 8 * 2**20
-"""A tensor at most this large is read back from the CPU's caches between operations, not from memory: the recall
+"""A tensor at most this large is read back from the CPU's caches between operations, not from memory; the recall
 model's ``(B, N, D)`` activation of the study is 1 MiB, GMA's ``(B, H, N, K)`` one 4 MiB at K=256."""
 
 RECALL_RUN = dict(seq_len=64, vocab_size=256, kv_pairs=(4, 6, 8, 12, 16), n_train=20_000, n_val=500, n_test=1_000,
@@ -806,7 +808,7 @@ CHAPTERS = {"ch01": _ch01, "ch02": _ch02, "ch03": _ch03, "ch04": _ch04, "ch05": 
             "ch08": _ch08, "ch09": _ch09, "ch10": _ch10, "ch11": _ch11, "ch12": _ch12,
             "listops": _experiment("listops"), "text": _experiment("text"), "lm": _experiment("lm"),
             "recall": _recall}
-"""Everything the model predicts, by key: the chapters ``"ch01"`` ... ``"ch12"`` with ``"ch07b"`` (the keys
+"""Everything the model predicts, by key, namely the chapters ``"ch01"`` ... ``"ch12"`` with ``"ch07b"`` (the keys
 ``tools/build_book.py`` and ``tools/time_chapters.py`` derive from the notebooks' names; chapter 7b reads chapter 7's
 preset, see :data:`PRESET_OF`); one GMA run (one seed) of each experiment preset, ``"listops"``, ``"text"`` and
 ``"lm"``; and ``"recall"``, one run of the recall study (one arm, seed and learning rate: :data:`RECALL_RUN`, the

@@ -73,7 +73,7 @@ def checker(exercise: str):
     The decorated function calls the reader's code through ``call_reader``, raises :class:`ExerciseError` for a
     wrong answer and returns ``None`` or a short remark for a right one. The checker it becomes prints
     ``"Exercise 4.1: correct"`` (``" -- remark"`` appended when there is one, wrapped to the page by
-    :func:`correct_message`) or, for a stub, the
+    ``correct_message``) or, for a stub, the
     ``not_attempted_message``; it returns ``None``. It takes one more keyword argument, ``strict``: when true, a
     stub raises :class:`NotAttempted` instead of printing (an instructor's grading loop counts that as a fail).
     """
