@@ -186,7 +186,7 @@ def main(argv=None) -> int:
 
     if args.builddir.name != "_build":
         parser.error(f"--builddir must end in _build (jupyter-book writes there), got {args.builddir}")
-    from gma_teach.environment import scale
+    from gma_teach.environment import cache_dir, scale
 
     # A batch build saves whatever a cell prints into the page: gma_teach hides its training bars when CI is set
     # (gma_teach.train), and this command shows its own bar instead.
@@ -196,6 +196,7 @@ def main(argv=None) -> int:
     command_line = "python tools/build_book.py " + " ".join(argv if argv is not None else sys.argv[1:])
     record = {**provenance(command_line.strip()), "scale": scale(), "strict": args.strict,
               "cache_was_empty": not cache_path.exists(),
+              "data_cache_was_empty": not any(cache_dir().iterdir()),  # gma_teach's data and checkpoints
               "what": "wall seconds of README's command 1: each notebook executed into jupyter-book's cache, the "
                       "rendering, and the whole command", "notebooks": []}
     print(f"executing {len(notebooks)} notebooks at scale {scale()!r} into {args.builddir / '.jupyter_cache'}"
