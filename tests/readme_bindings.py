@@ -332,36 +332,40 @@ RECALL = "recall_study_tables.json"
 RECALL_ARMS = "recall_study_*_d64.json"
 
 
-def _recall_entry(records, arm):
-    return records[RECALL]["table"]["arms"][arm]["64"]
+def _recall_entry(records, arm, width=64):
+    return records[RECALL]["table"]["arms"][arm][str(width)]
 
 
-def _recall(arm, count=None):
-    """An arm's test accuracy at width 64, the mean over seeds: of the mean over the kv counts, or at ``count``."""
+def _recall(arm, count=None, width=64):
+    """An arm's test accuracy at ``width``, the mean over seeds: of the mean over the kv counts, or at ``count``."""
     if count is None:
-        return Computed(f"{arm}'s mean test accuracy", lambda r: sum(_recall_entry(r, arm)["test_mean"]) / len(
-            _recall_entry(r, arm)["test_mean"]), (RECALL,))
-    return Computed(f"{arm}'s test accuracy at {count} pairs",
-                    lambda r: sum(_recall_entry(r, arm)["by_count"][str(count)]) / len(
-                        _recall_entry(r, arm)["by_count"][str(count)]), (RECALL,))
+        return Computed(f"{arm}'s mean test accuracy at width {width}", lambda r: sum(
+            _recall_entry(r, arm, width)["test_mean"]) / len(_recall_entry(r, arm, width)["test_mean"]), (RECALL,))
+    return Computed(f"{arm}'s test accuracy at {count} pairs and width {width}",
+                    lambda r: sum(_recall_entry(r, arm, width)["by_count"][str(count)]) / len(
+                        _recall_entry(r, arm, width)["by_count"][str(count)]), (RECALL,))
 
 
-def _recall_k(arm):
-    return Key(RECALL, f"table/arms/{arm}/64/options/n_components")
+def _recall_k(arm, width=64):
+    return Key(RECALL, f"table/arms/{arm}/{width}/options/n_components")
 
 
 RECALL_KS = (8, 16, 32, 64, 128, 256)
 
 
-def _bytes(arm):
-    return Key(RECALL, f"table/arms/{arm}/64/state_bytes")
+def _recall_width(width):
+    return Key(RECALL, f"table/design/widths/{(64, 128).index(width)}")
+
+
+def _bytes(arm, width=64):
+    return Key(RECALL, f"table/arms/{arm}/{width}/state_bytes")
 
 def recall_cpu_seconds(records, how):
     return how(c for name in records.names(RECALL_ARMS) for c in (r["cpu_seconds"] for r in records[name]["runs"]))
 
 
 def recall_seeds(records) -> int:
-    counts = {len(_recall_entry(records, arm)["seeds"]) for arm in records[RECALL]["table"]["arms"]}
+    counts = {len(entry["seeds"]) for widths in records[RECALL]["table"]["arms"].values() for entry in widths.values()}
     return _unique(sorted(counts), "the seed counts of the recall arms")
 
 
@@ -632,35 +636,42 @@ BINDINGS: dict[str, list[Binding]] = {
         Binding("sequences of {} tokens holding {}, {}, {}, {} or {} key-value pairs, a vocabulary of {};",
                 Key(RECALL, "table/design/seq_len"), *(Key(RECALL, f"table/design/kv_pairs/{i}") for i in range(5)),
                 Key(RECALL, "table/design/vocab_size")),
-        Binding("two-layer model of width {},", Key(RECALL_ARMS, "width")),
+        Binding("two-layer model of width {}, and of width {} for SDPA,", Key(RECALL_ARMS, "width"),
+                Key(RECALL, "table/design/widths/1")),
         Binding("{} steps at the learning rate, {} or {}, with the better validation accuracy on seed {};",
                 Key(RECALL_ARMS, "design/steps"), Key(RECALL_ARMS, "design/learning_rates/0"),
                 Key(RECALL_ARMS, "design/learning_rates/1"), Key(RECALL_ARMS, "design/lr_seed")),
-        Binding("{} seeds an arm, each run {}-{} CPU-seconds on one thread)",
-                Computed("the seeds of every recall arm", recall_seeds, (RECALL,)),
+        Binding("{} seeds an arm, each run at width {} {}-{} CPU-seconds on one thread)",
+                Computed("the seeds of every recall arm", recall_seeds, (RECALL,)), Key(RECALL_ARMS, "width"),
                 Computed("the fewest CPU-seconds of a recall run", lambda r: recall_cpu_seconds(r, min), ()),
                 Computed("the most CPU-seconds of a recall run", lambda r: recall_cpu_seconds(r, max), ())),
-        Binding("decoding state after {} tokens. SDPA recalls {} ({} bytes), at least {} at every count,",
-                Key(RECALL, "table/design/seq_len"), _recall("sdpa"), _bytes("sdpa"),
+        Binding("decoding state after {} tokens.", Key(RECALL, "table/design/seq_len")),
+        Binding("At width {} SDPA recalls {} ({} bytes), at least {} at every count,", Key(RECALL_ARMS, "width"),
+                _recall("sdpa"), _bytes("sdpa"),
                 Computed("SDPA's lowest accuracy at any count and seed",
                          lambda r: min(min(v) for v in _recall_entry(r, "sdpa")["by_count"].values()), (RECALL,))),
-        Binding("and linear attention {} ({} bytes), falling from {} at {} pairs to {} at {}:",
+        Binding("and linear attention {} ({} bytes), falling from {} at {} pairs to {} at {}; at width {} SDPA "
+                "recalls {} and linear attention {} ({} bytes):",
                 _recall("linear"), _bytes("linear"), _recall("linear", 4), Key(RECALL, "table/design/kv_pairs/0"),
-                _recall("linear", 16), Key(RECALL, "table/design/kv_pairs/-1")),
-        Binding("at K={} GMA keeps exactly linear attention's {} bytes and recalls {} against {}.",
-                _recall_k("gma_k64_remedy"), _bytes("gma_k64_remedy"), _recall("gma_k64_remedy"), _recall("linear")),
-        Binding("at each width ({} comparisons, paired t over the {} seeds, Holm; the {} at width {} are not run yet "
-                "and count as p = {}). Of these, {} are told apart,",
+                _recall("linear", 16), Key(RECALL, "table/design/kv_pairs/-1"), Key(RECALL, "table/design/widths/1"),
+                _recall("sdpa", width=128), _recall("linear", width=128), _bytes("linear", 128)),
+        Binding("at K={} and width {} GMA keeps exactly linear attention's {} bytes and recalls {} against {}, and at "
+                "K={} and width {} its {} bytes and recalls {} against {}.",
+                _recall_k("gma_k64_remedy"), Key(RECALL, "table/design/widths/0"), _bytes("gma_k64_remedy"),
+                _recall("gma_k64_remedy"), _recall("linear"), _recall_k("gma_k128_remedy", 128),
+                Key(RECALL, "table/design/widths/1"), _bytes("gma_k128_remedy", 128),
+                _recall("gma_k128_remedy", width=128), _recall("linear", width=128)),
+        Binding("at each width ({} comparisons, paired t over the {} seeds, Holm). Of these, {} are told apart,",
                 Key(RECALL, "declared/family_size"), Computed("the seeds of every recall arm", recall_seeds, (RECALL,)),
-                Computed("the declared recall comparisons not run", recall_not_run, (RECALL,)),
-                Key(RECALL, "table/design/widths/1"),
-                Computed("the p-value a comparison not run counts as", lambda r: 1, (RECALL,)),
                 Computed("the recall comparisons told apart", recall_told_apart, (RECALL,))),
-        Binding("and the remedy at K={} and K={}; the remedy at K={}, {}, {} and {} is not told apart",
-                _recall_k("gma_k16_remedy"), _recall_k("gma_k32_remedy"), _recall_k("gma_k8_remedy"),
-                _recall_k("gma_k64_remedy"), _recall_k("gma_k128_remedy"), _recall_k("gma_k256_remedy")),
-        Binding("a window of {} tokens recalls {} ({} bytes); window heads beside GMA K={} heads recall {} ({} bytes) "
-                "and GMA K={} with a decay {},",
+        Binding("with the remedy, K={}, {} and {} behind SDPA at width {}, and K={} behind both and K={} behind SDPA "
+                "at width {}. With the remedy at K of {} or more",
+                _recall_k("gma_k8_remedy"), _recall_k("gma_k16_remedy"), _recall_k("gma_k32_remedy"),
+                Key(RECALL, "table/design/widths/0"), _recall_k("gma_k8_remedy", 128),
+                _recall_k("gma_k16_remedy", 128), Key(RECALL, "table/design/widths/1"),
+                _recall_k("gma_k64_remedy")),
+        Binding("exploratory and ran at width {}: a window of {} tokens recalls {} ({} bytes); window heads beside GMA "
+                "K={} heads recall {} ({} bytes) and GMA K={} with a decay {},", Key(RECALL_ARMS, "width"),
                 Key(RECALL, "table/arms/window/64/options/window"), _recall("window"), _bytes("window"),
                 Key(RECALL, "table/arms/local_gma/64/options/n_components"), _recall("local_gma"),
                 _bytes("local_gma"), _recall_k("decay_gma"), _recall("decay_gma")),
@@ -672,12 +683,14 @@ BINDINGS: dict[str, list[Binding]] = {
                          lambda r: r[RECALL]["table"]["design"]["vocab_size"] // 2, (RECALL,)),
                 Computed("the accuracy of guessing a value", lambda r: 2 / r[RECALL]["table"]["design"]["vocab_size"],
                          (RECALL,))),
-        Binding("Width {} is not recorded yet.", Key(RECALL, "table/design/widths/1")),
         Binding("| K | {} | {} | {} | {} | {} | {} |", *(_recall_k(f"gma_k{k}") for k in RECALL_KS)),
-        Binding("| state bytes | {} | {} | {} | {} | {} | {} |", *(_bytes(f"gma_k{k}") for k in RECALL_KS)),
-        Binding("| default routing | {} | {} | {} | {} | {} | {} |", *(_recall(f"gma_k{k}") for k in RECALL_KS)),
-        Binding("| with the remedy | {} | {} | {} | {} | {} | {} |",
-                *(_recall(f"gma_k{k}_remedy") for k in RECALL_KS)),
+        Binding(" ".join(f"| width {{}}: {label} | {{}} | {{}} | {{}} | {{}} | {{}} | {{}} |" for _ in (64, 128)
+                         for label in ("state bytes", "default routing", "with the remedy")),
+                *(source for width in (64, 128) for row in (
+                    [_bytes(f"gma_k{k}", width) for k in RECALL_KS],
+                    [_recall(f"gma_k{k}", width=width) for k in RECALL_KS],
+                    [_recall(f"gma_k{k}_remedy", width=width) for k in RECALL_KS])
+                  for source in (_recall_width(width), *row))),
     ],
 }
 """README's numbers, item by item: the start of the item's text, then its bindings in reading order."""
