@@ -47,13 +47,14 @@ def hardware(device=None) -> dict:
 RECORDS_IN_THE_CLONE = "book/results"
 
 
-def git_commit() -> str:
-    """The commit of the package's checkout, with ``+dirty`` if tracked files other than the records changed;
-    ``"unknown"`` outside a checkout.
+def git_commit(folder: str | os.PathLike | None = None) -> str:
+    """The commit of the checkout that holds ``folder`` (default: the package's own folder), with ``+dirty`` if
+    tracked files other than the records changed; ``"unknown"`` outside a checkout.
 
     The records' folder (``book/results/``) is left out of the check: a study saves each seed's record as it
-    finishes, and that output must not mark the code of the next seed as changed."""
-    folder = Path(__file__).resolve().parent
+    finishes, and that output must not mark the code of the next seed as changed. A tool run from a clone whose
+    package is installed (not editable) passes the clone's folder, so that the record names the clone's commit."""
+    folder = Path(__file__).resolve().parent if folder is None else Path(folder)
     try:
         commit = subprocess.run(["git", "rev-parse", "HEAD"], cwd=folder, capture_output=True, text=True,
                                 timeout=10, check=True).stdout.strip()

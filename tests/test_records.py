@@ -103,3 +103,9 @@ def test_every_json_writer_of_the_package_goes_through_write_record():
     assert _writes_json_to_a_file("import json\njson.dump(record, handle, indent=1)\n")
     assert _writes_json_to_a_file("path.write_text(json.dumps(record))\n")
     assert not _writes_json_to_a_file("import json, sys\njson.dump(answers, sys.stdout)\n")
+
+
+def test_git_commit_names_the_checkout_of_the_folder_it_is_given(tmp_path):
+    assert records.git_commit(tmp_path) == "unknown"  # not a checkout
+    here = records.git_commit(ROOT)
+    assert here == "unknown" or re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", here)

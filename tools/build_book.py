@@ -31,7 +31,7 @@ from pathlib import Path
 import yaml
 from tqdm import tqdm
 
-from gma_teach.records import load_average, provenance, write_record
+from gma_teach.records import git_commit, load_average, provenance, write_record
 
 ROOT = Path(__file__).resolve().parent.parent
 STRICT_CELL_TIMEOUT = 1800  # seconds a cell may run in the strict build (CI, at tiny) before it counts as hung
@@ -194,7 +194,7 @@ def main(argv=None) -> int:
     notebooks = toc_notebooks()
     cache_path = args.builddir / ".jupyter_cache"
     command_line = "python tools/build_book.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    record = {**provenance(command_line.strip()), "scale": scale(), "strict": args.strict,
+    record = {**provenance(command_line.strip()), "commit": git_commit(ROOT), "scale": scale(), "strict": args.strict,
               "cache_was_empty": not cache_path.exists(),
               "data_cache_was_empty": not any(cache_dir().iterdir()),  # gma_teach's data and checkpoints
               "what": "wall seconds of README's command 1: each notebook executed into jupyter-book's cache, the "
