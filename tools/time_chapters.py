@@ -18,7 +18,7 @@ import sys
 import time
 from pathlib import Path
 
-from gma_teach.records import provenance, write_record
+from gma_teach.records import git_commit, provenance, write_record
 
 ROOT = Path(__file__).resolve().parent.parent
 
@@ -67,7 +67,8 @@ def main(argv=None) -> dict:
             parser.error(f"no chapter notebook numbered {sorted(unknown)}")
         notebooks = [path for path in notebooks if path.name.split("_")[0] in args.chapters]
     command = "python tools/time_chapters.py " + " ".join(argv if argv is not None else sys.argv[1:])
-    record = {**provenance(command), "scale": args.scale, "what": "wall seconds of one nbval run per notebook",
+    record = {**provenance(command), "commit": git_commit(ROOT), "scale": args.scale,
+              "what": "wall seconds of one nbval run per notebook",
               "chapters": []}
     for path in notebooks:
         record["chapters"].append(time_notebook(path, args.scale, args.timeout))
