@@ -5,6 +5,7 @@ built the way README's command 1 builds the book: its HTML must exist and show t
 ``tools/build_book.py``'s strict execution must fail and stay out of the cache.
 """
 import json
+import re
 import subprocess
 import sys
 from pathlib import Path
@@ -187,7 +188,35 @@ def test_the_scale_table_quotes_the_tiny_record():
     timed = {chapter["chapter"] for chapter in record["chapters"]}
     row = next(line for line in _scale_table((ROOT / "README.md").read_text()).splitlines()
                if line.startswith("| `tiny`"))
+    last = max(int(name[2:4]) for name in timed)
     assert f"{min(seconds):.0f}-{max(seconds):.0f} s a chapter" in row
-    assert f"{sum(seconds) / 60:.1f} min for chapters 1-11" in row
-    assert ("without 7b" in row) == ("ch07b" not in timed)
+    assert f"{sum(seconds) / 60:.1f} min for chapters 1-{last}" in row
+    assert ("7b included" in row) == ("ch07b" in timed) and ("without 7b" in row) == ("ch07b" not in timed)
     assert f"on {record['hardware']['logical_cores']} cores at load average {min(loads):.1f}-{max(loads):.1f}" in row
+
+
+BUILD_RECORD = ROOT / "book" / "results" / "build_seconds_cpu_small.json"
+
+
+def test_command_1_at_the_default_scale_is_measured_and_the_front_door_quotes_it():
+    """README's command 1 (tools/build_book.py --record) at ``small`` from a fresh clone and a fresh cache: every
+    notebook passed, no notebook past 8 minutes, and README, the intro, the instructors page and troubleshooting
+    quote its total in minutes."""
+    record = json.loads(BUILD_RECORD.read_text())
+    assert record["scale"] == "small" and record["cache_was_empty"] and record["data_cache_was_empty"]
+    assert not record["strict"] and re.fullmatch(r"[0-9a-f]{40}", record["commit"]), record["commit"]
+    assert record["render_returncode"] == 0
+    notebooks = record["notebooks"]
+    assert [n["notebook"] for n in notebooks] == [str(p.relative_to(ROOT)) for p in build_book.toc_notebooks()]
+    assert all(n["succeeded"] for n in notebooks)
+    assert max(n["seconds"] for n in notebooks) <= 8 * 60
+    total = f"{record['total_seconds'] / 60:.1f} min"
+    for name in FRONT_DOOR:
+        assert total in (ROOT / name).read_text(), f"{name} does not quote command 1's measured {total}"
+    row = next(line for line in _scale_table((ROOT / "README.md").read_text()).splitlines()
+               if line.startswith("| `small`"))
+    longest = max(notebooks, key=lambda n: n["seconds"])
+    assert f"{total} for command 1" in row and f"longest notebook {longest['seconds'] / 60:.1f} min" in row
+    loads = [record["load"][0], *(n["load_after"] for n in notebooks)]
+    assert f"{record['hardware']['logical_cores']} cores at load average {min(loads):.1f}-{max(loads):.1f}" in row
+    assert "build_seconds_cpu_small.json" in row
