@@ -124,7 +124,9 @@ def test_schedule_warms_up_linearly_then_decays_by_cosine():
     assert history.learning_rate == pytest.approx([r * 1e-3 for r in rates])
 
 
-def test_best_validation_weights_are_restored(monkeypatch):
+def _fit_with_scores(monkeypatch, **options):
+    """Train three epochs while the validation scores 0.5, 0.9, 0.6; returns the model, its history and the
+    weights seen at each evaluation."""
     import gma_teach.train as train
 
     scores = iter([0.5, 0.9, 0.6])
@@ -137,7 +139,12 @@ def test_best_validation_weights_are_restored(monkeypatch):
     monkeypatch.setattr(train, "evaluate", fake_evaluate)
     model = _classifier()
     history = fit(model, _classification_data(48, 0), val_data=_classification_data(8, 1), epochs=3, lr=1e-2,
-                  batch_size=16, progress=False)
+                  batch_size=16, progress=False, **options)
+    return model, history, snapshots
+
+
+def test_best_validation_weights_are_restored(monkeypatch):
+    model, history, snapshots = _fit_with_scores(monkeypatch)
     assert history.best_metric == 0.9 and history.best_step == 6
     for name, value in model.state_dict().items():
         assert torch.equal(value, snapshots[1][name]), name
@@ -145,19 +152,7 @@ def test_best_validation_weights_are_restored(monkeypatch):
 
 
 def test_keep_last_keeps_the_final_weights_whatever_the_validation_says(monkeypatch):
-    import gma_teach.train as train
-
-    scores = iter([0.5, 0.9, 0.6])
-    snapshots = []
-
-    def fake_evaluate(model, data, **kw):
-        snapshots.append({k: v.clone() for k, v in model.state_dict().items()})
-        return {"loss": 1.0, "accuracy": next(scores)}
-
-    monkeypatch.setattr(train, "evaluate", fake_evaluate)
-    model = _classifier()
-    history = fit(model, _classification_data(48, 0), val_data=_classification_data(8, 1), epochs=3, lr=1e-2,
-                  batch_size=16, progress=False, keep="last")
+    model, history, snapshots = _fit_with_scores(monkeypatch, keep="last")
     assert history.best_metric == 0.9 and history.val_metric == [0.5, 0.9, 0.6]  # still reported
     for name, value in model.state_dict().items():
         assert torch.equal(value, snapshots[2][name]), name
