@@ -362,7 +362,7 @@ def training_work(*, n_steps: int, batch_size: int, seq_len: int, d_model: int, 
 LISTOPS_SECONDS_PER_TOKEN = 22e-6  # the generator on one core: 2.8 ms a tree of 126 tokens, 17.5 ms of 1089
 CHAPTER_FIXED_SECONDS = 5.0  # a kernel start, the imports and the figures of a chapter, on the host
 """Fixed cost of any chapter, on the host, for a kernel start, the imports and the figures; most of a light
-chapter's time at tiny, where chapter_seconds_cpu_tiny.json times the lightest chapters at 4-6 s."""
+chapter's time at tiny, where chapter_seconds_cpu_tiny.json times the lightest chapters at 4-7 s."""
 
 
 def _sweep_point(label, work, calls, *, single_thread=True):
