@@ -23,8 +23,9 @@ from collections.abc import Sequence
 
 from . import _checks
 
-__all__ = ["describe", "fisher_exact_p", "holm", "mean_half_width", "mean_interval", "mean_std", "paired_difference",
-           "optional_stopping_rate", "paired_t_p", "ratio_of_means_interval", "student_t_cdf", "t_quantile_975"]
+__all__ = ["describe", "fisher_exact_p", "half_width", "holm", "mean_half_width", "mean_interval", "mean_std",
+           "paired_difference", "optional_stopping_rate", "paired_t_p", "ratio_of_means_interval", "student_t_cdf",
+           "t_quantile_975"]
 
 _T_975 = (12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912, 2.364624, 2.306004, 2.262157, 2.228139,
           2.200985, 2.178813, 2.160369, 2.144787, 2.131450, 2.119905, 2.109816, 2.100922, 2.093024, 2.085963,
@@ -63,13 +64,21 @@ def describe(values) -> dict:
     return {"mean": mean, "std": std, "n": len(_floats("values", values))}
 
 
+def half_width(std: float, n: int) -> float:
+    """The half-width ``t_{0.975, n-1} std / sqrt(n)`` of the 95% t-interval of a mean over ``n >= 2`` values whose
+    sample standard deviation is ``std``."""
+    if isinstance(n, bool) or not isinstance(n, int) or n < 2:
+        raise ValueError(f"n must be an int >= 2 (an interval needs two values), got {n!r}")
+    return t_quantile_975(n - 1) * std / math.sqrt(n)
+
+
 def mean_interval(values) -> dict:
     """``{"mean", "std" (sample), "n", "ci95"}`` of ``values``: the 95% t-interval ``[low, high]`` of ``mean +-
     t_{0.975, n-1} std / sqrt(n)``, or ``None`` for one value."""
     summary = describe(values)
     if summary["n"] < 2:
         return {**summary, "ci95": None}
-    half = t_quantile_975(summary["n"] - 1) * summary["std"] / math.sqrt(summary["n"])
+    half = half_width(summary["std"], summary["n"])
     return {**summary, "ci95": [summary["mean"] - half, summary["mean"] + half]}
 
 

@@ -20,7 +20,6 @@ Rewording a sentence of README breaks only its templates: the test names the tem
 the numbers left without a binding; copy the new wording into the template.
 """
 import json
-import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -172,8 +171,7 @@ class HalfWidth(Source):
         return False
 
     def value(self, records):
-        n = int(self.n.value(records))
-        return stats.t_quantile_975(n - 1) * self.std.value(records) / math.sqrt(n)
+        return stats.half_width(self.std.value(records), int(self.n.value(records)))
 
     def __str__(self):
         return f"95% half-width from {self.std} over {self.n} seeds"

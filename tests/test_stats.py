@@ -177,3 +177,14 @@ def test_optional_stopping_keeps_the_first_look_at_alpha_and_inflates_the_second
         stats.optional_stopping_rate(1, 2, trials=100, seed=0)
     with pytest.raises(ValueError, match="alpha"):
         stats.optional_stopping_rate(3, 2, trials=100, seed=0, alpha=1.5)
+
+
+def test_half_width_is_the_t_interval_of_a_summary():
+    from gma_teach.stats import describe, half_width, mean_half_width
+
+    values = [2.41, 2.38, 2.45, 2.40]
+    summary = describe(values)
+    assert half_width(summary["std"], summary["n"]) == pytest.approx(mean_half_width(values)[1], rel=1e-12)
+    assert half_width(1.0, 3) == pytest.approx(4.302653 / 3 ** 0.5)
+    with pytest.raises(ValueError, match="n must be an int >= 2.*got 1"):
+        half_width(1.0, 1)

@@ -9,17 +9,16 @@ carries ``"exploratory": True`` and its unadjusted ``"p"``: a result to test aga
 """
 from __future__ import annotations
 
-import math
 import statistics
 
 from ..stats import (
     describe,
     fisher_exact_p,
+    half_width,
     holm,
     paired_difference,
     paired_t_p,
     ratio_of_means_interval,
-    t_quantile_975,
 )
 from .arm_records import final_health, load_arm
 
@@ -434,8 +433,7 @@ def _cell(summary: dict, name: str, digits: int) -> str:
     n = summary[name]["n"]
     if n < 2:
         return f"{summary[name]['mean']:.{digits}f} (1 seed)"
-    half_width = t_quantile_975(n - 1) * summary[name]["std"] / math.sqrt(n)
-    return f"{summary[name]['mean']:.{digits}f}+-{half_width:.{digits}f}"
+    return f"{summary[name]['mean']:.{digits}f}+-{half_width(summary[name]['std'], n):.{digits}f}"
 
 
 def format_study_table(table: dict) -> str:
