@@ -471,6 +471,41 @@ def test_a_pair_on_extra_seeds_is_exploratory_even_when_declared(tmp_path):
     assert against["pairs"]["gma"]["linear"]["exploratory"] is True
 
 
+def test_a_declared_second_look_tests_the_family_on_every_seed_with_p_doubled(tmp_path):
+    """The second look pairs the declared seeds 0-4 (a pair missing one counts as not recorded, p = 1), takes
+    Holm over the family and doubles each adjusted p for the two looks; the tables then label the five-seed pairs
+    with that verdict, not as exploratory."""
+    declared = {**TINY_STUDY, "name": "looks", "seeds": (0, 1, 2), "metric": "val_bits_per_byte",
+                "arms": {"gma": {"mixer": "gma"}, "linear": {"mixer": "linear"}, "sdpa": {"mixer": "sdpa"}},
+                "primary": [("gma", "linear"), ("gma", "sdpa")], "test": "first",
+                "second_look": {"seeds": (0, 1, 2, 3, 4), "test": "second"}}
+    gma = {0: 2.00, 1: 2.10, 2: 2.05, 3: 2.20, 4: 2.01}
+    linear = {0: 2.10, 1: 2.22, 2: 2.16, 3: 2.31, 4: 2.12}
+    _write_arm(declared, "gma", tmp_path, gma)
+    _write_arm(declared, "linear", tmp_path, linear)
+    _write_arm(declared, "sdpa", tmp_path, {0: 1.90, 1: 2.15, 2: 1.95, 3: 2.30})  # seed 4 missing
+    first = study.declared_comparisons(declared, tmp_path)
+    assert "looks" not in first and first["seeds"] == [0, 1, 2] and len(first["comparisons"]) == 2
+    second = study.declared_comparisons(declared, tmp_path, look="second")
+    assert second["looks"] == 2 and second["seeds"] == [0, 1, 2, 3, 4] and second["test"] == "second"
+    (only,) = second["comparisons"]  # gma - sdpa lacks seed 4, so it is not recorded on this look
+    assert (only["arm"], only["against"], only["seeds"]) == ("gma", "linear", [0, 1, 2, 3, 4])
+    raw = study.paired_t_p(list(gma.values()), list(linear.values()))
+    assert only["p"] == pytest.approx(raw)
+    assert only["p_holm"] == pytest.approx(min(1.0, 2 * study.holm([raw, 1.0])[0]))
+    assert only["told_apart"] is (only["p_holm"] < 0.05)
+    table = study.study_table(declared, tmp_path, reference="linear")
+    assert table["paired"]["gma"]["exploratory"] is False and table["paired"]["gma"]["look"] == 2
+    assert table["paired"]["gma"]["p_holm"] == pytest.approx(only["p_holm"])
+    assert study.format_declared(second)[1] == "Holm over the family, each p x2 for 2 looks:"
+    assert "each p times 2 for 2 looks" in study.study_findings(declared, second)["family"]
+    with pytest.raises(ValueError, match="look must be"):
+        study.declared_comparisons(declared, tmp_path, look="third")
+    without = {key: value for key, value in declared.items() if key != "second_look"}
+    with pytest.raises(ValueError, match="does not"):
+        study.declared_comparisons(without, tmp_path, look="second")
+
+
 def test_last_epoch_accuracy_is_refused_where_validation_is_not_the_test_split():
     with pytest.raises(ValueError, match="validation split is its test split"):
         study.study_table(study.LISTOPS_LRA_STUDY, metric="last_epoch_test_accuracy")

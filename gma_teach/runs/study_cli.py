@@ -66,7 +66,7 @@ __all__ = ["main"]
 def _design(study: dict) -> dict:
     """The declared design a saved table was computed under (JSON-ready): seeds, metric(s), primary comparisons,
     test and what is exploratory."""
-    keys = ("seeds", "metric", "metrics", "primary", "test", "exploratory")
+    keys = ("seeds", "metric", "metrics", "primary", "test", "second_look", "exploratory")
     return {key: study[key] for key in keys if key in study}
 
 
@@ -109,6 +109,9 @@ def main(argv=None) -> dict:
         declared = declared_comparisons(study, args.out_dir)
         for line in format_declared(declared, width=120):
             print(line)
+        second = declared_comparisons(study, args.out_dir, look="second") if "second_look" in study else None
+        for line in format_declared(second, width=120) if second is not None else ():
+            print(line)
         context = None
         if {"none", "sdpa"} <= set(study["arms"]) and study.get("experiment", "lm") == "lm":
             context = context_recovered(study, args.out_dir)
@@ -135,6 +138,8 @@ def main(argv=None) -> dict:
         if args.save:
             record = {"study": study["name"], "design": _design(study), "declared": declared, "tables": tables,
                       **provenance(command, device())}
+            if second is not None:
+                record["second_look"] = second
             if context is not None:
                 record["context_recovered"] = context
             if against is not None:

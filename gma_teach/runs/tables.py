@@ -4,8 +4,10 @@ Nothing here trains.
 
 "Told apart" means one thing everywhere: a comparison of the study's declared primary family
 (``study["primary"]``, see ``gma_teach.runs.settings``) whose paired t-test over the declared seeds has a
-Holm-adjusted p-value below 0.05 (:func:`declared_comparisons`). Every other paired difference a table reports
-carries ``"exploratory": True`` and its unadjusted ``"p"``: a result to test again, not a finding.
+Holm-adjusted p-value below 0.05 (:func:`declared_comparisons`). A study that declares a ``"second_look"`` (more
+seeds for every arm, decided after the first look) tests the same family again over all its seeds, each adjusted p
+doubled for the two looks. Every other paired difference a table reports carries ``"exploratory": True`` and its
+unadjusted ``"p"``: a result to test again, not a finding.
 """
 from __future__ import annotations
 
@@ -22,12 +24,17 @@ from ..stats import (
 )
 from .arm_records import final_health, load_arm
 
-__all__ = ["ALPHA", "METRIC_PATHS", "context_recovered", "declared_comparisons", "declared_metrics",
+__all__ = ["ALPHA", "LOOKS", "METRIC_PATHS", "context_recovered", "declared_comparisons", "declared_metrics",
            "format_declared", "format_study_table", "gma_against_baselines", "left_plateau",
            "findings_summary", "ordering_at_last_evaluations", "study_findings", "study_table", "study_tables"]
 
 ALPHA = 0.05
 """The family-wise level: a declared comparison is told apart when its Holm-adjusted p-value is below it."""
+
+LOOKS = 2
+"""How many times a study with a declared ``"second_look"`` has been tested: its first seeds, then all of them.
+The second look's Holm-adjusted p-values are multiplied by it (Bonferroni over the looks), so the chance of any
+false "told apart" over both looks stays below :data:`ALPHA`."""
 
 METRIC_PATHS = {"val_bits_per_byte": ("val", "bits_per_byte"), "val_loss": ("val", "loss"),
                 "val_perplexity": ("val", "perplexity"), "test_accuracy": ("test", "accuracy"),
@@ -94,23 +101,24 @@ def study_table(study: dict, folder=None, *, reference: str | None = None, metri
         table["ordering"] = ordering_at_last_evaluations(arms)
     if reference in arms:
         by_seed = _seed_values(arms[reference], part, key)
-        declared = declared_comparisons(study, folder, _records=arms)
+        looks = _declared_looks(study, folder, arms)
         for arm, record in arms.items():
             paired = None if arm == reference else _paired_on_common_seeds(_seed_values(record, part, key), by_seed)
             if paired is not None:
-                table["paired"][arm] = _labelled(paired, arm, reference, metric, declared)
+                table["paired"][arm] = _labelled(paired, arm, reference, metric, looks)
     return table
 
 
-def _labelled(paired: dict, arm: str, other: str, metric: str, declared: dict) -> dict:
+def _labelled(paired: dict, arm: str, other: str, metric: str, looks: list[dict]) -> dict:
     """``paired`` (``arm - other``) with its unadjusted ``"p"`` and, when it is a declared comparison on the
-    declared seeds, its ``"p_holm"`` and ``"told_apart"`` (``"exploratory": False``); otherwise
-    ``"exploratory": True``."""
-    for comparison in declared["comparisons"]:
-        if (comparison["metric"] == metric and {comparison["arm"], comparison["against"]} == {arm, other}
-                and comparison["seeds"] == paired["seeds"]):
-            return {**paired, "p": comparison["p"], "p_holm": comparison["p_holm"],
-                    "told_apart": comparison["told_apart"], "exploratory": False}
+    seeds of one of the declared ``looks`` (:func:`declared_comparisons`), its ``"p_holm"``, ``"told_apart"`` and
+    ``"look"`` (1 or 2; ``"exploratory": False``); otherwise ``"exploratory": True``."""
+    for number, declared in enumerate(looks, start=1):
+        for comparison in declared["comparisons"]:
+            if (comparison["metric"] == metric and {comparison["arm"], comparison["against"]} == {arm, other}
+                    and comparison["seeds"] == paired["seeds"]):
+                return {**paired, "p": comparison["p"], "p_holm": comparison["p_holm"],
+                        "told_apart": comparison["told_apart"], "look": number, "exploratory": False}
     differences = paired["differences"]
     return {**paired, "p": paired_t_p(differences, [0.0] * len(differences)), "exploratory": True}
 
@@ -140,22 +148,33 @@ def study_tables(study: dict, folder=None) -> dict:
     return {metric: study_table(study, folder, metric=metric) for metric in metrics}
 
 
-def declared_comparisons(study: dict, folder=None, *, _records: dict | None = None) -> dict:
+def declared_comparisons(study: dict, folder=None, *, look: str = "first", _records: dict | None = None) -> dict:
     """The study's declared primary comparisons, each tested as declared: the paired t-test over the declared
     seeds (``study["seeds"]``, those recorded for both arms), two-sided, with Holm's correction over the whole
     family (every declared metric times every primary pair). A declared comparison not recorded yet (fewer than two
     common declared seeds) counts as ``p = 1`` in the correction, so a partial study never gets a smaller
     correction than the full one would.
 
+    ``look="second"`` tests the same family as the study's declared ``"second_look"`` says: over its seeds (every
+    one of them recorded for both arms, else the comparison counts as not recorded), with each Holm-adjusted p
+    multiplied by the number of looks (2, Bonferroni over the looks, capped at 1), because the decision to look
+    again followed the first look. A study without a ``"second_look"`` refuses it.
+
     Returns:
         ``{"test", "seeds", "family_size", "alpha", "comparisons": [{"arm", "against", "metric", "seeds",
-        "differences", "mean", "std", "n", "ci95", "p", "p_holm", "told_apart"}]}``; ``mean`` is ``arm - against``
-        and ``told_apart`` is ``p_holm < alpha``. A study that declares no comparison gets an empty list.
+        "differences", "mean", "std", "n", "ci95", "p", "p_holm", "told_apart"}]}`` and, on the second look,
+        ``"looks": 2``; ``mean`` is ``arm - against`` and ``told_apart`` is ``p_holm < alpha``. A study that
+        declares no comparison gets an empty list.
     """
+    if look not in ("first", "second"):
+        raise ValueError(f"look must be 'first' or 'second', got {look!r}")
+    if look == "second" and "second_look" not in study:
+        raise ValueError(f"look='second' needs a study that declares a second look; {study['name']!r} does not")
     declared = [(metric, arm, against) for metric in declared_metrics(study)
                 for arm, against in study.get("primary", [])]
     records = _records if _records is not None else {arm: load_arm(study, arm, folder) for arm in study["arms"]}
-    seeds = set(study["seeds"])
+    seeds = set(study["seeds"] if look == "first" else study["second_look"]["seeds"])
+    looks = 1 if look == "first" else LOOKS
     comparisons = []
     for metric, arm, against in declared:
         _, (part, key) = _metric_of(study, metric)
@@ -164,15 +183,25 @@ def declared_comparisons(study: dict, folder=None, *, _records: dict | None = No
         first, second = (_seed_values(records[name], part, key) for name in (arm, against))
         paired = _paired_on_common_seeds({s: v for s, v in first.items() if s in seeds},
                                          {s: v for s, v in second.items() if s in seeds})
-        if paired is not None:
+        if paired is not None and (look == "first" or set(paired["seeds"]) == seeds):
             p = paired_t_p(paired["differences"], [0.0] * len(paired["differences"]))
             comparisons.append({"arm": arm, "against": against, "metric": metric, **paired, "p": p})
     if comparisons:
         adjusted = holm([c["p"] for c in comparisons] + [1.0] * (len(declared) - len(comparisons)))
         for comparison, p_holm in zip(comparisons, adjusted):
+            p_holm = min(1.0, looks * p_holm)
             comparison.update(p_holm=p_holm, told_apart=p_holm < ALPHA)
-    return {"test": study.get("test"), "seeds": sorted(seeds), "family_size": len(declared), "alpha": ALPHA,
-            "comparisons": comparisons}
+    test = study.get("test") if look == "first" else study["second_look"]["test"]
+    result = {"test": test, "seeds": sorted(seeds), "family_size": len(declared), "alpha": ALPHA}
+    return {**result, **({"looks": looks} if look == "second" else {}), "comparisons": comparisons}
+
+
+def _declared_looks(study: dict, folder, records: dict) -> list[dict]:
+    """:func:`declared_comparisons` of every look the study declares (the first, and its second if any)."""
+    looks = [declared_comparisons(study, folder, _records=records)]
+    if "second_look" in study:
+        looks.append(declared_comparisons(study, folder, look="second", _records=records))
+    return looks
 
 
 LOWER_IS_BETTER = ("val_bits_per_byte", "val_loss", "val_perplexity")
@@ -225,8 +254,10 @@ def study_findings(study: dict, declared: dict) -> dict:
                             f"{scale * high:+.{digits}f}], Holm p {comparison['p_holm']:.3f}")
     seeds = declared["seeds"]
     told = sum(c["told_apart"] for c in declared["comparisons"])
+    looks = declared.get("looks", 1)
+    correction = "Holm's correction" + (f", each p times {looks} for {looks} looks" if looks > 1 else "")
     found["family"] = (f"{len(declared['comparisons'])} of {declared['family_size']} declared comparisons recorded, "
-                       f"paired over seeds {seeds[0]}-{seeds[-1]} with Holm's correction; {told} told apart")
+                       f"paired over seeds {seeds[0]}-{seeds[-1]} with {correction}; {told} told apart")
     return found
 
 
@@ -247,8 +278,10 @@ def findings_summary(found: dict, declared: dict) -> list[str]:
 def format_declared(declared: dict, *, width: int = 75) -> list[str]:
     """Lines of at most ``width`` characters: each declared comparison, its difference and 95% interval, Holm's p
     and the verdict."""
+    looks = declared.get("looks", 1)
     lines = [f"declared comparisons ({len(declared['comparisons'])} of {declared['family_size']} recorded), "
-             f"Holm over the family:"]
+             f"seeds {declared['seeds'][0]}-{declared['seeds'][-1]},",
+             "Holm over the family" + (f", each p x{looks} for {looks} looks:" if looks > 1 else ":")]
     for c in declared["comparisons"]:
         scale, digits, unit, name = _UNITS[c["metric"]]
         verdict = "told apart" if c["told_apart"] else "not told apart"
@@ -273,13 +306,13 @@ def gma_against_baselines(study: dict, folder=None, *, metric: str | None = None
     records = {arm: load_arm(study, arm, folder) for arm in study["arms"]}
     values = {arm: _seed_values(record, part, key) for arm, record in records.items() if record is not None}
     gma_arms = [arm for arm, spec in study["arms"].items() if spec["mixer"] == "gma" and arm in values]
-    declared = declared_comparisons(study, folder, _records=records)
+    looks = _declared_looks(study, folder, records)
     result = {"metric": metric, "pairs": {}}
     for other in (arm for arm in values if arm not in gma_arms):
         for arm in gma_arms:
             paired = _paired_on_common_seeds(values[arm], values[other])
             if paired is not None:
-                result["pairs"].setdefault(arm, {})[other] = _labelled(paired, arm, other, metric, declared)
+                result["pairs"].setdefault(arm, {})[other] = _labelled(paired, arm, other, metric, looks)
     return result
 
 
