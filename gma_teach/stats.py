@@ -9,6 +9,7 @@
 * :func:`holm` -- Holm-Bonferroni adjusted p-values for a family of tests;
 * :func:`ratio_of_means_interval` -- a ratio of two means paired by seed, with a seeded bootstrap interval;
 * :func:`optional_stopping_rate` -- how often seeds added after a first look make noise look like a difference;
+* :func:`seeds_to_tell_apart` -- how many seeds a paired difference of a given mean and spread would need;
 * :func:`t_quantile_975`, :func:`student_t_cdf` -- Student's t distribution.
 
 Standard library only (scipy is not a dependency): the t distribution's CDF is the regularized incomplete beta
@@ -24,8 +25,8 @@ from collections.abc import Sequence
 from . import _checks
 
 __all__ = ["describe", "fisher_exact_p", "half_width", "holm", "mean_half_width", "mean_interval", "mean_std",
-           "paired_difference", "optional_stopping_rate", "paired_t_p", "ratio_of_means_interval", "student_t_cdf",
-           "t_quantile_975"]
+           "paired_difference", "optional_stopping_rate", "paired_t_p", "ratio_of_means_interval",
+           "seeds_to_tell_apart", "student_t_cdf", "t_quantile_975"]
 
 _T_975 = (12.706205, 4.302653, 3.182446, 2.776445, 2.570582, 2.446912, 2.364624, 2.306004, 2.262157, 2.228139,
           2.200985, 2.178813, 2.160369, 2.144787, 2.131450, 2.119905, 2.109816, 2.100922, 2.093024, 2.085963,
@@ -321,3 +322,31 @@ def optional_stopping_rate(first: int, added: int, *, trials: int, seed: int, al
             at_either += 1
     return {"first_look": at_first / trials, "either_look": at_either / trials, "trials": trials, "first": first,
             "added": added, "alpha": alpha}
+
+
+def seeds_to_tell_apart(mean: float, std: float, *, alpha: float, at_most: int = 1000) -> int | None:
+    """The fewest seeds at which a paired difference with this ``mean`` and standard deviation ``std`` over seeds
+    would have a two-sided paired t-test p-value below ``alpha``; ``None`` when even ``at_most`` seeds would not
+    (or the mean is 0).
+
+    A planning figure, not a promise: it takes the observed mean and spread as the truth, so it is the number of
+    seeds at which such a study would be told apart about half the time. For a family of tests, pass the level of
+    the strictest step (Bonferroni: ``0.05 / m``, halved again for a second look).
+
+    Args:
+        mean: the mean per-seed difference; std: their standard deviation (> 0).
+        alpha: the level, in (0, 1); at_most: the largest seed count tried (>= 2).
+    """
+    mean, std = float(mean), float(std)
+    if not (math.isfinite(mean) and math.isfinite(std)) or std <= 0.0:
+        raise ValueError(f"mean must be finite and std positive and finite, got mean {mean} and std {std}")
+    if not 0.0 < alpha < 1.0:
+        raise ValueError(f"alpha must lie in (0, 1), got {alpha}")
+    at_most = _checks.integer("at_most", at_most, minimum=2)
+    if mean == 0.0:
+        return None
+    for n in range(2, at_most + 1):
+        t = abs(mean) / (std / math.sqrt(n))
+        if 2.0 * student_t_cdf(-t, n - 1) < alpha:
+            return n
+    return None

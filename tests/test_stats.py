@@ -3,6 +3,7 @@ definition and (where installed) against scipy."""
 import itertools
 import math
 import random
+import statistics
 
 import pytest
 
@@ -188,3 +189,33 @@ def test_half_width_is_the_t_interval_of_a_summary():
     assert half_width(1.0, 3) == pytest.approx(4.302653 / 3 ** 0.5)
     with pytest.raises(ValueError, match="n must be an int >= 2.*got 1"):
         half_width(1.0, 1)
+
+
+@pytest.mark.parametrize("mean, std", [(1.0, 1.0), (-0.0469, 0.0082), (0.0228, 0.0065), (0.6, 1.0)])
+def test_seeds_to_tell_apart_is_where_the_95_interval_first_leaves_zero(mean, std):
+    """At alpha 0.05 the answer is the first n whose t-interval, t_{0.975, n-1} std / sqrt(n), is narrower than
+    |mean| (read from the quantile table, not from the CDF the function uses); and data with exactly that mean and
+    spread give a paired t p-value below 0.05 at n seeds and not at n - 1."""
+    expected = next(n for n in range(2, 31) if stats.t_quantile_975(n - 1) * std / math.sqrt(n) < abs(mean))
+    n = stats.seeds_to_tell_apart(mean, std, alpha=0.05)
+    assert n == expected
+
+    def sample(count):  # count values with this mean and sample standard deviation
+        z = [i - (count - 1) / 2 for i in range(count)]
+        scale = statistics.stdev(z)
+        return [mean + std * value / scale for value in z]
+
+    assert stats.paired_t_p(sample(n), [0.0] * n) < 0.05 <= stats.paired_t_p(sample(n - 1), [0.0] * (n - 1))
+
+
+def test_seeds_to_tell_apart_grows_with_a_stricter_level_and_refuses_bad_input():
+    loose = stats.seeds_to_tell_apart(0.02, 0.04, alpha=0.05)
+    strict = stats.seeds_to_tell_apart(0.02, 0.04, alpha=0.05 / 24)
+    assert loose < strict
+    assert stats.seeds_to_tell_apart(0.0, 1.0, alpha=0.05) is None
+    assert stats.seeds_to_tell_apart(1e-6, 1.0, alpha=0.05, at_most=50) is None
+    for kwargs, message in (({"mean": 1.0, "std": 0.0, "alpha": 0.05}, "std positive"),
+                            ({"mean": float("nan"), "std": 1.0, "alpha": 0.05}, "mean must be finite"),
+                            ({"mean": 1.0, "std": 1.0, "alpha": 1.5}, "alpha must lie")):
+        with pytest.raises(ValueError, match=message):
+            stats.seeds_to_tell_apart(**kwargs)
