@@ -679,7 +679,7 @@ def _ch10(p, on_cuda):
 
 
 def _ch11(p, on_cuda):
-    q = preset_sizes("lm", p.lm_scale, **preset("ch10", p.lm_scale).live_lm)  # the model chapter 10 saved
+    q = preset_sizes("lm", p.lm_scale, **preset_sizes("ch10", p.lm_scale).live_lm)  # the model chapter 10 saved
     points = _lm_points(q, [(f"lm gma K={q.n_components} (chapter 10's)", "gma", q.n_components)], on_cuda,
                         cached_first=True)
     forward = training_work(n_steps=0, batch_size=q.batch_size, seq_len=q.seq_len, d_model=q.d_model,

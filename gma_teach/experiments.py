@@ -1,6 +1,7 @@
 """The experiments of chapters 9 and 10: ``python -m gma_teach.experiments ...`` and the names the chapters read.
 
-The code lives in ``gma_teach.runs.experiments`` (and ``gma_teach.runs.reproduce`` for
+The code lives in ``gma_teach.runs.experiments`` (over ``options``, ``classification`` and ``language_model`` of
+the run wing; ``gma_teach.runs.reproduce`` for
 ``python -m gma_teach.experiments reproduce RECORD``); this module keeps the command and the names at the path the
 book and the records use, with the model, training and summary helpers the chapters reach through it.
 """

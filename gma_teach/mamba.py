@@ -161,7 +161,7 @@ def _mamba_kernel_available(x):
     if not x.is_cuda:
         return False
     try:
-        import mamba_ssm.ops.selective_scan_interface  # noqa: F401
+        import mamba_ssm.ops.selective_scan_interface  # noqa: F401  (optional dependency: is it installed?)
     except ImportError:
         return False
     return True

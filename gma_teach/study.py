@@ -21,8 +21,9 @@ from .runs.arm_records import (
     summarize_arm,
     tables_path,
 )
-from .runs.experiments import listops_data, lm_data, run_classification, run_lm, text_data
+from .runs.classification import listops_data, run_classification, text_data
 from .runs.init_scan import scan_initial_routing
+from .runs.language_model import lm_data, run_lm
 from .runs.settings import (
     CAUSE_STUDY,
     COLLAPSE_STUDY,

@@ -236,9 +236,10 @@ def _recall_records():
     return records
 
 
-RECALL_FACTOR = 3.0
-"""The recall model's predictions stay within this factor of the recorded one-core times (today 0.66 to 1.07 over
-the arms the model covers)."""
+RECALL_SECONDS_MEASURED = (1.02, 1.07)
+"""predicted / median recorded cpu seconds of the recall study's runs at width 64
+(recall_study_{sdpa,gma_k256}_d64.json) and of the whole "recall" entry against gma_k256's runs: 1.020 (gma_k256)
+to 1.073 (sdpa). Margin 10%: band (0.93, 1.18)."""
 
 
 def test_the_recall_run_is_the_declared_study():
@@ -253,19 +254,20 @@ def test_the_recall_run_is_the_declared_study():
     assert len(set(times.values())) == 1 and times["tiny"] > 0, times  # one declared setting, at every scale
 
 
-def test_the_recall_model_predicts_the_recorded_runs_within_a_factor_3():
+def test_the_recall_model_predicts_the_recorded_runs():
+    ratios = {}
     for arm, record in _recall_records().items():
         rows = cost.compare_with_record(record)
         assert len(rows) == len(record["runs"]) and len({r["predicted_seconds"] for r in rows}) == 1
         median = statistics.median(run["cpu_seconds"] for run in record["runs"])
-        ratio = rows[0]["predicted_seconds"] / median
-        assert 1 / RECALL_FACTOR < ratio < RECALL_FACTOR, (arm, ratio)
+        ratios[arm] = rows[0]["predicted_seconds"] / median
     record = _recall_records().get("gma_k256")
     if record is not None:  # the "recall" entry is that arm's run, with its evaluation and data on top
         median = statistics.median(run["cpu_seconds"] for run in record["runs"])
         whole = cost.predict("recall", "small", "cpu-2core").seconds
         assert whole >= cost.compare_with_record(record)[0]["predicted_seconds"]
-        assert 1 / RECALL_FACTOR < whole / median < RECALL_FACTOR, whole / median
+        ratios["recall (the whole entry)"] = whole / median
+    _assert_in_band(ratios, RECALL_SECONDS_MEASURED, 1.10, "predicted / recorded recall seconds")
 
 
 def test_recall_records_of_mixers_the_model_lacks_are_named():

@@ -8,7 +8,8 @@ import pytest
 import torch
 
 from gma_teach import GaussianMixtureAttention, experiments, measure, preset
-from gma_teach.runs import experiments as runner  # the code behind gma_teach.experiments, patched here
+from gma_teach.runs import classification, language_model  # the code behind gma_teach.experiments, patched here
+from gma_teach.runs import experiments as runner
 
 TINY_LM = dict(tokenizer="bytes", max_train_tokens=6000, max_val_tokens=2000, n_steps=6, eval_every=3)
 
@@ -28,6 +29,7 @@ def test_main_listops_tiny_writes_valid_json(tmp_path, monkeypatch):
         return p
 
     monkeypatch.setattr(runner, "preset", smaller)
+    monkeypatch.setattr(classification, "preset", smaller)
     out = tmp_path / "results" / "listops.json"
     record = experiments.main(["listops", "--mixer", "gma", "--scale", "tiny", "--seeds", "2", "--out", str(out)])
     loaded = json.loads(out.read_text())
@@ -67,7 +69,7 @@ def test_lm_record_and_checkpoint_roundtrip(monkeypatch):
     tiny = runner.preset("lm", "tiny")
     for key, value in TINY_LM.items():
         setattr(tiny, key, value)
-    monkeypatch.setattr(runner, "preset", lambda name, scale_name=None: tiny)
+    monkeypatch.setattr(language_model, "preset", lambda name, scale_name=None: tiny)
     first = experiments.load_or_train_lm("tiny", n_components=8)
     assert first.path.exists() and first.val_ids.dim() == 1
     assert first.tokenizer.token_strings(first.val_ids[:3]) == [first.tokenizer.decode([i]) for i in

@@ -135,7 +135,7 @@ def get_tokenizer(kind: str = "auto") -> Tokenizer:
     if kind == "bytes":
         return ByteTokenizer()
     try:
-        import tiktoken  # noqa: F401  (the BPE merge loop)
+        import tiktoken  # noqa: F401  (optional dependency: the BPE merge loop)
     except ImportError:
         if kind == "gpt2":
             raise ImportError("GPT-2's BPE needs tiktoken: pip install 'tiktoken>=0.6' (or gma_teach[data])") from None

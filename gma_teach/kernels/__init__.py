@@ -21,7 +21,7 @@ from ._environment import interpreting, is_available
 from ._environment import status as triton_status
 from ._precision import dot_precision, tolerance
 
-if _configure()["installed"]:
+if _configure()["installed"]:  # optional dependency: these modules import triton
     from ._accounting import SHARED_MEMORY_LIMITS, shared_memory
     from ._ops import fused_responsibilities, gma_triton, mixture_tables, supports, tile_sizes
 else:

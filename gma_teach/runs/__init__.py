@@ -5,7 +5,9 @@ modules (``gmm -> mixing -> layer -> mixers -> models``) never import them, and 
 ``widgets``), which read :mod:`gma_teach.stats` and the reading modules below (``settings``, ``arm_records``,
 ``tables``, ``profile_tables``), never a runner.
 
-* ``experiments`` -- chapters 9 and 10: data, models, one seed, several seeds (``python -m gma_teach.experiments``);
+* ``experiments`` -- chapters 9 and 10: several seeds and the command line (``python -m gma_teach.experiments``),
+  over ``options`` (the experiments' mixers and their options), ``classification`` (chapter 9's data, models and one
+  seed) and ``language_model`` (chapter 10's);
 * ``reproduce`` -- re-run a recorded seed from its stored command and compare;
 * the studies (``python -m gma_teach.study``): ``settings`` (declared designs), ``arm`` (running an arm),
   ``arm_records`` (where an arm's record lives, reading and summarizing it), ``tables``, ``speed``, ``init_scan``,

@@ -13,7 +13,8 @@ from ..environment import device, preset
 from ..models import init_routing_means
 from ..records import PROVENANCE_KEYS, provenance, write_record
 from .arm_records import load_arm, record_path, recorded_under, summarize_arm
-from .experiments import listops_data, lm_data, run_classification, run_lm, text_data
+from .classification import listops_data, run_classification, text_data
+from .language_model import lm_data, run_lm
 from .settings import KMEANS_BLOCKS, PREPARATIONS
 
 __all__ = ["run_arm", "study_data"]

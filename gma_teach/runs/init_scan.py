@@ -11,7 +11,7 @@ from ..environment import device, preset, seed_everything
 from ..records import provenance
 from ..stats import describe
 from .arm_records import health_means
-from .experiments import build_lm, lm_data
+from .language_model import build_lm, lm_data
 from .settings import INIT_SCAN
 
 __all__ = ["scan_initial_routing"]

@@ -42,9 +42,11 @@ def _without_option(args: list[str], option: str, *, variadic: bool) -> list[str
 
 def reproduce_command(record: dict, seed: int, out_dir: str | os.PathLike) -> list[str]:
     """The command that re-runs seed ``seed`` of ``record`` into ``out_dir``, rewritten from the command the record
-    stores (the one that made that seed): the same module, experiment or study, arms and options, with only the seeds
-    and the output changed. ``python -m gma_teach.experiments`` runs seeds ``0 .. n-1``, so seed ``s`` of its records
-    re-runs seeds ``0 .. s``; a study re-runs the one seed.
+    stores (the one that made that seed): the same module, experiment or study and options, with only the seeds and
+    the output changed, and a study's arms (and the recall study's widths) narrowed to the record's own ``arm`` (and
+    ``width``) where the record names them, since one command may have run several arms. ``python -m
+    gma_teach.experiments`` runs seeds ``0 .. n-1``, so seed ``s`` of its records re-runs seeds ``0 .. s``; a study
+    re-runs the one seed.
 
     Returns ``[sys.executable, "-m", module, *arguments]``. Raises ``ValueError`` if the record has no such seed or
     was not written by one of ``RECORDING_MODULES``.
@@ -64,7 +66,12 @@ def reproduce_command(record: dict, seed: int, out_dir: str | os.PathLike) -> li
                          f"got {command!r}")
     module, args = words[2], words[3:]
     if module == "gma_teach.study":
-        args = _without_option(_without_option(args, "--seeds", variadic=True), "--out-dir", variadic=False)
+        narrowed = {"--arms": record.get("arm"), "--widths": record.get("width")}  # one command may run many
+        for option in ("--seeds", *(option for option, value in narrowed.items() if value is not None)):
+            args = _without_option(args, option, variadic=True)
+        args = _without_option(args, "--out-dir", variadic=False)
+        for option, value in narrowed.items():
+            args += [option, str(value)] if value is not None else []
         args += ["--seeds", str(seed), "--out-dir", str(out_dir)]
     else:
         args = _without_option(_without_option(args, "--seeds", variadic=False), "--out", variadic=False)
@@ -72,8 +79,21 @@ def reproduce_command(record: dict, seed: int, out_dir: str | os.PathLike) -> li
     return [sys.executable, "-m", module, *args]
 
 
+RECALL_NUMBERS = ("final_train_loss", "val_mean", "test_mean", "val_accuracy", "test_accuracy")
+"""The numbers of a recall study's run (:mod:`gma_teach.runs.recall`, which keeps no history) that a reproduction
+compares; ``val_accuracy`` and ``test_accuracy`` hold one accuracy per kv-pair count."""
+
+
 def _final_numbers(run: dict) -> dict:
     """``{name: value}`` of the numbers :func:`compare_seed` compares."""
+    if "history" not in run:  # a recall run: its final numbers, one per kv-pair count for the accuracies
+        numbers = {}
+        for key in RECALL_NUMBERS:
+            value = run.get(key)
+            items = value.items() if isinstance(value, dict) else [("", value)]
+            numbers.update({f"{key} {count}".strip(): number for count, number in items
+                            if isinstance(number, (int, float))})
+        return numbers
     numbers = {f"val_loss at step {step}": loss
                for step, loss in zip(run["history"]["steps"], run["history"]["val_loss"])}
     kept = {"val": "", "test": " (last epoch)" if run.get("checkpoint") == "last" else ""}
@@ -97,6 +117,14 @@ def compare_seed(recorded: dict, reproduced: dict) -> list[dict]:
         rows.append({"name": name, "recorded": value, "reproduced": other,
                      "difference": None if other is None else other - value})
     return rows
+
+
+def _recorded_run(record: dict, seed: int, lr: float | None = None) -> dict:
+    """The run of ``seed`` in ``record``; in a recall record, which holds seed 0 once per swept learning rate, the
+    run at ``lr`` (default: the record's ``chosen_lr``, else its first run of the seed)."""
+    runs = [run for run in record["runs"] if run["seed"] == seed]
+    lr = lr if lr is not None else record.get("chosen_lr")
+    return next((run for run in runs if lr is not None and run.get("lr") == lr), runs[0])
 
 
 def reproduce(record_path: str | os.PathLike, *, seed: int | None = None,
@@ -124,13 +152,13 @@ def reproduce(record_path: str | os.PathLike, *, seed: int | None = None,
         raise ValueError(f"out_dir must not be the records' folder {str(path.parent)!r}: the re-run would skip or "
                          f"overwrite the recorded seeds")
     command = reproduce_command(record, seed, out)
-    recorded = next(run for run in record["runs"] if run["seed"] == seed)
+    recorded = _recorded_run(record, seed)
     origin = recorded.get("provenance", record)
     # the recorded thread count (a study's command sets its own): float sums depend on how the work is split
     threads = {"OMP_NUM_THREADS": str(origin["threads"])} if origin.get("threads") else {}
     subprocess.run(command, check=True, env={**os.environ, **threads})
     written = out / (path.name if command[2] == "gma_teach.study" else REPRODUCED_FILE)
-    again = next(run for run in json.loads(written.read_text())["runs"] if run["seed"] == seed)
+    again = _recorded_run(json.loads(written.read_text()), seed, lr=recorded.get("lr"))
     commit = origin.get("commit")
     return {"record": str(path), "seed": seed, "command": " ".join(command[1:]), "recorded_commit": commit,
             "rows": compare_seed(recorded, again)}

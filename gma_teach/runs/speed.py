@@ -9,7 +9,7 @@ from .. import _checks, measure
 from ..environment import preset
 from ..train import fit
 from .arm import study_data
-from .experiments import build_lm
+from .language_model import build_lm
 
 __all__ = ["measure_training_speed"]
 

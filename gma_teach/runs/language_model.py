@@ -1,0 +1,207 @@
+"""Chapter 10's language model: its data, model, one seed's training, the model chapter 11 reads (kept under
+``gma_teach.cache_dir()``) and the bytes its decoding states hold."""
+from __future__ import annotations
+
+import math
+from dataclasses import dataclass
+from pathlib import Path
+from types import SimpleNamespace
+
+import torch
+
+from .. import _checks, diagnostics, mixers
+from ..data import wikitext
+from ..data.wikitext import bits_per_byte
+from ..environment import cache_dir, device, preset, scale, seed_everything
+from ..models import DecoderLM, parameter_counts
+from ..train import History, evaluate, fit, save_atomically
+from .options import check_seed, history_summary, mixer_options
+
+__all__ = ["LMRun", "build_lm", "decoding_state_bytes", "lm_checkpoint_path", "lm_data", "load_or_train_lm",
+           "routing_monitor", "run_lm", "validation_bytes"]
+
+
+def lm_data(p: SimpleNamespace, *, source: str | None = None):
+    """:class:`gma_teach.data.wikitext.LMData` for preset ``p`` (``source`` default ``p.source``)."""
+    return wikitext.lm_data(source=source or p.source, tokenizer=p.tokenizer, block_size=p.seq_len,
+                            max_train_tokens=p.max_train_tokens, max_val_tokens=p.max_val_tokens,
+                            compact_vocab=p.compact_vocab, seed=p.data_seed)
+
+
+def build_lm(p: SimpleNamespace, mixer: str, vocab_size: int, *, n_components: int | None = None,
+             gma_options: dict | None = None) -> DecoderLM:
+    """A :class:`~gma_teach.models.DecoderLM` sized by preset ``p``."""
+    lm_mixers = tuple(name for name in mixers.registered_names() if mixers.entry(name).causal_lm)
+    if mixer not in lm_mixers:
+        raise ValueError(f"LM mixer must be one of {lm_mixers}, got {mixer!r}")
+    return DecoderLM(vocab_size, p.d_model, p.n_layers, p.n_heads, mixer=mixer, max_seq_len=p.seq_len,
+                     d_ff=p.d_ff, dropout=p.dropout, mixer_options=mixer_options(p, mixer, n_components, gma_options))
+
+
+def validation_bytes(data) -> int:
+    """UTF-8 bytes of the text behind the validation targets of :class:`~gma_teach.data.wikitext.LMData`
+    (``data.val[:, 1:]``, the tokens whose losses :func:`~gma_teach.train.evaluate` sums)."""
+    return wikitext.utf8_bytes(data.tokenizer, data.val[:, 1:])
+
+
+def routing_monitor(data, *, n_blocks: int = 8):
+    """A ``monitor`` for :func:`~gma_teach.train.fit`: the routing health
+    (:func:`gma_teach.diagnostics.routing_health`) of every GMA layer on the first ``n_blocks`` validation blocks,
+    with the spreads of its logits' terms (:func:`gma_teach.diagnostics.routing_logit_terms`) in the same per-layer
+    dict, from one forward pass, or ``None`` for a model without GMA layers."""
+    tokens = data.val[:n_blocks, :-1]
+
+    def monitor(model):
+        if not diagnostics.gma_layers(model):
+            return None
+        return diagnostics.routing_health(model, tokens.to(next(model.parameters()).device), with_logit_terms=True)
+
+    return monitor
+
+
+def _train_lm(p, mixer, data, *, n_components, seed, progress, checkpoint_path=None, gma_options=None,
+              prepare=None, monitor=None):
+    seed_everything(check_seed(seed))
+    model = build_lm(p, mixer, data.tokenizer.n_vocab, n_components=n_components,
+                     gma_options=gma_options).to(device())
+    if prepare is not None:
+        prepare(model, data)
+    initial = monitor(model) if monitor is not None else None
+    label = f"lm {mixer}" + (f" K={n_components or p.n_components}" if mixer == "gma" else "") + f" seed {seed}"
+    history = fit(model, data.train, val_data=data.val, steps=p.n_steps, eval_every=p.eval_every, lr=p.lr,
+                  weight_decay=p.weight_decay, warmup=int(round(p.warmup_fraction * p.n_steps)),
+                  batch_size=p.batch_size, seed=seed, task="lm", progress=progress, label=label,
+                  checkpoint_path=checkpoint_path, monitor=monitor)
+    return model, history, initial
+
+
+def run_lm(mixer: str, *, scale_name: str | None = None, seed: int = 0, n_components: int | None = None,
+           source: str | None = None, data=None, progress: bool = False, return_model: bool = False,
+           gma_options: dict | None = None, prepare=None, track_routing: bool = True, **overrides):
+    """Train one causal LM for ``p.n_steps`` steps; returns a JSON-ready record (and the model if
+    ``return_model``).
+
+    Args:
+        mixer, n_components: the token mixer (GMA's K).
+        gma_options: extra :class:`~gma_teach.GaussianMixtureAttention` options (a routing remedy).
+        prepare: ``prepare(model, data)`` called once before training (e.g. means from k-means).
+        track_routing: record the routing health of GMA layers at initialization and every evaluation.
+        **overrides: replace preset entries (``n_steps=2400``, ...).
+
+    The record holds ``history`` (validation loss and perplexity every ``p.eval_every`` steps, and
+    ``val_bits_per_byte``), ``val`` (loss, perplexity and ``bits_per_byte`` of the best-validation weights),
+    ``routing`` (``initial`` and per-evaluation health, GMA only), ``tokens_per_second`` (training),
+    ``parameters``, ``data_source`` and ``tokenizer``.
+    """
+    p = preset("lm", scale_name)
+    for key, value in overrides.items():
+        if not hasattr(p, key):
+            raise ValueError(f"unknown override {key!r} for preset 'lm'; known: {sorted(vars(p))}")
+        setattr(p, key, value)
+    data = data if data is not None else lm_data(p, source=source)
+    monitor = routing_monitor(data) if track_routing and mixer == "gma" else None
+    model, history, initial = _train_lm(p, mixer, data, n_components=n_components, seed=seed, progress=progress,
+                                        gma_options=gma_options, prepare=prepare, monitor=monitor)
+    n_targets, n_bytes = data.val[:, 1:].numel(), validation_bytes(data)
+    nats_to_bpb = n_targets / n_bytes / math.log(2)
+    summary = history_summary(history)
+    summary["val_bits_per_byte"] = [loss * nats_to_bpb for loss in history.val_loss]
+    val = evaluate(model, data.val, task="lm", batch_size=p.batch_size)
+    val["bits_per_byte"] = bits_per_byte(val["loss"] * n_targets, n_bytes)
+    record = {"seed": seed, "mixer": mixer,
+              "n_components": (n_components or p.n_components) if mixer == "gma" else None,
+              "gma_options": dict(gma_options or {}), "history": summary, "val": val,
+              "validation_tokens": n_targets, "validation_bytes": n_bytes,
+              "parameters": parameter_counts(model), "tokens_per_second": history.tokens_per_second,
+              "train_seconds": history.train_seconds, "data_source": data.source, "tokenizer": data.tokenizer.name}
+    if monitor is not None:
+        record["routing"] = {"initial": initial, "steps": history.steps, "evaluations": summary.pop("monitor")}
+    else:
+        summary.pop("monitor")
+    return (record, model) if return_model else record
+
+
+@dataclass
+class LMRun:
+    """Chapter 10's trained language model, as chapter 11 reads it.
+
+    Attributes:
+        model: the :class:`~gma_teach.models.DecoderLM` (eval mode, on ``gma_teach.device()``).
+        tokenizer: ``encode``, ``decode`` and ``token_strings(ids) -> list[str]`` (the BPE surface strings).
+        val_ids: the validation token stream ``(T,)`` int64 in the model's vocabulary.
+        history: the :class:`~gma_teach.train.History` of its training.
+        path: the checkpoint file.
+        config: the preset sizes used, with ``mixer``, ``n_components``, ``seed`` and ``scale``.
+    """
+
+    model: DecoderLM
+    tokenizer: object
+    val_ids: torch.Tensor
+    history: History
+    path: Path
+    config: dict
+
+
+def lm_checkpoint_path(scale_name: str, mixer: str, n_components: int | None, seed: int) -> Path:
+    """Where :func:`load_or_train_lm` keeps a model:
+    ``cache_dir()/checkpoints/lm-<scale>-<mixer>[-K<k>]-s<seed>.pt``."""
+    suffix = f"-K{n_components}" if mixer == "gma" else ""
+    return cache_dir() / "checkpoints" / f"lm-{scale_name}-{mixer}{suffix}-s{seed}.pt"
+
+
+def load_or_train_lm(scale_name: str | None = None, *, mixer: str = "gma", n_components: int | None = None,
+                     seed: int = 0, progress: bool = False, data=None, **overrides) -> LMRun:
+    """Chapter 10's language model: loaded from ``gma_teach.cache_dir()`` if saved, else trained at the scale's
+    preset (``gma_teach.preset("lm", scale_name)``, with ``overrides`` such as ``n_steps=150``) and saved as soon as
+    it is trained.
+
+    A saved model is reused only if its preset (overrides included) and tokenizer match the current ones; otherwise
+    it is retrained. ``data``: the preset's data, if already loaded (:func:`lm_data`).
+    """
+    chosen = scale_name or scale()
+    p = preset("lm", chosen)
+    for key, value in overrides.items():
+        if not hasattr(p, key):
+            raise ValueError(f"unknown override {key!r} for preset 'lm'; known: {sorted(vars(p))}")
+        setattr(p, key, value)
+    n_components = int(n_components or p.n_components) if mixer == "gma" else None
+    path = lm_checkpoint_path(chosen, mixer, n_components, check_seed(seed))
+    data = data if data is not None else lm_data(p)
+    config = {**vars(p), "mixer": mixer, "n_components": n_components, "seed": seed, "tokenizer": data.tokenizer.name,
+              "vocab_size": data.tokenizer.n_vocab}
+    model = build_lm(p, mixer, data.tokenizer.n_vocab, n_components=n_components).to(device())
+    saved = torch.load(path, map_location=device(), weights_only=False) if path.exists() else None
+    if saved is not None and saved.get("config") == config:
+        model.load_state_dict(saved["model"])
+        history = History(**saved["history"])
+    else:
+        model, history, _ = _train_lm(p, mixer, data, n_components=n_components, seed=seed, progress=progress)
+        path.parent.mkdir(parents=True, exist_ok=True)
+        save_atomically(path, {"model": model.state_dict(), "history": history.to_dict(), "config": config})
+    model.eval()
+    return LMRun(model, data.tokenizer, data.val_ids, history, path, config)
+
+
+def decoding_state_bytes(model: DecoderLM, n_steps: int, *, prompt_id: int = 0) -> list[int]:
+    """Bytes held by the decoding states of all layers after each of ``n_steps`` recurrent steps (batch 1).
+
+    Counted by each state's own ``nbytes()``: a KV cache grows by ``2 H d_head`` values per
+    layer and token; GMA's memory and normalizer keep ``H K (d_v + 1)`` values per layer whatever the position.
+    """
+    if not model.can_decode_recurrently():
+        raise ValueError("model's mixers have no init_state/step")
+    _checks.integer("n_steps", n_steps, minimum=1, maximum=model.max_seq_len)
+    states = [block.mixer.init_state(1) for block in model.blocks]
+    token = torch.tensor([prompt_id], device=model.embedding.weight.device)
+    sizes = []
+    with torch.no_grad():
+        for position in range(n_steps):
+            x = model.embedding(token) + model.positions.weight[position]
+            new_states = []
+            for block, state in zip(model.blocks, states):
+                x, state = block.step(x, state)
+                new_states.append(state)
+            states = new_states
+            token = (model.norm(x) @ model.embedding.weight.T).argmax(-1)
+            sizes.append(sum(state.nbytes() for state in states))
+    return sizes
