@@ -6,8 +6,10 @@ import sys
 
 import yaml
 
+from gma_teach.measure import PAGE_WIDTH
+
 sys.path.insert(0, str(pathlib.Path(__file__).resolve().parent.parent / "tools"))
-from output_widths import WIDTH, cached_notebooks, overlong_lines  # noqa: E402  (tools/ is not a package)
+from output_widths import cached_notebooks, overlong_lines  # noqa: E402  (tools/ is not a package)
 
 html = pathlib.Path(sys.argv[1])
 toc = yaml.safe_load(pathlib.Path("_toc.yml").read_text())
@@ -49,7 +51,7 @@ if not executed:
 too_wide = [f"{pathlib.Path(uri).name} code cell {index} ({len(line)} chars): {line}"
             for uri, notebook in sorted(executed.items()) for index, line in overlong_lines(notebook)]
 if too_wide:
-    sys.exit(f"printed lines wider than {WIDTH} characters:\n" + "\n".join(too_wide))
+    sys.exit(f"printed lines wider than {PAGE_WIDTH} characters:\n" + "\n".join(too_wide))
 print(f"book check: {len(pages)} pages rendered, figures in all {len(chapters)} chapters; bibliography entries "
-      f"on {len(bibliography)} page(s); every printed line of {len(executed)} executed notebooks fits {WIDTH} "
+      f"on {len(bibliography)} page(s); every printed line of {len(executed)} executed notebooks fits {PAGE_WIDTH} "
       f"characters")

@@ -51,9 +51,10 @@ from .records import (  # provenance lives in gma_teach.records; its names stay 
     results_folder,
 )
 
-__all__ = ["PROVENANCE_KEYS", "RECORDS_IN_THE_CLONE", "SlopeCheck", "check_slope", "checked_slopes", "compare_timings",
-           "crossover", "format_note", "git_commit", "hardware", "is_out_of_memory", "load_average", "loglog_slope",
-           "peak_memory", "provenance", "results_folder", "run_point", "time_call"]
+__all__ = ["PAGE_WIDTH", "PROVENANCE_KEYS", "RECORDS_IN_THE_CLONE", "SlopeCheck", "check_slope",
+           "checked_slopes", "compare_timings", "crossover", "format_note", "git_commit", "hardware",
+           "is_out_of_memory", "load_average", "loglog_slope", "peak_memory", "provenance",
+           "results_folder", "run_point", "time_call"]
 
 
 def _synchronize(device: torch.device | None) -> None:
@@ -354,11 +355,13 @@ def check_slope(slope: float, expected_range: tuple[float, float], *, label: str
             f"costs) to read a growth rate from")
 
 
-NOTE_WIDTH = 75
-"""Characters a printed line may use: what a code block of the book shows at the theme's default width."""
+PAGE_WIDTH = 75
+"""Characters a printed line may use: what a code block of the book shows at the theme's default width. The one
+definition: the exercise checkers wrap their messages at it and ``.ci/check_book.py`` holds every printed line of
+the built book to it."""
 
 
-def format_note(note: str, *, width: int = NOTE_WIDTH) -> str:
+def format_note(note: str, *, width: int = PAGE_WIDTH) -> str:
     """``"note: " + note`` wrapped at ``width`` characters, continuation lines indented by four spaces: a note of
     :func:`check_slope` (a sentence or two, with numbers of any length) printed so that every line fits the page."""
     if not isinstance(note, str):

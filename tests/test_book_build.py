@@ -14,6 +14,8 @@ import nbformat
 import pytest
 import yaml
 
+from gma_teach import measure
+
 ROOT = Path(__file__).resolve().parent.parent
 sys.path.insert(0, str(ROOT / "tools"))
 import build_book  # noqa: E402  (tools/ is not a package)
@@ -121,7 +123,7 @@ def _notebook_with(outputs):
 
 
 def test_overlong_lines_finds_printed_lines_past_the_width():
-    fits, wide = "a" * output_widths.WIDTH, "b" * (output_widths.WIDTH + 1)
+    fits, wide = "a" * measure.PAGE_WIDTH, "b" * (measure.PAGE_WIDTH + 1)
     outputs = [{"output_type": "stream", "name": "stdout", "text": [f"{fits}\n", f"{wide}\n"]},
                {"output_type": "execute_result", "data": {"text/plain": f"short\n{wide}c"}},
                {"output_type": "display_data", "data": {"text/plain": wide, "image/png": "..."}},  # an image: shown

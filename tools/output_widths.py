@@ -1,7 +1,8 @@
 """Printed lines that pass the page's width, in executed notebooks.
 
-At the book theme's default width a code or output block shows about :data:`WIDTH` characters; the book's CSS wraps
-longer lines, but a wrapped table is hard to read, so every printed line of a chapter should fit. The lines checked
+At the book theme's default width a code or output block shows about :data:`gma_teach.measure.PAGE_WIDTH`
+characters; the book's CSS wraps longer lines, but a wrapped table is hard to read, so every printed line of a
+chapter should fit. The lines checked
 are what a reader sees as text: stream output (``print``) and the plain-text form of a result that has no HTML or
 image form. Error tracebacks are not checked (a page with an error is a failure of its own).
 
@@ -14,8 +15,7 @@ import re
 import sys
 from pathlib import Path
 
-WIDTH = 75
-"""Characters a code or output line shows at the theme's default width."""
+from gma_teach.measure import PAGE_WIDTH
 
 ANSI = re.compile(r"\x1b\[[0-9;]*[A-Za-z]")
 RICH_FORMS = ("text/html", "image/png", "image/svg+xml", "image/jpeg", "application/vnd.jupyter.widget-view+json")
@@ -37,7 +37,7 @@ def printed_text(output: dict) -> str:
     return ANSI.sub("", text)
 
 
-def overlong_lines(notebook: dict, width: int = WIDTH) -> list[tuple[int, str]]:
+def overlong_lines(notebook: dict, width: int = PAGE_WIDTH) -> list[tuple[int, str]]:
     """``(cell index, line)`` for every printed line of ``notebook`` (a dict or ``NotebookNode``) longer than
     ``width`` characters. A line's carriage returns (a progress bar redrawn in place) keep only its last state."""
     if not isinstance(width, int) or width < 1:

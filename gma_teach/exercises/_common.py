@@ -20,6 +20,8 @@ import textwrap
 
 import torch
 
+from ..measure import PAGE_WIDTH
+
 
 class ExerciseError(AssertionError):
     """Raised by a checker when the reader's answer is wrong; the message says what is wrong."""
@@ -55,15 +57,11 @@ def not_attempted_message(exercise: str) -> str:
     return f"Exercise {exercise}: not attempted yet (fill in the cell above and run it again)"
 
 
-LINE_WIDTH = 75
-"""Characters a printed line may use: what a code block of the book shows at the theme's default width."""
-
-
 def correct_message(exercise: str, remark: str | None = None) -> str:
     """The lines a checker prints for a right answer: ``"Exercise 4.1: correct"``, then ``" -- remark"`` when there
-    is one, wrapped at :data:`LINE_WIDTH` characters (continuation lines indented by four spaces)."""
+    is one, wrapped at :data:`gma_teach.measure.PAGE_WIDTH` characters (continuation lines indented by four spaces)."""
     line = f"Exercise {exercise}: correct" + (f" -- {remark}" if remark else "")
-    return textwrap.fill(line, width=LINE_WIDTH, subsequent_indent="    ", break_long_words=False,
+    return textwrap.fill(line, width=PAGE_WIDTH, subsequent_indent="    ", break_long_words=False,
                          break_on_hyphens=False)
 
 
