@@ -2,12 +2,15 @@
 
 The code lives in the run wing, split by job: ``gma_teach.runs.settings`` (the declared designs),
 ``gma_teach.runs.arm`` (running an arm), ``gma_teach.runs.arm_records`` (reading an arm's record),
-``gma_teach.runs.tables``, ``gma_teach.runs.speed``, ``gma_teach.runs.init_scan`` and
-``gma_teach.runs.study_cli`` (the command line, whose help describes the studies); the statistics are
-:mod:`gma_teach.stats`. This module keeps the command and the names at the path the book and the records use.
+``gma_teach.runs.study_values`` (a metric's values by seed), ``gma_teach.runs.tables`` (the per-study tables),
+``gma_teach.runs.verdicts`` (the declared comparisons and what they found), ``gma_teach.runs.analyses`` (the
+exploratory analyses), ``gma_teach.runs.speed``, ``gma_teach.runs.init_scan`` and ``gma_teach.runs.study_cli``
+(the command line, whose help describes the studies); the statistics are :mod:`gma_teach.stats`. This module keeps
+the command and the names at the path the book and the records use.
 """
 from __future__ import annotations
 
+from .runs.analyses import context_recovered, gma_against_baselines, left_plateau
 from .runs.arm import run_arm, study_data
 from .runs.arm_records import (
     CURVES,
@@ -39,21 +42,9 @@ from .runs.settings import (
 )
 from .runs.speed import measure_training_speed
 from .runs.study_cli import main
-from .runs.tables import (
-    METRIC_PATHS,
-    context_recovered,
-    declared_comparisons,
-    declared_metrics,
-    findings_summary,
-    format_declared,
-    format_study_table,
-    gma_against_baselines,
-    left_plateau,
-    ordering_at_last_evaluations,
-    study_findings,
-    study_table,
-    study_tables,
-)
+from .runs.study_values import METRIC_PATHS, declared_metrics
+from .runs.tables import format_study_table, ordering_at_last_evaluations, study_table, study_tables
+from .runs.verdicts import declared_comparisons, findings_summary, format_declared, study_findings
 from .stats import (
     fisher_exact_p,
     holm,

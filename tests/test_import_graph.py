@@ -219,7 +219,8 @@ def test_private_modules_stay_in_their_package():
     assert not found, "private modules imported from outside their package:\n" + "\n".join(found)
 
 
-RUN_READERS = {"gma_teach.runs", "gma_teach.runs.settings", "gma_teach.runs.arm_records", "gma_teach.runs.tables",
+RUN_READERS = {"gma_teach.runs", "gma_teach.runs.settings", "gma_teach.runs.arm_records", "gma_teach.runs.study_values",
+               "gma_teach.runs.tables", "gma_teach.runs.verdicts", "gma_teach.runs.analyses",
                "gma_teach.runs.profile_tables", "gma_teach.runs.recall_tables"}
 """The run wing's modules that only read records or declare settings: what the views may import."""
 COMMAND_MODULES = {"gma_teach.study", "gma_teach.experiments", "gma_teach.profiling", "gma_teach.bench",

@@ -45,20 +45,14 @@ import torch
 from ..environment import device
 from ..records import provenance, write_record
 from . import recall
+from .analyses import context_recovered, gma_against_baselines, left_plateau
 from .arm import run_arm, study_data
 from .arm_records import speed_path, study_folder, tables_path
 from .init_scan import scan_initial_routing
 from .settings import INIT_SCAN, STUDIES
 from .speed import measure_training_speed
-from .tables import (
-    context_recovered,
-    declared_comparisons,
-    format_declared,
-    format_study_table,
-    gma_against_baselines,
-    left_plateau,
-    study_tables,
-)
+from .tables import format_study_table, study_tables
+from .verdicts import declared_comparisons, format_declared
 
 __all__ = ["main"]
 

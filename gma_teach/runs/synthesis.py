@@ -13,7 +13,7 @@ from pathlib import Path
 from ..records import results_folder
 from .arm_records import tables_path
 from .settings import RECALL_STUDY, STUDIES
-from .tables import study_findings
+from .verdicts import study_findings
 
 CHAPTERS = {"listops-lra": 9, "text": 9, "lm": 10, "collapse": 11, "recall": 12}
 """The chapter that reads each study."""

@@ -1,0 +1,70 @@
+"""What a study's records hold, metric by metric and seed by seed: the metrics a study declares, where each metric
+sits in a run's record (:data:`METRIC_PATHS`), one arm's values by seed, and two arms paired on the seeds they have
+in common. The tables (``tables``), the declared comparisons (``verdicts``) and the exploratory analyses
+(``analyses``) read their numbers through these. Nothing here trains.
+"""
+from __future__ import annotations
+
+from ..stats import paired_difference
+from .arm_records import final_health
+
+__all__ = ["METRIC_PATHS", "declared_metrics", "metric_of", "paired_on_common_seeds", "seed_values"]
+
+METRIC_PATHS = {"val_bits_per_byte": ("val", "bits_per_byte"), "val_loss": ("val", "loss"),
+                "val_perplexity": ("val", "perplexity"), "test_accuracy": ("test", "accuracy"),
+                "last_epoch_test_accuracy": ("history", "val_metric"),
+                "active_share": ("health", "active_share"), "usage_entropy": ("health", "usage_entropy")}
+"""What :func:`study_table` can pair: a run's validation or test numbers, or (GMA arms) its routing health at the
+last evaluation (:func:`final_health`). ``test_accuracy`` is what a classifier's record calls its test accuracy:
+that of the best epoch on the validation split. ``last_epoch_test_accuracy`` is the accuracy on the validation
+split after the last epoch, which is the test accuracy of the last epoch's weights only for a study whose
+validation split is its test split (the Text stand-in); it is refused for any other."""
+
+_LAST_EPOCH_EXPERIMENTS = ("text",)
+"""Experiments whose validation split is their test split (``gma_teach.runs.experiments.text_data``)."""
+
+
+def declared_metrics(study: dict) -> tuple[str, ...]:
+    """The metrics ``study`` declares (``"metric"`` or ``"metrics"``); for a study without a declaration, bits per
+    byte for a language-model study and test accuracy for a classifier."""
+    if "metrics" in study:
+        return tuple(study["metrics"])
+    if "metric" in study:
+        return (study["metric"],)
+    return ("val_bits_per_byte",) if study.get("experiment", "lm") == "lm" else ("test_accuracy",)
+
+
+def metric_of(study: dict, metric: str | None) -> tuple[str, tuple[str, str]]:
+    """``metric`` (default: the study's first declared metric, :func:`declared_metrics`) and its ``(part, key)``
+    of :data:`METRIC_PATHS`."""
+    metric = metric or declared_metrics(study)[0]
+    if metric not in METRIC_PATHS:
+        raise ValueError(f"metric must be one of {sorted(METRIC_PATHS)}, got {metric!r}")
+    if metric == "last_epoch_test_accuracy" and study.get("experiment") not in _LAST_EPOCH_EXPERIMENTS:
+        raise ValueError(f"metric 'last_epoch_test_accuracy' needs a study whose validation split is its test split "
+                         f"(experiment in {_LAST_EPOCH_EXPERIMENTS}), got experiment {study.get('experiment')!r}")
+    return metric, METRIC_PATHS[metric]
+
+
+def _run_value(run: dict, part: str, key: str):
+    if part == "health":
+        health = final_health(run)
+        return None if health is None else health[key]
+    if part == "history":
+        return run["history"][key][-1]
+    return run[part][key]
+
+
+def seed_values(record: dict, part: str, key: str) -> dict:
+    """``{seed: value}`` of one arm's record, leaving out seeds without the value."""
+    values = {r["seed"]: _run_value(r, part, key) for r in record["runs"]}
+    return {seed: value for seed, value in values.items() if value is not None}
+
+
+def paired_on_common_seeds(a: dict, b: dict) -> dict | None:
+    """:func:`paired_difference` of ``a - b`` (``{seed: value}`` each) on their common seeds, with ``"seeds"``;
+    ``None`` with fewer than two common seeds."""
+    common = sorted(set(a) & set(b))
+    if len(common) < 2:
+        return None
+    return {"seeds": common, **paired_difference([a[s] for s in common], [b[s] for s in common])}

@@ -1,0 +1,186 @@
+"""A study's declared comparisons and what they found: the paired t-tests of its declared family with Holm-adjusted
+p-values (:func:`declared_comparisons`), the verdict on any paired difference (:func:`with_verdict`), the findings
+as sentences (:func:`study_findings`, :func:`findings_summary`) and as printed lines (:func:`format_declared`).
+Nothing here trains.
+
+"Told apart" means one thing everywhere: a comparison of the study's declared primary family
+(``study["primary"]``, see ``gma_teach.runs.settings``) whose paired t-test over the declared seeds has a
+Holm-adjusted p-value below 0.05 (:func:`declared_comparisons`). A study that declares a ``"second_look"`` (more
+seeds for every arm, decided after the first look) tests the same family again over all its seeds, each adjusted p
+doubled for the two looks. Every other paired difference a table reports carries ``"exploratory": True`` and its
+unadjusted ``"p"``: a result to test again, not a finding.
+"""
+from __future__ import annotations
+
+from ..stats import holm, paired_t_p
+from .arm_records import load_arm
+from .study_values import declared_metrics, metric_of, paired_on_common_seeds, seed_values
+
+__all__ = ["ALPHA", "LOOKS", "LOWER_IS_BETTER", "declared_comparisons", "declared_looks", "findings_summary",
+           "format_declared", "study_findings", "with_verdict"]
+
+ALPHA = 0.05
+"""The family-wise level: a declared comparison is told apart when its Holm-adjusted p-value is below it."""
+
+LOOKS = 2
+"""How many times a study with a declared ``"second_look"`` has been tested: its first seeds, then all of them.
+The second look's Holm-adjusted p-values are multiplied by it (Bonferroni over the looks), so the chance of any
+false "told apart" over both looks stays below :data:`ALPHA`."""
+
+
+def with_verdict(paired: dict, arm: str, other: str, metric: str, looks: list[dict]) -> dict:
+    """``paired`` (``arm - other``) with its unadjusted ``"p"`` and, when it is a declared comparison on the
+    seeds of one of the declared ``looks`` (:func:`declared_comparisons`), its ``"p_holm"``, ``"told_apart"`` and
+    ``"look"`` (1 or 2; ``"exploratory": False``); otherwise ``"exploratory": True``."""
+    for number, declared in enumerate(looks, start=1):
+        for comparison in declared["comparisons"]:
+            if (comparison["metric"] == metric and {comparison["arm"], comparison["against"]} == {arm, other}
+                    and comparison["seeds"] == paired["seeds"]):
+                return {**paired, "p": comparison["p"], "p_holm": comparison["p_holm"],
+                        "told_apart": comparison["told_apart"], "look": number, "exploratory": False}
+    differences = paired["differences"]
+    return {**paired, "p": paired_t_p(differences, [0.0] * len(differences)), "exploratory": True}
+
+
+def declared_comparisons(study: dict, folder=None, *, look: str = "first", _records: dict | None = None) -> dict:
+    """The study's declared primary comparisons, each tested as declared: the paired t-test over the declared
+    seeds (``study["seeds"]``, those recorded for both arms), two-sided, with Holm's correction over the whole
+    family (every declared metric times every primary pair). A declared comparison not recorded yet (fewer than two
+    common declared seeds) counts as ``p = 1`` in the correction, so a partial study never gets a smaller
+    correction than the full one would.
+
+    ``look="second"`` tests the same family as the study's declared ``"second_look"`` says: over its seeds (every
+    one of them recorded for both arms, else the comparison counts as not recorded), with each Holm-adjusted p
+    multiplied by the number of looks (2, Bonferroni over the looks, capped at 1), because the decision to look
+    again followed the first look. A study without a ``"second_look"`` refuses it.
+
+    Returns:
+        ``{"test", "seeds", "family_size", "alpha", "comparisons": [{"arm", "against", "metric", "seeds",
+        "differences", "mean", "std", "n", "ci95", "p", "p_holm", "told_apart"}]}`` and, on the second look,
+        ``"looks": 2``; ``mean`` is ``arm - against`` and ``told_apart`` is ``p_holm < alpha``. A study that
+        declares no comparison gets an empty list.
+    """
+    if look not in ("first", "second"):
+        raise ValueError(f"look must be 'first' or 'second', got {look!r}")
+    if look == "second" and "second_look" not in study:
+        raise ValueError(f"look='second' needs a study that declares a second look; {study['name']!r} does not")
+    declared = [(metric, arm, against) for metric in declared_metrics(study)
+                for arm, against in study.get("primary", [])]
+    records = _records if _records is not None else {arm: load_arm(study, arm, folder) for arm in study["arms"]}
+    seeds = set(study["seeds"] if look == "first" else study["second_look"]["seeds"])
+    looks = 1 if look == "first" else LOOKS
+    comparisons = []
+    for metric, arm, against in declared:
+        _, (part, key) = metric_of(study, metric)
+        if records.get(arm) is None or records.get(against) is None:
+            continue
+        first, second = (seed_values(records[name], part, key) for name in (arm, against))
+        paired = paired_on_common_seeds({s: v for s, v in first.items() if s in seeds},
+                                        {s: v for s, v in second.items() if s in seeds})
+        if paired is not None and (look == "first" or set(paired["seeds"]) == seeds):
+            p = paired_t_p(paired["differences"], [0.0] * len(paired["differences"]))
+            comparisons.append({"arm": arm, "against": against, "metric": metric, **paired, "p": p})
+    if comparisons:
+        adjusted = holm([c["p"] for c in comparisons] + [1.0] * (len(declared) - len(comparisons)))
+        for comparison, p_holm in zip(comparisons, adjusted):
+            p_holm = min(1.0, looks * p_holm)
+            comparison.update(p_holm=p_holm, told_apart=p_holm < ALPHA)
+    test = study.get("test") if look == "first" else study["second_look"]["test"]
+    result = {"test": test, "seeds": sorted(seeds), "family_size": len(declared), "alpha": ALPHA}
+    return {**result, **({"looks": looks} if look == "second" else {}), "comparisons": comparisons}
+
+
+def declared_looks(study: dict, folder, records: dict) -> list[dict]:
+    """:func:`declared_comparisons` of every look the study declares (the first, and its second if any)."""
+    looks = [declared_comparisons(study, folder, _records=records)]
+    if "second_look" in study:
+        looks.append(declared_comparisons(study, folder, look="second", _records=records))
+    return looks
+
+
+LOWER_IS_BETTER = ("val_bits_per_byte", "val_loss", "val_perplexity")
+"""Metrics for which a lower value is better; for every other metric of :data:`METRIC_PATHS`, higher is."""
+
+_UNITS = {"val_bits_per_byte": (1.0, 4, "", "bits/byte"), "val_loss": (1.0, 4, "", "val loss"),
+          "val_perplexity": (1.0, 2, "", "perplexity"), "test_accuracy": (100.0, 2, " points", "test accuracy"),
+          "last_epoch_test_accuracy": (100.0, 2, " points", "last-epoch accuracy"),
+          "active_share": (1.0, 3, "", "active share"), "usage_entropy": (1.0, 3, "", "usage entropy")}
+"""Per metric: the scale a difference is printed at, its decimals, its unit and its short name."""
+
+
+def _gma_first(study: dict, comparison: dict) -> tuple[str, str, float, list]:
+    """``(subject, other, difference, interval)`` of a declared comparison, turned so that the subject is the GMA
+    arm when exactly one side is GMA (else the comparison's own ``arm``): ``difference`` is subject - other."""
+    arm, against = comparison["arm"], comparison["against"]
+    is_gma = {name: study["arms"][name]["mixer"] == "gma" for name in (arm, against)}
+    low, high = comparison["ci95"]
+    if is_gma[against] and not is_gma[arm]:
+        return against, arm, -comparison["mean"], [-high, -low]
+    return arm, against, comparison["mean"], [low, high]
+
+
+def study_findings(study: dict, declared: dict) -> dict:
+    """What a study's declared comparisons found, from the GMA side, as sentences with their numbers.
+
+    Each declared comparison is turned so that its subject is the GMA arm (when exactly one side is GMA; a remedy
+    against the default keeps the remedy as subject) and sorted into ``wins`` (told apart, the subject better),
+    ``losses`` (told apart, the other better) and ``ties`` (not told apart: Holm p >= 0.05). Better is lower for
+    bits per byte and losses (``LOWER_IS_BETTER``), higher for accuracy and active share.
+
+    Args:
+        study: a study of ``gma_teach.runs.settings`` (its arms say which side is GMA).
+        declared: :func:`declared_comparisons` of the study (or the ``"declared"`` of its saved table).
+
+    Returns:
+        ``{"wins": [sentence], "ties": [...], "losses": [...], "family": sentence}``; a sentence reads like
+        ``"gma vs softmax, last-epoch accuracy: +3.54 points [+2.02, +5.06], Holm p 0.001"`` (subject - other,
+        its 95% interval and its Holm-adjusted p-value).
+    """
+    found = {"wins": [], "ties": [], "losses": []}
+    for comparison in declared["comparisons"]:
+        metric = comparison["metric"]
+        scale, digits, unit, name = _UNITS[metric]
+        subject, other, difference, (low, high) = _gma_first(study, comparison)
+        better = difference < 0 if metric in LOWER_IS_BETTER else difference > 0
+        group = "ties" if not comparison["told_apart"] else "wins" if better else "losses"
+        found[group].append(f"{subject} vs {other}, {name}: "
+                            f"{scale * difference:+.{digits}f}{unit} [{scale * low:+.{digits}f}, "
+                            f"{scale * high:+.{digits}f}], Holm p {comparison['p_holm']:.3f}")
+    seeds = declared["seeds"]
+    told = sum(c["told_apart"] for c in declared["comparisons"])
+    looks = declared.get("looks", 1)
+    correction = "Holm's correction" + (f", each p times {looks} for {looks} looks" if looks > 1 else "")
+    found["family"] = (f"{len(declared['comparisons'])} of {declared['family_size']} declared comparisons recorded, "
+                       f"paired over seeds {seeds[0]}-{seeds[-1]} with {correction}; {told} told apart")
+    return found
+
+
+def findings_summary(found: dict, declared: dict) -> list[str]:
+    """A few sentences for a chapter's "What we found" box from :func:`study_findings`: the family, every win and
+    loss (the first arm named is the GMA side, or the remedy), and the ties as a count with the closest one
+    (smallest Holm p) spelled out."""
+    lines = [found["family"][0].upper() + found["family"][1:] + "."]
+    lines += [f"Told apart, first arm ahead: {sentence}." for sentence in found["wins"]]
+    lines += [f"Told apart, first arm behind: {sentence}." for sentence in found["losses"]]
+    if found["ties"]:
+        ties = [c for c in declared["comparisons"] if not c["told_apart"]]
+        closest = min(range(len(ties)), key=lambda i: ties[i]["p_holm"])
+        lines.append(f"Not told apart: {len(found['ties'])} comparison(s); the closest, {found['ties'][closest]}.")
+    return lines
+
+
+def format_declared(declared: dict, *, width: int = 75) -> list[str]:
+    """Lines of at most ``width`` characters: each declared comparison, its difference and 95% interval, Holm's p
+    and the verdict."""
+    looks = declared.get("looks", 1)
+    lines = [f"declared comparisons ({len(declared['comparisons'])} of {declared['family_size']} recorded), "
+             f"seeds {declared['seeds'][0]}-{declared['seeds'][-1]},",
+             "Holm over the family" + (f", each p x{looks} for {looks} looks:" if looks > 1 else ":")]
+    for c in declared["comparisons"]:
+        scale, digits, unit, name = _UNITS[c["metric"]]
+        verdict = "told apart" if c["told_apart"] else "not told apart"
+        low, high = (scale * bound for bound in c["ci95"])
+        lines.append(f"  {c['arm']} - {c['against']} ({name}{',' + unit if unit else ''})")
+        lines.append(f"    {scale * c['mean']:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}] "
+                     f"p {c['p']:.3f}, Holm p {c['p_holm']:.3f}: {verdict}")
+    return [line[:width] for line in lines]
