@@ -10,7 +10,7 @@ the command and the names at the path the book and the records use.
 """
 from __future__ import annotations
 
-from .runs.analyses import context_recovered, gma_against_baselines, left_plateau
+from .runs.analyses import context_recovered, gma_against_baselines, left_plateau, seeds_needed
 from .runs.arm import run_arm, study_data
 from .runs.arm_records import (
     CURVES,
@@ -62,7 +62,7 @@ __all__ = ["CAUSE_STUDY", "COLLAPSE_STUDY", "CURVES", "INIT_SCAN", "KMEANS_BLOCK
            "listops_data", "lm_data", "load_arm", "load_speed", "main", "mean_interval", "measure_training_speed",
            "ordering_at_last_evaluations", "paired_difference", "paired_t_p", "ratio_of_means_interval",
            "record_path", "recorded_under", "run_arm", "run_classification", "run_lm", "scan_initial_routing",
-           "speed_path", "study_data", "study_findings", "study_table", "study_tables", "summarize_arm",
+           "seeds_needed", "speed_path", "study_data", "study_findings", "study_table", "study_tables", "summarize_arm",
            "t_quantile_975", "tables_path", "text_data"]
 
 

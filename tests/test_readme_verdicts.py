@@ -2,7 +2,7 @@
 
 Each entry of :data:`VERDICTS` is a fragment of README's text, the saved table it rests on, the declared comparisons
 it speaks of and what it says of them (told apart or not). A declared comparison is told apart when its
-Holm-adjusted p-value over the study's declared family is below 0.05 (``gma_teach.runs.tables``). Every sentence
+Holm-adjusted p-value over the study's declared family is below 0.05 (``gma_teach.runs.verdicts``). Every sentence
 of the section that says "told apart" must be covered by an entry, so a new claim cannot go unchecked; and
 "beyond seed noise", the old unadjusted wording, must not come back.
 """
@@ -16,6 +16,7 @@ from gma_teach import measure
 RC, LM, TEXT, LRA = ("routing_collapse_tables.json", "lm_study_tables.json", "text_standin_tables.json",
                      "listops_lra_tables.json")
 RECALL = "recall_study_tables.json"
+RC2, LM2 = RC + "#second_look", LM + "#second_look"
 _RECALL_BEHIND = [{"arm": f"gma_k{k}"} for k in (8, 16, 32, 64, 128, 256)] + [
     {"arm": f"gma_k{k}_remedy", "against": "sdpa", "width": 64} for k in (8, 16, 32)] + [
     {"arm": "gma_k8_remedy", "width": 128}, {"arm": "gma_k16_remedy", "against": "sdpa", "width": 128}]
@@ -57,8 +58,15 @@ def _table(name: str) -> dict:
     return json.loads((measure.results_folder() / name).read_text())
 
 
-def _selected(table: dict, selector: dict) -> list[dict]:
-    found = [c for c in table["declared"]["comparisons"] if all(c[k] == v for k, v in selector.items())]
+def _family(tables: dict[str, dict], name: str) -> dict:
+    """The declared family a verdict rests on: ``"<table>"`` is the table's first look (``"declared"``), and
+    ``"<table>#second_look"`` its declared second look."""
+    table, _, look = name.partition("#")
+    return tables[table][look or "declared"]
+
+
+def _selected(family: dict, selector: dict) -> list[dict]:
+    found = [c for c in family["comparisons"] if all(c[k] == v for k, v in selector.items())]
     assert found, f"no declared comparison matches {selector}"
     return found
 
@@ -72,7 +80,7 @@ def disagreements(section: str, tables: dict[str, dict]) -> list[str]:
         if told_apart is None:
             continue
         for selector in selectors:
-            for comparison in _selected(tables[name], selector):
+            for comparison in _selected(_family(tables, name), selector):
                 if comparison["told_apart"] is not told_apart or comparison["told_apart"] != (
                         comparison["p_holm"] < 0.05):
                     problems.append(f"{fragment!r}: {comparison['arm']} - {comparison['against']} "

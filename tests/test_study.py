@@ -6,7 +6,7 @@ import statistics
 
 import pytest
 
-from gma_teach import preset, study
+from gma_teach import preset, stats, study
 from gma_teach.runs import study_cli
 
 TINY_STUDY = {
@@ -570,3 +570,28 @@ def test_the_study_table_prints_the_mean_and_its_95_percent_half_width():
     assert text.splitlines()[0] == "mean +- 95% half-width over seeds"
     assert f"{mean:.4f}+-{half_width:.4f}" in text and "2.5000 (1 seed)" in text
     assert f"+-{describe(values)['std']:.4f}" not in text  # not the standard deviation
+
+
+def test_seeds_needed_plans_each_declared_comparison_at_holms_strictest_step():
+    declared = {"family_size": 4, "comparisons": [
+        {"arm": "gma", "against": "sdpa", "metric": "val_bits_per_byte", "mean": 0.06, "std": 0.03},
+        {"arm": "gma", "against": "linear", "metric": "val_bits_per_byte", "mean": 0.0, "std": 0.03},
+        {"arm": "gma_remedy", "against": "linear", "metric": "val_bits_per_byte", "mean": 0.001, "std": 0.05}]}
+    planned = study.seeds_needed(declared, at_most=200)
+    assert planned["alpha"] == pytest.approx(0.05 / 4) and planned["exploratory"] is True
+    first, zero, tiny = planned["comparisons"]
+    assert first["seeds"] == stats.seeds_to_tell_apart(0.06, 0.03, alpha=0.05 / 4)
+    # at that many seeds a difference of exactly this mean and spread passes the level, one fewer does not
+    n = first["seeds"]
+    for count, passes in ((n, True), (n - 1, False)):
+        values = [0.06 + 0.03 * z for z in _standardized(count)]
+        assert (study.paired_t_p(values, [0.0] * count) < 0.05 / 4) is passes
+    assert zero["seeds"] is None and tiny["seeds"] is None
+    assert (first["arm"], first["against"]) == ("gma", "sdpa")
+
+
+def _standardized(count):
+    """``count`` evenly spaced numbers with mean 0 and sample standard deviation 1."""
+    z = [i - (count - 1) / 2 for i in range(count)]
+    scale = (sum(v * v for v in z) / (count - 1)) ** 0.5
+    return [v / scale for v in z]

@@ -1,7 +1,8 @@
 """The studies' exploratory analyses, read from their records: every GMA arm against every other arm
 (:func:`gma_against_baselines`), how much of full attention's context each arm of a language-model study recovers
 (:func:`context_recovered`), and how many seeds of each arm of a classifier study left the majority-class plateau
-(:func:`left_plateau`). A paired difference that is also a declared comparison carries its verdict
+(:func:`left_plateau`), and how many seeds the declared comparisons would need to be told apart at the spread
+seen (:func:`seeds_needed`). A paired difference that is also a declared comparison carries its verdict
 (``gma_teach.runs.verdicts``); every other result here carries ``"exploratory": True``: a result to test again, not
 a finding. Nothing here trains.
 """
@@ -9,12 +10,12 @@ from __future__ import annotations
 
 import statistics
 
-from ..stats import fisher_exact_p, holm, ratio_of_means_interval
+from ..stats import fisher_exact_p, holm, ratio_of_means_interval, seeds_to_tell_apart
 from .arm_records import load_arm
 from .study_values import metric_of, paired_on_common_seeds, seed_values
-from .verdicts import declared_looks, with_verdict
+from .verdicts import ALPHA, declared_looks, with_verdict
 
-__all__ = ["context_recovered", "gma_against_baselines", "left_plateau"]
+__all__ = ["context_recovered", "gma_against_baselines", "left_plateau", "seeds_needed"]
 
 
 def gma_against_baselines(study: dict, folder=None, *, metric: str | None = None) -> dict:
@@ -126,3 +127,26 @@ def left_plateau(study: dict, folder=None, *, reference: str | None = None) -> d
         fisher = {arm: {"p": p, "p_holm": adjusted} for arm, p, adjusted in zip(others, raw, holm(raw) if raw else [])}
     return {"outcome": "test accuracy above the test set's majority class", "reference": reference,
             "exploratory": True, "counts": counts, "fisher": fisher}
+
+
+def seeds_needed(declared: dict, *, at_most: int = 1000) -> dict:
+    """How many seeds an arm each declared comparison would need to be told apart, if the mean and spread of its
+    per-seed differences were the truth (:func:`gma_teach.stats.seeds_to_tell_apart`): a planning figure for a new
+    study of the same family, declared before it runs, at the level of Holm's strictest step, ``ALPHA / m`` for a
+    family of ``m`` tests. Exploratory: with the observed mean taken as true, a study of that size tells the pair
+    apart about half the time.
+
+    Args:
+        declared: :func:`gma_teach.runs.verdicts.declared_comparisons` of a study (either look), or the
+            ``"declared"`` / ``"second_look"`` of its saved table.
+        at_most: the largest seed count tried; ``None`` for a comparison that would need more (or whose mean is 0).
+
+    Returns:
+        ``{"alpha", "family_size", "exploratory": True, "comparisons": [{"arm", "against", "metric", "seeds"}]}``.
+    """
+    alpha = ALPHA / declared["family_size"]
+    rows = [{"arm": c["arm"], "against": c["against"], "metric": c["metric"],
+             "seeds": None if c["std"] == 0.0 else seeds_to_tell_apart(c["mean"], c["std"], alpha=alpha,
+                                                                        at_most=at_most)}
+            for c in declared["comparisons"]]
+    return {"alpha": alpha, "family_size": declared["family_size"], "exploratory": True, "comparisons": rows}
