@@ -26,7 +26,7 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
-from gma_teach import experiments, measure, stats
+from gma_teach import experiments, measure, stats, study
 from gma_teach.data import listops
 
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -245,14 +245,29 @@ def lm_common_seeds(records) -> list[int]:
     return sorted(set.intersection(*_lm_seeds(records).values()))
 
 
-def lm_extra_seeds(records) -> list[int]:
-    """The seeds beyond the common ones, which README says GMA K=32 with the remedy and linear attention have (and
-    no other arm): an error if other arms have extra seeds or the two have different ones."""
-    common = set(lm_common_seeds(records))
-    extra = {arm: sorted(seeds - common) for arm, seeds in _lm_seeds(records).items() if seeds - common}
-    if set(extra) != {"gma_k32_remedy", "linear"}:
-        raise ValueError(f"the arms with extra seeds are {sorted(extra)}, not gma_k32_remedy and linear")
-    return _unique(list(extra.values()), "the extra seeds of gma_k32_remedy and linear")
+def _lm_second(records, against: str, how) -> float:
+    """``how`` (min or max) of the mean differences GMA arm - ``against`` at the LM study's second look."""
+    return how(c["mean"] for c in records[LM]["second_look"]["comparisons"] if c["against"] == against)
+
+
+LM_ALPHA = 0.05
+"""The family-wise level of the LM study's verdicts (``gma_teach.runs.verdicts.ALPHA``)."""
+
+
+def _lm_needed(records, against: str, how) -> int:
+    """``how`` (min or max) of the seeds an arm :func:`gma_teach.study.seeds_needed` plans for the second look's
+    comparisons against ``against``, over those that some count would tell apart."""
+    planned = study.seeds_needed(records[LM]["second_look"])
+    assert planned["alpha"] == LM_ALPHA / records[LM]["second_look"]["family_size"]
+    return how(c["seeds"] for c in planned["comparisons"] if c["against"] == against and c["seeds"] is not None)
+
+
+def _lm_never(records) -> int:
+    """The K of the one GMA arm that no seed count would tell apart (README names one, with the remedy)."""
+    never = [c for c in study.seeds_needed(records[LM]["second_look"])["comparisons"] if c["seeds"] is None]
+    (only,) = never
+    assert only["arm"].endswith("_remedy") and only["against"] == "linear", only
+    return int(only["arm"].split("_")[1][1:])
 
 
 RC = "routing_collapse_tables.json"
@@ -306,6 +321,11 @@ def _signed(file, prefix, sign=1, scale=1.0):
     if sign > 0:
         return [scale * mean, scale * low, scale * high]
     return [-scale * mean, -scale * high, -scale * low]
+
+
+def _second(**conditions):
+    """The path prefix of one comparison of the LM study's declared second look (``arm=..., against=...``)."""
+    return "second_look/comparisons/[" + ",".join(f"{k}={v}" for k, v in conditions.items()) + "]"
 
 
 def _declared(file, **conditions):
@@ -484,13 +504,7 @@ BINDINGS: dict[str, list[Binding]] = {
                                                  reduce="unique")),
     ],
     "**LM comparison**": [
-        Binding("seeds {}-{} for every arm and {}-{} as well for GMA K={} with",
-                Computed("the first seed every LM arm has", lambda r: lm_common_seeds(r)[0], (LM,)),
-                Computed("the last seed every LM arm has", lambda r: lm_common_seeds(r)[-1], (LM,)),
-                Computed("the first extra seed", lambda r: lm_extra_seeds(r)[0], (LM,)),
-                Computed("the last extra seed", lambda r: lm_extra_seeds(r)[-1], (LM,)),
-                Key("lm_study_gma_k32_remedy.json", "spec/n_components")),
-        Binding("added after seeds {}-{} put that pair apart",
+        Binding("same setting, seeds {}-{} for every arm)",
                 Computed("the first seed every LM arm has", lambda r: lm_common_seeds(r)[0], (LM,)),
                 Computed("the last seed every LM arm has", lambda r: lm_common_seeds(r)[-1], (LM,))),
         Binding("bits per byte SDPA {} +- {} (mean +- half-width);", *_lm_bits("sdpa")),
@@ -498,58 +512,82 @@ BINDINGS: dict[str, list[Binding]] = {
                 Key("lm_study_gma_k32.json", "spec/n_components"), *_lm_bits("gma_k32"),
                 Key("routing_collapse_default.json", "spec/n_components"), *_lm_bits("gma_k64"),
                 Key("lm_study_gma_k128.json", "spec/n_components"), *_lm_bits("gma_k128")),
-        Binding("remedy K={} {} +- {} (five seeds), K={} {} +- {}, K={} {} +- {} (active share {}, {} and {}, "
-                "against {}, {} and {} with",
+        Binding("remedy K={} {} +- {}, K={} {} +- {}, K={} {} +- {} (active share {}, {} and {}, against {}, {} and {} "
+                "with",
                 Key("lm_study_gma_k32_remedy.json", "spec/n_components"), *_lm_bits("gma_k32_remedy"),
                 Key("routing_collapse_variance_and_balance.json", "spec/n_components"), *_lm_bits("gma_k64_remedy"),
                 Key("lm_study_gma_k128_remedy.json", "spec/n_components"), *_lm_bits("gma_k128_remedy"),
                 *(Key(LM, f"tables/active_share/arms/{arm}/active_share/mean")
                   for arm in ("gma_k32_remedy", "gma_k64_remedy", "gma_k128_remedy", "gma_k32", "gma_k64",
                               "gma_k128"))),
-        Binding("linear attention {} +- {} (five seeds); Performer {} +- {};", *_lm_bits("linear"),
-                *_lm_bits("performer")),
+        Binding("linear attention {} +- {}; Performer {} +- {};", *_lm_bits("linear"), *_lm_bits("performer")),
         Binding("no mixing {} +- {} and a uniform causal average {} +- {}.", *_lm_bits("none"), *_lm_bits("uniform")),
-        Binding("GMA heads of K={}; an arm added after the others, so exploratory) reaches {} +- {}, lower than SDPA "
+        Binding("GMA heads of K={}; an arm added after the others, so exploratory) reaches {} +- {}, higher than SDPA "
                 "by {} (interval {} to {}): not told apart from it.",
                 Key("lm_study_local_gma.json", "config/n_components"), *_lm_bits("local_gma"),
-                *_signed(LM, "tables/val_bits_per_byte/paired/local_gma", sign=-1)),
-        Binding("each GMA arm against linear attention and against SDPA, paired over seeds {}-{}, with a Holm "
-                "correction over its {} tests: none is told apart.",
-                Key(LM, "declared/seeds/0"), Key(LM, "declared/seeds/-1"), Key(LM, "declared/family_size")),
-        Binding("GMA K={} behind SDPA by {} ({}% interval {} to {}, Holm p {}) and GMA K={} with the remedy ahead of "
-                "linear attention by {} ({} to {}, Holm p {});",
+                *_signed(LM, "tables/val_bits_per_byte/paired/local_gma")),
+        Binding("with a Holm correction over its {} tests. At the first look, paired over seeds {}-{}, none is told "
+                "apart.", Key(LM, "declared/family_size"), Key(LM, "declared/seeds/0"), Key(LM, "declared/seeds/-1")),
+        Binding("gave seeds {}-{} to every arm and tests the same {} over seeds {}-{}, each Holm p doubled",
+                Key(LM, "design/second_look/seeds/3"), Key(LM, "design/second_look/seeds/-1"),
+                Key(LM, "second_look/family_size"), Key(LM, "second_look/seeds/0"), Key(LM, "second_look/seeds/-1")),
+        Binding("The closest is GMA K={} behind SDPA by {} ({}% interval {} to {}, Holm p {}).",
                 Key("lm_study_gma_k128.json", "spec/n_components"),
-                *_signed(LM, _declared(LM, arm="gma_k128", against="sdpa"))[:1],
+                *_signed(LM, _second(arm="gma_k128", against="sdpa"))[:1],
                 100 * Key(LM, "tables/val_bits_per_byte/confidence"),
-                *_signed(LM, _declared(LM, arm="gma_k128", against="sdpa"))[1:],
-                Key(LM, _declared(LM, arm="gma_k128", against="sdpa") + "/p_holm"),
+                *_signed(LM, _second(arm="gma_k128", against="sdpa"))[1:],
+                Key(LM, _second(arm="gma_k128", against="sdpa") + "/p_holm")),
+        Binding("every GMA arm trails SDPA, by {} to {}, and lies within {} to {} of linear attention.",
+                Computed("the smallest GMA - SDPA mean difference", lambda r: _lm_second(r, "sdpa", min), (LM,)),
+                Computed("the largest GMA - SDPA mean difference", lambda r: _lm_second(r, "sdpa", max), (LM,)),
+                Computed("the smallest GMA - linear mean difference", lambda r: _lm_second(r, "linear", min), (LM,)),
+                Computed("the largest GMA - linear mean difference", lambda r: _lm_second(r, "linear", max), (LM,))),
+        Binding("Seeds {}-{} of GMA K={} with the remedy and of linear attention ran before the others, after seeds "
+                "{}-{} put that pair apart (GMA lower by {}, {} to {}, Holm p {}); over the five seeds GMA is lower by "
+                "{} (interval {} to {}).",
+                Key(LM, "design/exploratory/seeds/0"), Key(LM, "design/exploratory/seeds/-1"),
                 Key("lm_study_gma_k32_remedy.json", "spec/n_components"),
+                Key(LM, "declared/seeds/0"), Key(LM, "declared/seeds/-1"),
                 *_signed(LM, _declared(LM, arm="gma_k32_remedy", against="linear"), sign=-1),
-                Key(LM, _declared(LM, arm="gma_k32_remedy", against="linear") + "/p_holm")),
-        Binding("over the five, GMA is lower by {} (interval {} to {}).",
-                *_signed(LM, f"{_LM_VS}/gma_k32_remedy/linear", sign=-1)),
+                Key(LM, _declared(LM, arm="gma_k32_remedy", against="linear") + "/p_holm"),
+                *_signed(LM, _second(arm="gma_k32_remedy", against="linear"), sign=-1)),
+        Binding("at Holm's strictest step, {} over {}): {} to {} seeds an arm would tell a GMA arm from SDPA, {} to {} "
+                "one from linear attention,",
+                Computed("the family-wise level", lambda r: LM_ALPHA, (LM,)), Key(LM, "second_look/family_size"),
+                Computed("the fewest seeds to tell a GMA arm from SDPA", lambda r: _lm_needed(r, "sdpa", min), (LM,)),
+                Computed("the most seeds to tell a GMA arm from SDPA", lambda r: _lm_needed(r, "sdpa", max), (LM,)),
+                Computed("the fewest seeds to tell a GMA arm from linear", lambda r: _lm_needed(r, "linear", min),
+                         (LM,)),
+                Computed("the most seeds to tell a GMA arm from linear", lambda r: _lm_needed(r, "linear", max),
+                         (LM,))),
+        Binding("no count would for GMA K={} with the remedy,", Computed(
+            "the K of the one GMA arm no seed count tells from linear attention", lambda r: _lm_never(r), (LM,))),
         Binding("GMA K={} is not told apart from the uniform causal average ({} against {} bits per byte).",
                 Key("routing_collapse_default.json", "spec/n_components"),
                 _lm_bits("gma_k64")[0], _lm_bits("uniform")[0]),
         Binding("SDPA's interval puts it ahead of linear attention by {} ({} to {}), of Performer by {} ({} to {}) and "
-                "of no mixing by {} ({} to {}); of all {} pairs of arms, {} unadjusted intervals exclude zero and none "
-                "survives a Holm correction over the {}.",
+                "of no mixing by {} ({} to {}); of all {} pairs of arms, {} unadjusted intervals exclude zero and {} "
+                "survive a Holm correction over the {},",
                 *_signed(LM, "tables/val_bits_per_byte/paired/linear"),
                 *_signed(LM, "tables/val_bits_per_byte/paired/performer"),
                 *_signed(LM, "tables/val_bits_per_byte/paired/none"),
                 Key(LM, "tables/val_bits_per_byte/ordering/p_holm/*", reduce="count"),
                 Key(LM, "tables/val_bits_per_byte/ordering/interval_excludes_zero/*", reduce="count"),
+                Key(LM, "tables/val_bits_per_byte/ordering/told_apart/*", reduce="count"),
                 Key(LM, "tables/val_bits_per_byte/ordering/p_holm/*", reduce="count")),
         Binding("mean gains over seeds {}-{}, with", Key(LM, f"{_RECOVERED}/gma_k32_remedy/seeds/0"),
                 Key(LM, f"{_RECOVERED}/gma_k32_remedy/seeds/-1")),
         Binding("GMA K={} with the remedy recovers {} ({} to {}), linear attention {} ({} to {}), GMA K={} with the "
-                "default routing {} ({} to {}), the uniform average {} and the hybrid {} ({} to {}):",
+                "default routing {} ({} to {}), the uniform average {} and the hybrid {} ({} to {}).",
                 Key("lm_study_gma_k32_remedy.json", "spec/n_components"), *_signed(LM, f"{_RECOVERED}/gma_k32_remedy"),
                 *_signed(LM, f"{_RECOVERED}/linear"), Key("routing_collapse_default.json", "spec/n_components"),
                 *_signed(LM, f"{_RECOVERED}/gma_k64"), Key(LM, f"{_RECOVERED}/uniform/mean"),
                 *_signed(LM, f"{_RECOVERED}/local_gma")),
-        Binding("Between steps {} and {},", Key(LM_ARMS, "runs/*/history/steps/-2", reduce="unique"),
-                Key(LM_ARMS, "runs/*/history/steps/-1", reduce="unique")),
+        Binding("Between steps {} and {}, {} pairs of arms change places, none of them among the {}.",
+                Key(LM_ARMS, "runs/*/history/steps/-2", reduce="unique"),
+                Key(LM_ARMS, "runs/*/history/steps/-1", reduce="unique"),
+                Key(LM, "tables/val_bits_per_byte/ordering/swapped/*", reduce="count"),
+                Key(LM, "tables/val_bits_per_byte/ordering/told_apart/*", reduce="count")),
     ],
     "**Text stand-in**": [
         Binding("{} classes, byte-level, {} bytes, {} training texts; majority class {}%)",

@@ -34,9 +34,11 @@ VERDICTS = [
     ("the variance change alone is not told apart", RC, [{"arm": "variance_d_route", "metric": "active_share"}], False),
     ("No remedy is told apart from the default on validation bits per byte", RC,
      [{"metric": "val_bits_per_byte"}], False),
-    ("with a Holm correction over its 12 tests: none is told apart", LM, [{}], False),
+    ("At the first look, paired over seeds 0-2, none is told apart", LM, [{}], False),
+    ("each Holm p doubled for the two looks: it tells none apart either", LM2, [{}], False),
+    ("5 to 11 seeds an arm would tell a GMA arm from SDPA", LM2, [], None),  # a planning figure, not a verdict
     ("GMA K=64 is not told apart from the uniform causal average", LM, [], None),  # exploratory: checked below
-    ("lower than SDPA by 0.0108 (interval -0.0918 to 0.1134): not told apart from it", LM, [], None),  # the hybrid
+    ("higher than SDPA by 0.0077 (interval -0.0407 to 0.0561): not told apart from it", LM, [], None),  # the hybrid
     ("tells GMA ahead of softmax by", TEXT, [{"arm": "gma", "against": "softmax"}, {"arm": "gma", "against": "linear"},
                                             {"arm": "gma_variance_d_route"}], True),
     ("the balance loss is not told apart", TEXT, [{"arm": "gma_balance"}], False),
@@ -116,11 +118,13 @@ def test_exploratory_not_told_apart():
     assert "local_gma" in _table(LM)["design"]["exploratory"]["later_arms"]
 
 
-def test_the_lm_orderings_pairs_survive_no_holm_correction():
-    """README: "of all 66 pairs of arms, 13 unadjusted intervals exclude zero and none survives a Holm correction"."""
+def test_the_lm_orderings_pairs_that_survive_holm_are_the_ones_named():
+    """README: "2 survive a Holm correction over the 66, SDPA ahead of linear attention and of no mixing" (an
+    exploratory ordering of all pairs; the count is bound in readme_bindings, the pairs are checked here)."""
     ordering = _table(LM)["tables"]["val_bits_per_byte"]["ordering"]
-    assert ordering["exploratory"] is True and ordering["interval_excludes_zero"] and ordering["told_apart"] == []
-    assert "none survives a Holm correction over the" in _section()
+    assert ordering["exploratory"] is True
+    assert sorted(map(tuple, ordering["told_apart"])) == [("sdpa", "linear"), ("sdpa", "none")]
+    assert "survive a Holm correction over the 66, SDPA ahead of linear attention and of no mixing" in _section()
 
 
 def test_every_told_apart_sentence_is_checked_and_no_unadjusted_wording_remains():
