@@ -58,7 +58,7 @@ def test_state_bytes_grow_with_the_sequence_for_attention_and_not_for_gma():
 @pytest.mark.slow
 def test_an_arm_sweeps_the_rates_on_seed_0_then_trains_the_other_seeds_at_the_kept_rate(tmp_path):
     study = tiny_study()
-    record = recall.run_arm(study, "linear", 16, folder=tmp_path, command="test")
+    record = recall.run_recall_arm(study, "linear", 16, folder=tmp_path, command="test")
     runs = record["runs"]
     assert [(r["seed"], r["lr"]) for r in runs[:2]] == [(0, 1e-3), (0, 3e-3)]
     best = max(runs[:2], key=lambda r: r["val_mean"])["lr"]
@@ -66,10 +66,10 @@ def test_an_arm_sweeps_the_rates_on_seed_0_then_trains_the_other_seeds_at_the_ke
     for run in runs:
         assert set(run["test_accuracy"]) == {2, 3} and 0 <= run["test_mean"] <= 1
         assert run["state_bytes"] > 0
-    saved = json.loads(recall.record_path(study, "linear", 16, tmp_path).read_text())
+    saved = json.loads(recall.recall_record_path(study, "linear", 16, tmp_path).read_text())
     assert saved["runs"] == json.loads(json.dumps(runs)) and saved["command"] == "test"
     # Resuming trains nothing new; another design refuses the old record.
-    again = recall.run_arm(study, "linear", 16, folder=tmp_path, command="test")
+    again = recall.run_recall_arm(study, "linear", 16, folder=tmp_path, command="test")
     assert len(again["runs"]) == 3
     with pytest.raises(ValueError, match="another design"):
-        recall.run_arm(tiny_study(steps=4), "linear", 16, folder=tmp_path)
+        recall.run_recall_arm(tiny_study(steps=4), "linear", 16, folder=tmp_path)

@@ -140,6 +140,17 @@ def test_a_study_command_that_ran_several_arms_re_runs_only_the_records_arm_and_
                                                                   "--seeds", "3", "--out-dir", "D"]
 
 
+def test_a_seed_made_through_a_shared_arm_re_runs_through_the_study_that_owns_the_record():
+    """The LM study's K=64 arms are recorded by the collapse study (``shared_with``): a seed that ``study lm`` made
+    re-runs as ``study collapse`` with the record's own arm, which trains the same run."""
+    stored = "python -m gma_teach.study lm --arms gma_k128 gma_k64 --seeds 3 4 --out-dir /x"
+    record = {"study": "routing_collapse", "arm": "default", "runs": [{"seed": 3, "provenance": {"command": stored}}]}
+    assert reproducing.reproduce_command(record, 3, "D")[2:] == ["gma_teach.study", "collapse", "--arms", "default",
+                                                                  "--seeds", "3", "--out-dir", "D"]
+    assert STUDIES["lm"]["overrides"] == STUDIES["collapse"]["overrides"]
+    assert STUDIES["collapse"]["arms"]["default"] == STUDIES["lm"]["arms"]["gma_k64"]
+
+
 def test_a_recall_run_is_compared_on_its_final_numbers():
     recorded = {"seed": 1, "lr": 3e-3, "final_train_loss": 0.5, "val_mean": 0.75, "test_mean": 0.5,
                 "val_accuracy": {"4": 1.0, "8": 0.5}, "test_accuracy": {"4": 0.75, "8": 0.25}, "cpu_seconds": 9.0}
@@ -167,11 +178,11 @@ def test_a_recall_record_is_reproduced_number_for_number(tmp_path, monkeypatch):
         study.main(command[3:])
 
     monkeypatch.setattr(reproducing, "subprocess", SimpleNamespace(run=run_here))
-    path = recall.record_path(tiny, "linear", 16, records)
+    path = recall.recall_record_path(tiny, "linear", 16, records)
     result = reproducing.reproduce(path, seed=1, out_dir=tmp_path / "again")
     assert ran == [["recall", "--arms", "linear", "--widths", "16", "--seeds", "1", "--out-dir",
                     str(tmp_path / "again")]]
-    assert not (tmp_path / "again" / recall.record_path(tiny, "sdpa", 16).name).exists()  # only the record's arm
+    assert not (tmp_path / "again" / recall.recall_record_path(tiny, "sdpa", 16).name).exists()  # only the record's arm
     names = [row["name"] for row in result["rows"]]
     assert "test_mean" in names and "test_accuracy 2" in names
     assert all(row["difference"] == 0 for row in result["rows"]), result["rows"]

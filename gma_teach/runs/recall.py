@@ -142,16 +142,16 @@ def train_run(study: dict, arm: str, width: int, lr: float, seed: int, data: dic
             "train_seconds": seconds, "cpu_seconds": cpu_seconds}
 
 
-def record_path(study: dict, arm: str, width: int, folder=None) -> Path:
+def recall_record_path(study: dict, arm: str, width: int, folder=None) -> Path:
     """Where an arm's record at one width lives: ``recall_study_<arm>_d<width>.json``."""
     return Path(folder or records.results_folder()) / f"{study['name']}_study_{arm}_d{width}.json"
 
 
-def run_arm(study: dict, arm: str, width: int, *, seeds=None, folder=None, command=None, progress=False,
-            data=None) -> dict:
+def run_recall_arm(study: dict, arm: str, width: int, *, seeds=None, folder=None, command=None, progress=False,
+                   data=None) -> dict:
     """Run what is missing of one arm at one width (the sweep first, then the seeds at the kept rate), saving the
     record after every run; returns the record."""
-    path = record_path(study, arm, width, folder)
+    path = recall_record_path(study, arm, width, folder)
     seeds = tuple(study["seeds"] if seeds is None else seeds)
     design = {key: study[key] for key in ("seq_len", "vocab_size", "kv_pairs", "n_train", "n_val", "n_test",
                                           "data_seeds", "n_heads", "batch_size", "steps", "warmup",
@@ -207,8 +207,8 @@ def main(argv=None, *, command: str | None = None) -> dict:
         return table
     torch.set_num_threads(args.threads)
     data = {name: split(RECALL_STUDY, name) for name in ("train", "val", "test")}
-    return {(arm, width): run_arm(RECALL_STUDY, arm, width, seeds=args.seeds, folder=args.out_dir, command=command,
-                                  progress=args.progress, data=data)
+    return {(arm, width): run_recall_arm(RECALL_STUDY, arm, width, seeds=args.seeds, folder=args.out_dir,
+                                         command=command, progress=args.progress, data=data)
             for width in args.widths for arm in args.arms}
 
 

@@ -14,6 +14,7 @@ import tempfile
 from pathlib import Path
 
 from .. import _checks
+from .settings import STUDIES
 
 __all__ = ["RECORDING_MODULES", "REPRODUCED_FILE", "compare_seed", "reproduce", "reproduce_command", "reproduce_main"]
 
@@ -44,7 +45,9 @@ def reproduce_command(record: dict, seed: int, out_dir: str | os.PathLike) -> li
     """The command that re-runs seed ``seed`` of ``record`` into ``out_dir``, rewritten from the command the record
     stores (the one that made that seed): the same module, experiment or study and options, with only the seeds and
     the output changed, and a study's arms (and the recall study's widths) narrowed to the record's own ``arm`` (and
-    ``width``) where the record names them, since one command may have run several arms. ``python -m
+    ``width``) where the record names them, since one command may have run several arms, and the study set to the
+    one that owns the record (a seed that another study's command made through an arm the two share, such as the LM
+    study's K=64 arms, which the collapse study records, re-runs through its owner: the same run). ``python -m
     gma_teach.experiments`` runs seeds ``0 .. n-1``, so seed ``s`` of its records re-runs seeds ``0 .. s``; a study
     re-runs the one seed.
 
@@ -66,6 +69,9 @@ def reproduce_command(record: dict, seed: int, out_dir: str | os.PathLike) -> li
                          f"got {command!r}")
     module, args = words[2], words[3:]
     if module == "gma_teach.study":
+        owner = next((key for key, study in STUDIES.items() if study["name"] == record.get("study")), None)
+        if owner is not None and args[:1] != [owner]:  # an arm one study shares with another (``shared_with``)
+            args = [owner, *args[1:]]
         narrowed = {"--arms": record.get("arm"), "--widths": record.get("width")}  # one command may run many
         for option in ("--seeds", *(option for option, value in narrowed.items() if value is not None)):
             args = _without_option(args, option, variadic=True)

@@ -257,6 +257,6 @@ RECALL_STUDY = {
 }
 """The recall study of chapter 12, declared before it runs (``gma_teach.runs.recall`` runs it). Its sizes are
 pinned here, not read from the ``ch12`` preset, so that the records keep meaning one study when the chapter's live
-sizes change. MQAR at one length, every model trained on the mixture of the kv-pair counts and tested on each; the learning rate kept per arm
-and width from seed 0's validation accuracy; each GMA arm against linear attention and SDPA as the primary family,
-paired t over seeds with Holm's correction."""
+sizes change. MQAR at one length, every model trained on the mixture of the kv-pair counts and tested on each;
+the learning rate kept per arm and width from seed 0's validation accuracy; each GMA arm against linear attention
+and SDPA as the primary family, paired t over seeds with Holm's correction."""

@@ -16,7 +16,7 @@ from .arm_records import tables_path
 from .settings import RECALL_STUDY, STUDIES
 from .verdicts import study_findings
 
-CHAPTERS = {"listops-lra": 9, "text": 9, "lm": 10, "collapse": 11, "recall": 12}
+STUDY_CHAPTERS = {"listops-lra": 9, "text": 9, "lm": 10, "collapse": 11, "recall": 12}
 """The chapter that reads each study."""
 
 WHAT = {"listops-lra": "ListOps at LRA's lengths", "text": "Text stand-in", "lm": "language modelling",
@@ -31,7 +31,7 @@ def standing_family(saved: dict) -> dict:
 
 
 def _row(study: str, wins: int, ties: int, losses: int, declared: dict, seeds) -> dict:
-    return {"study": study, "what": WHAT[study], "chapter": CHAPTERS[study], "declared": declared["family_size"],
+    return {"study": study, "what": WHAT[study], "chapter": STUDY_CHAPTERS[study], "declared": declared["family_size"],
             "recorded": len(declared["comparisons"]), "seeds": f"{seeds[0]}-{seeds[-1]}", "wins": wins,
             "ties": ties, "losses": losses}
 
@@ -42,7 +42,7 @@ def part_iv_synthesis(folder=None) -> list[dict]:
     in the chapters' order, each counted at its :func:`standing_family`."""
     folder = Path(folder) if folder is not None else results_folder()
     rows = []
-    for name in sorted(CHAPTERS, key=CHAPTERS.get):
+    for name in sorted(STUDY_CHAPTERS, key=STUDY_CHAPTERS.get):
         if name == "recall":
             path = folder / f"{RECALL_STUDY['name']}_study_tables.json"
             if not path.exists():
