@@ -262,6 +262,15 @@ def _lm_needed(records, against: str, how) -> int:
     return how(c["seeds"] for c in planned["comparisons"] if c["against"] == against and c["seeds"] is not None)
 
 
+def _needed(records, table: str, arm: str, same_as: str | None = None) -> int:
+    """The seeds an arm :func:`gma_teach.study.seeds_needed` plans for ``arm``'s first-look comparison in ``table``
+    (``same_as``: and checks that ``same_as`` needs as many, where README names the two together)."""
+    planned = {c["arm"]: c["seeds"] for c in study.seeds_needed(records[table]["declared"])["comparisons"]}
+    if same_as is not None and planned[same_as] != planned[arm]:
+        raise ValueError(f"{arm} needs {planned[arm]} seeds and {same_as} {planned[same_as]}, not the same")
+    return planned[arm]
+
+
 def _lm_never(records) -> int:
     """The K of the one GMA arm that no seed count would tell apart (README names one, with the remedy)."""
     never = [c for c in study.seeds_needed(records[LM]["second_look"])["comparisons"] if c["seeds"] is None]
@@ -676,6 +685,15 @@ BINDINGS: dict[str, list[Binding]] = {
                 *_signed(LRA, "tables/test_accuracy/paired/performer", scale=100),
                 Key(LRA, "tables/test_accuracy/paired/performer/p"),
                 *_signed(LRA, "tables/test_accuracy/paired/sdpa", scale=100)),
+        Binding("on seeds {}-{}, at Holm's strictest step, {} over {}; exploratory, and rough for an outcome this "
+                "bimodal): {} an arm to tell Performer from GMA, {} for SDPA and {} for linear attention and for the "
+                "remedy.",
+                Key(LRA, "declared/seeds/0"), Key(LRA, "declared/seeds/-1"),
+                Computed("the family-wise level", lambda r: LM_ALPHA, (LRA,)), Key(LRA, "declared/family_size"),
+                *(Computed(f"the seeds a new ListOps-LRA study would need for {arm} - GMA",
+                           lambda r, arm=arm: _needed(r, LRA, arm), (LRA,)) for arm in ("performer", "sdpa")),
+                Computed("the seeds a new ListOps-LRA study would need for linear - GMA and for the remedy - GMA",
+                         lambda r: _needed(r, LRA, "linear", same_as="gma_remedy"), (LRA,))),
         Binding("gives p {}, one of {} such tests against GMA (Holm p {}).",
                 Key(LRA, "left_plateau/fisher/performer/p"), Key(LRA, "left_plateau/fisher/*/p", reduce="count"),
                 Key(LRA, "left_plateau/fisher/performer/p_holm")),

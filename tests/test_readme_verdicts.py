@@ -40,6 +40,7 @@ VERDICTS = [
     ("At the first look, paired over seeds 0-2, none is told apart", LM, [{}], False),
     ("each Holm p doubled for the two looks: it tells none apart either", LM2, [{}], False),
     ("5 to 11 seeds an arm would tell a GMA arm from SDPA", LM2, [], None),  # a planning figure, not a verdict
+    ("6 an arm to tell Performer from GMA, 15 for SDPA", LRA, [], None),  # a planning figure, not a verdict
     ("GMA K=64 is not told apart from the uniform causal average", LM, [], None),  # exploratory: checked below
     ("higher than SDPA by 0.0077 (interval -0.0407 to 0.0561): not told apart from it", LM, [], None),  # the hybrid
     ("tells GMA ahead of softmax by", TEXT, [{"arm": "gma", "against": "softmax"}, {"arm": "gma", "against": "linear"},
