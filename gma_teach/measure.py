@@ -356,9 +356,9 @@ def check_slope(slope: float, expected_range: tuple[float, float], *, label: str
 
 
 PAGE_WIDTH = 75
-"""Characters a printed line may use: what a code block of the book shows at the theme's default width. The one
-definition: the exercise checkers wrap their messages at it and ``.ci/check_book.py`` holds every printed line of
-the built book to it."""
+"""The characters a printed line may use, which is what a code block of the book shows at the theme's default
+width. It is defined once here; the exercise checkers wrap their messages at it and ``.ci/check_book.py`` holds
+every printed line of the built book to it."""
 
 
 def format_note(note: str, *, width: int = PAGE_WIDTH) -> str:

@@ -137,7 +137,7 @@ def seeds_needed(declared: dict, *, at_most: int = 1000) -> dict:
     apart about half the time.
 
     Args:
-        declared: :func:`gma_teach.runs.verdicts.declared_comparisons` of a study (either look), or the
+        declared: :func:`gma_teach.study.declared_comparisons` of a study (either look), or the
             ``"declared"`` / ``"second_look"`` of its saved table.
         at_most: the largest seed count tried; ``None`` for a comparison that would need more (or whose mean is 0).
 
