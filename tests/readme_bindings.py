@@ -250,15 +250,11 @@ def _lm_second(records, against: str, how) -> float:
     return how(c["mean"] for c in records[LM]["second_look"]["comparisons"] if c["against"] == against)
 
 
-LM_ALPHA = 0.05
-"""The family-wise level of the LM study's verdicts (``gma_teach.runs.verdicts.ALPHA``)."""
-
-
 def _lm_needed(records, against: str, how) -> int:
     """``how`` (min or max) of the seeds an arm :func:`gma_teach.study.seeds_needed` plans for the second look's
     comparisons against ``against``, over those that some count would tell apart."""
     planned = study.seeds_needed(records[LM]["second_look"])
-    assert planned["alpha"] == LM_ALPHA / records[LM]["second_look"]["family_size"]
+    assert planned["alpha"] == records[LM]["second_look"]["alpha"] / records[LM]["second_look"]["family_size"]
     return how(c["seeds"] for c in planned["comparisons"] if c["against"] == against and c["seeds"] is not None)
 
 
@@ -576,7 +572,7 @@ BINDINGS: dict[str, list[Binding]] = {
                 *_signed(LM, _second(arm="gma_k32_remedy", against="linear"), sign=-1)),
         Binding("at Holm's strictest step, {} over {}): {} to {} seeds an arm would tell a GMA arm from SDPA, {} to {} "
                 "one from linear attention,",
-                Computed("the family-wise level", lambda r: LM_ALPHA, (LM,)), Key(LM, "second_look/family_size"),
+                Key(LM, "second_look/alpha"), Key(LM, "second_look/family_size"),
                 Computed("the fewest seeds to tell a GMA arm from SDPA", lambda r: _lm_needed(r, "sdpa", min), (LM,)),
                 Computed("the most seeds to tell a GMA arm from SDPA", lambda r: _lm_needed(r, "sdpa", max), (LM,)),
                 Computed("the fewest seeds to tell a GMA arm from linear", lambda r: _lm_needed(r, "linear", min),
@@ -689,7 +685,7 @@ BINDINGS: dict[str, list[Binding]] = {
                 "bimodal): {} an arm to tell Performer from GMA, {} for SDPA and {} for linear attention and for the "
                 "remedy.",
                 Key(LRA, "declared/seeds/0"), Key(LRA, "declared/seeds/-1"),
-                Computed("the family-wise level", lambda r: LM_ALPHA, (LRA,)), Key(LRA, "declared/family_size"),
+                Key(LRA, "declared/alpha"), Key(LRA, "declared/family_size"),
                 *(Computed(f"the seeds a new ListOps-LRA study would need for {arm} - GMA",
                            lambda r, arm=arm: _needed(r, LRA, arm), (LRA,)) for arm in ("performer", "sdpa")),
                 Computed("the seeds a new ListOps-LRA study would need for linear - GMA and for the remedy - GMA",
