@@ -53,7 +53,7 @@ from .forgetting import DecayedGaussianMixtureAttention, DecayedLinearAttention
 from .layer import GaussianMixtureAttention
 from .local import LocalGMA, SlidingWindowAttention
 from .mamba import MambaMixer
-from .mixing import DecodingState, GMAState, normalized_kernel_attention, recurrent_step
+from .mixing import DecodingState, GMAState, normalized_kernel_attention, read_memory, recurrent_step
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -118,26 +118,51 @@ def linear_attention(phi_q, phi_k, v, *, causal=False, eps=1e-6, chunk_size=64):
 
 def orthogonal_random_features(n_features, dim, *, generator=None, dtype=torch.float32, device=None):
     """FAVOR+ projection ``(n_features, dim)``: blocks of orthonormal rows, each row rescaled to the norm of an
-    independent Gaussian vector so that every row is marginally ``N(0, I)`` (Choromanski et al., 2021)."""
+    independent Gaussian vector so that every row is marginally ``N(0, I)`` (Choromanski et al., 2021).
+
+    Each block is the ``Q`` of a Gaussian matrix's QR decomposition with ``R``'s diagonal made positive: without
+    that correction ``Q`` is not uniform over rotations, the rows' mean is not zero, and the features' estimate
+    of ``exp(q^T k / sqrt(d))`` is biased (about 8% at ``d = 8``, whatever the number of features)."""
     if n_features < 1 or dim < 1:
         raise ValueError(f"n_features and dim must be >= 1, got n_features={n_features}, dim={dim}")
     blocks = []
     for _ in range(math.ceil(n_features / dim)):
         gaussian = torch.randn(dim, dim, generator=generator, dtype=torch.float64)
-        orthonormal, _ = torch.linalg.qr(gaussian)
+        orthonormal, triangular = torch.linalg.qr(gaussian)
+        # QR's sign convention depends on the input, so its Q is not uniformly distributed (each direction leans
+        # towards minus the first axis); fixing R's diagonal positive makes Q Haar, every direction uniform
+        orthonormal = orthonormal * torch.sign(triangular.diagonal())
         blocks.append(orthonormal.T)
     rows = torch.cat(blocks)[:n_features]
     norms = torch.randn(n_features, dim, generator=generator, dtype=torch.float64).norm(dim=-1, keepdim=True)
     return (rows * norms).to(dtype=dtype, device=device)
 
 
+def favor_logits(x, projection):
+    """The exponents of FAVOR+'s positive random features, ``w_r^T x' - |x'|^2 / 2`` with ``x' = x / d^(1/4)``.
+
+    Args:
+        x: ``(..., N, d)``; projection: ``(m, d)``.
+
+    Returns:
+        ``(..., N, m)`` in float32 or wider (computed outside autocast).
+    """
+    dtype = torch.promote_types(x.dtype, torch.float32)
+    with torch.autocast(device_type=x.device.type, enabled=False):
+        x = x.to(dtype) * x.shape[-1] ** -0.25
+        return x @ projection.to(dtype).T - 0.5 * (x * x).sum(dim=-1, keepdim=True)
+
+
 def favor_features(x, projection, *, is_query):
     """Positive random features ``exp(w^T x' - |x'|^2/2) / sqrt(m)`` with ``x' = x / d^(1/4)``, so that
-    ``E[phi(q)^T phi(k)] = exp(q^T k / sqrt(d))``. Computed in float32 or wider (under autocast too).
+    ``E[phi(q)^T phi(k)] = exp(q^T k / sqrt(d))``, each divided by a stabilizer that cancels in the ratio of
+    normalized attention. Computed in float32 or wider (under autocast too).
 
-    A query's features are divided by their own maximum (it cancels in that query's normalization). Keys are
-    divided by the data-independent bound ``exp(max_r |w_r|^2 / 2)`` of every feature, which cancels for all
-    queries and, unlike a maximum over keys, does not let future tokens change past outputs.
+    A query's features are divided by their own largest (it cancels in that query's normalization). Keys are
+    divided by the largest feature of the whole sequence ``(..., N, m)``: common to all keys, it cancels for every
+    query, and it keeps the largest key feature at ``1 / sqrt(m)`` whatever the scale of the activations. A
+    sequence-wide maximum would let future keys rescale past outputs through ``eps``; the causal mixer uses
+    :func:`favor_attention`, whose stabilizer sees only the past.
 
     Args:
         x: ``(..., N, d)``; projection: ``(m, d)``.
@@ -145,16 +170,90 @@ def favor_features(x, projection, *, is_query):
     Returns:
         ``(..., N, m)``.
     """
-    dtype = torch.promote_types(x.dtype, torch.float32)
-    with torch.autocast(device_type=x.device.type, enabled=False):
-        x = x.to(dtype) * x.shape[-1] ** -0.25
-        projection = projection.to(dtype)
-        logits = x @ projection.T - 0.5 * (x * x).sum(dim=-1, keepdim=True)
-        if is_query:
-            stabilizer = logits.amax(dim=-1, keepdim=True).detach()
+    logits = favor_logits(x, projection)
+    dims = -1 if is_query else (-2, -1)
+    stabilizer = logits.amax(dim=dims, keepdim=True).detach()
+    return torch.exp(logits - stabilizer) / math.sqrt(projection.shape[0])
+
+
+def favor_attention(q, k, v, projection, *, causal=False, eps=1e-6, chunk_size=64, key_padding_mask=None):
+    """Performer's FAVOR+ attention, stabilized so that its normalizer stays far above ``eps`` at any scale.
+
+    The estimate of softmax attention is ``O_i = sum_j phi(q_i)^T phi(k_j) v_j / (sum_j phi(q_i)^T phi(k_j))``,
+    with ``j`` over the keys query ``i`` may see. Its features span hundreds of orders of magnitude (a key feature
+    is ``exp(w^T k' - |k'|^2/2)``), so each side is rescaled before the sums, by amounts that cancel in the
+    ratio and leave ``eps`` relative to what query ``i`` actually reads:
+
+    * each query by its own largest feature;
+    * the keys by ``s_i``, the largest key feature among the keys query ``i`` may see: every key when
+      bidirectional, keys ``0..i`` when causal. ``s_i`` depends on the past only, so causality is exact, and the
+      largest term of each query's normalizer is ``phi~(q_i)_r / sqrt(m)`` of the best-matching feature, not a
+      number like ``exp(-|w|^2/2)`` (about ``1e-24`` at ``d_head = 64``) that sinks below ``eps``.
+
+    Causal form: chunks of ``chunk_size`` keys. Each chunk's summary ``[memory, normalizer]`` is taken relative to
+    its own largest key, carried into later chunks relative to the largest key before them, and rescaled to
+    ``s_i`` for each query (every factor ``exp(a - b)`` has ``a <= b``, so nothing overflows); inside a chunk the
+    ``(C, C)`` product carries the factor ``exp(a_j - s_i)`` of each key's own maximum ``a_j``. Decoding
+    (:meth:`PerformerAttention.step`) keeps the running ``s`` in its state and computes the same numbers.
+
+    Args:
+        q, k: ``(B, H, N, d)``; v: ``(B, H, N, d_v)``; projection: ``(m, d)``.
+        causal: query ``i`` reads keys ``j <= i``.
+        eps: added to each (rescaled) normalizer.
+        chunk_size: keys per chunk of the causal form.
+        key_padding_mask: ``(B, N)`` bool, ``True`` for real keys, or ``None``.
+
+    Returns:
+        ``(B, H, N, d_v)`` in ``v``'s dtype (computed in float32 or wider).
+    """
+    dtype = torch.promote_types(torch.promote_types(q.dtype, v.dtype), torch.float32)
+    root_m = math.sqrt(projection.shape[0])
+    with torch.autocast(device_type=v.device.type, enabled=False):
+        query_logits, key_logits = favor_logits(q, projection), favor_logits(k, projection)
+        if key_padding_mask is not None:
+            key_logits = key_logits.masked_fill(~key_padding_mask[:, None, :, None], float("-inf"))
+        phi_q = torch.exp(query_logits - query_logits.amax(-1, keepdim=True).detach()) / root_m
+        values = v.to(dtype)
+        if causal:
+            output = _favor_causal(phi_q, key_logits, values, eps, chunk_size)
         else:
-            stabilizer = 0.5 * (projection * projection).sum(dim=-1).max()
-        return torch.exp(logits - stabilizer) / math.sqrt(projection.shape[0])
+            stabilizer = key_logits.amax(dim=(-2, -1), keepdim=True).detach()
+            phi_k = torch.exp(key_logits - stabilizer) / root_m
+            output = linear_attention(phi_q, phi_k, values, eps=eps)
+    return output.to(v.dtype)
+
+
+def _favor_causal(phi_q, key_logits, v, eps, chunk_size):
+    """The causal form of :func:`favor_attention`: ``phi_q (..., N, m)`` (stabilized), ``key_logits (..., N, m)``
+    (``-inf`` for padded keys), ``v (..., N, d_v)`` -> ``(..., N, d_v)``."""
+    n_tokens, root_m = key_logits.shape[-2], math.sqrt(key_logits.shape[-1])
+    lowest = torch.finfo(key_logits.dtype).min
+    own = key_logits.amax(-1).detach().clamp_min(lowest)  # a_j, each key's largest exponent (..., N)
+    seen = own.cummax(-1).values  # s_i, the largest among the keys query i may see
+    keys = torch.exp(key_logits - own[..., None]) / root_m  # each key relative to its own maximum
+    n_chunks = -(-n_tokens // chunk_size)
+    pad = n_chunks * chunk_size - n_tokens
+
+    def chunks(t, value=0.0):  # (..., N, F) -> (..., n_chunks, C, F)
+        t = F.pad(t, (0, 0, 0, pad), value=value) if pad else t
+        return t.reshape(*t.shape[:-2], n_chunks, chunk_size, t.shape[-1])
+
+    queries, keys, values = chunks(phi_q), chunks(keys), chunks(F.pad(v, (0, 1), value=1.0))
+    own = chunks(own[..., None], lowest)[..., 0]  # (..., n_chunks, C)
+    seen = chunks(seen[..., None], float("inf"))[..., 0]  # a padded query reads nothing
+    chunk_max = own.amax(-1)  # (..., n_chunks)
+    summaries = (keys * torch.exp(own - chunk_max[..., None])[..., None]).transpose(-1, -2) @ values
+    before = F.pad(chunk_max.cummax(-1).values[..., :-1], (1, 0), value=lowest)  # largest key before chunk c
+    earlier = torch.ones(n_chunks, n_chunks, dtype=torch.bool, device=v.device).tril(-1)
+    weights = torch.exp(torch.where(earlier, chunk_max[..., None, :] - before[..., :, None], float("-inf")))
+    carried = (weights @ summaries.flatten(-2)).unflatten(-1, summaries.shape[-2:])  # (..., n_chunks, m, d_v+1)
+    output = (queries @ carried) * torch.exp(before[..., None] - seen)[..., None]
+    causal = torch.ones(chunk_size, chunk_size, dtype=torch.bool, device=v.device).tril()
+    inside = (queries @ keys.transpose(-1, -2)) * torch.exp(
+        torch.where(causal, own[..., None, :] - seen[..., :, None], float("-inf")))
+    output = output + inside @ values
+    output = output[..., :-1] / (output[..., -1:] + eps)
+    return output.reshape(*output.shape[:-3], n_chunks * chunk_size, output.shape[-1])[..., :n_tokens, :]
 
 
 # ----------------------------------------------------------------------------------------------------------------
@@ -299,10 +398,24 @@ class LinearAttention(_KernelAttention):
         return self.head_dim
 
 
+@dataclass
+class PerformerState(DecodingState):
+    """Decoding state of :class:`PerformerAttention`: the memory ``(B, H, m, d_head)`` and normalizer ``(B, H, m)``
+    of kernel attention, both relative to ``stabilizer (B, H)``, the largest key feature exponent so far (constant
+    size: ``H (m d_head + m + 1)`` numbers a row)."""
+
+    memory: torch.Tensor
+    normalizer: torch.Tensor
+    stabilizer: torch.Tensor
+    position: int = 0
+
+
 class PerformerAttention(_KernelAttention):
-    """Performer (Choromanski et al., 2021): FAVOR+ positive orthogonal random features approximating softmax.
+    """Performer (Choromanski et al., 2021): FAVOR+ positive orthogonal random features approximating softmax,
+    computed by :func:`favor_attention` (stabilized so that the normalizer never sinks below ``eps``).
 
     The projection ``(n_features, d_head)`` is a buffer (not trained); :meth:`redraw_features` draws a new one.
+    Decoding keeps a :class:`PerformerState`.
     """
 
     def __init__(self, d_model, n_heads, *, causal=False, n_features=256, eps=1e-6, chunk_size=64):
@@ -314,11 +427,42 @@ class PerformerAttention(_KernelAttention):
         """Replace the random projection by a fresh draw."""
         self.projection.copy_(orthogonal_random_features(self.n_features, self.head_dim, generator=generator))
 
-    def _features(self, x, is_query):
-        return favor_features(x, self.projection, is_query=is_query)
+    def _mix(self, q, k, v, key_padding_mask):
+        return favor_attention(q, k, v, self.projection, causal=self.causal, eps=self.eps,
+                               chunk_size=self.chunk_size, key_padding_mask=key_padding_mask)
 
     def _n_features(self):
         return self.n_features
+
+    def init_state(self, batch_size):
+        """Zero memory and normalizer, no key seen (``batch_size`` >= 0), in float32 at least."""
+        _checks.batch_size("batch_size", batch_size)
+        weight = self.k_proj.weight
+        dtype = torch.promote_types(weight.dtype, torch.float32)
+        zeros = LinearAttentionState.zeros((batch_size, self.n_heads), self.n_features, self.head_dim, dtype=dtype,
+                                           device=weight.device)
+        lowest = torch.full((batch_size, self.n_heads), torch.finfo(dtype).min, dtype=dtype, device=weight.device)
+        return PerformerState(zeros.memory, zeros.normalizer, lowest)
+
+    def step(self, x_t, state):
+        """One decoding step: ``x_t (B, d_model)`` -> ``(y_t (B, d_model), state)``, the same numbers as the causal
+        forward (the memory is rescaled whenever a key raises the running maximum)."""
+        self._check_step(x_t)
+        x = x_t[:, None, :]
+        q, k, v = (self._heads(p, x) for p in (self.q_proj, self.k_proj, self.v_proj))
+        dtype, root_m = state.memory.dtype, math.sqrt(self.n_features)
+        query_logits = favor_logits(q[:, :, 0], self.projection).to(dtype)  # (B, H, m)
+        key_logits = favor_logits(k[:, :, 0], self.projection).to(dtype)
+        phi_q = torch.exp(query_logits - query_logits.amax(-1, keepdim=True).detach()) / root_m
+        stabilizer = torch.maximum(state.stabilizer, key_logits.amax(-1).detach())
+        decay = torch.exp(state.stabilizer - stabilizer)
+        phi_k = torch.exp(key_logits - stabilizer[..., None]) / root_m
+        value = v[:, :, 0].to(dtype)
+        memory = state.memory * decay[..., None, None] + phi_k[..., None] * value[..., None, :]
+        normalizer = state.normalizer * decay[..., None] + phi_k
+        y = read_memory(phi_q[..., None, :], memory, normalizer, self.eps)  # (B, H, 1, d_head)
+        state = PerformerState(memory, normalizer, stabilizer, state.position + 1)
+        return self._merge(y.to(v.dtype))[:, 0], state
 
 
 class LinformerAttention(MultiHeadMixer):
@@ -535,7 +679,8 @@ def mixer_state_bytes(mixer, seq_len, *, batch_size=1) -> int:
     ``mixer.step`` produce (per batch row, with ``e`` the bytes of the state's dtype):
 
     * ``softmax``, ``sdpa`` (KV cache): ``2 H N d_head e``, growing with ``N``;
-    * ``linear``, ``performer``: ``H (m d_head + m) e`` (``m`` features: ``d_head`` for ``linear``);
+    * ``linear``: ``H (m d_head + m) e`` with ``m = d_head`` features; ``performer``: ``H (m d_head + m + 1) e``
+      (``m`` features and the running stabilizer of each head, in float32 at least);
       ``decay_linear``: the same with ``m = d_head``;
     * ``gma``, ``decay_gma``: ``H K (d_value + 1) e``;
     * ``window``: ``2 H w d_head e`` (the window is allocated whole from the first token);
@@ -587,6 +732,9 @@ def _state_bytes_per_row(mixer, seq_len) -> int:
     if isinstance(mixer, DecayedLinearAttention):
         size = _element_size(torch.promote_types(mixer.k_proj.weight.dtype, torch.float32))
         return mixer.n_heads * (mixer.head_dim + 1) * mixer.head_dim * size
+    if isinstance(mixer, PerformerAttention):  # its running stabilizer: one number a head
+        size = _element_size(torch.promote_types(mixer.k_proj.weight.dtype, torch.float32))
+        return mixer.n_heads * (mixer.n_features * (mixer.head_dim + 1) + 1) * size
     if isinstance(mixer, _KernelAttention):
         return mixer.n_heads * mixer._n_features() * (mixer.head_dim + 1) * size
     raise ValueError(f"{type(mixer).__name__} has no decoding state")

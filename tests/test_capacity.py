@@ -228,7 +228,7 @@ def test_measured_state_bytes_follow_the_formulas():
         assert capacity.measured_state_bytes("sdpa", d, h, n) == 2 * n * d * 4
         assert capacity.measured_state_bytes("gma", d, h, n, n_components=7) == h * 7 * (d_head + 1) * 4
     assert capacity.measured_state_bytes("linear", d, h, 9) == h * (d_head * d_head + d_head) * 4
-    assert capacity.measured_state_bytes("performer", d, h, 9, n_features=5) == h * (5 * d_head + 5) * 4
+    assert capacity.measured_state_bytes("performer", d, h, 9, n_features=5) == h * (5 * d_head + 5 + 1) * 4
     assert capacity.measured_state_bytes("none", d, h, 9) == 0
     with pytest.raises(ValueError, match="mixer must be one of"):
         capacity.measured_state_bytes("flash", d, h, 3)

@@ -11,7 +11,7 @@ def _state_bytes(mixer, sizes):
     n, d, h, e = sizes["seq_len"], sizes["d_model"], sizes["n_heads"], sizes["bytes_per_number"]
     d_head, k, w = d // h, sizes["n_components"], sizes["window"]
     per_head = {"linear": d_head * (d_head + 1), "decay_linear": d_head * (d_head + 1),
-                "performer": sizes["n_features"] * (d_head + 1), "gma": k * (d_head + 1),
+                "performer": sizes["n_features"] * (d_head + 1) + 1, "gma": k * (d_head + 1),
                 "decay_gma": k * (d_head + 1)}
     if mixer in per_head:
         return h * per_head[mixer] * e

@@ -31,7 +31,7 @@ def _formula(name, n, size):
         "sdpa": 2 * N_HEADS * n * HEAD,
         "linear": N_HEADS * (HEAD * HEAD + HEAD),
         "decay_linear": N_HEADS * (HEAD * HEAD + HEAD),
-        "performer": N_HEADS * (FEATURES * HEAD + FEATURES),
+        "performer": N_HEADS * (FEATURES * HEAD + FEATURES + 1),
         "gma": N_HEADS * K * (7 + 1),
         "decay_gma": N_HEADS * K * (HEAD + 1),
         "window": 2 * N_HEADS * WINDOW * HEAD,

@@ -32,7 +32,7 @@ def _state_bytes(mixer: str, sizes: dict) -> int:
     return {"sdpa": 2 * n * d * e,
             "linear": h * (d_head * d_head + d_head) * e,
             "decay_linear": h * (d_head * d_head + d_head) * e,
-            "performer": h * (m * d_head + m) * e,
+            "performer": h * (m * d_head + m + 1) * e,
             "gma": h * k * (d_head + 1) * e,
             "decay_gma": h * k * (d_head + 1) * e,
             "window": 2 * w * d * e,
@@ -72,8 +72,10 @@ def _state_bytes_mistake(mixer: str, sizes: dict, got: int) -> str | None:
         return "you left out the normalizer Z: d_k more numbers per head"
     if mixer in ("linear", "decay_linear") and got == (d * d + d) * e and h > 1:
         return "the state is per head: d_head x d_head (+ d_head) per head, not d_model x d_model"
-    if mixer == "performer" and got == h * m * d_head * e:
+    if mixer == "performer" and got == h * (m * d_head + 1) * e:
         return "you left out the normalizer Z: m more numbers per head"
+    if mixer == "performer" and got == h * (m * d_head + m) * e:
+        return "you left out the running stabilizer: one more number per head"
     if mixer in ("gma", "decay_gma") and got == h * k * d_head * e:
         return "you left out the normalizer Z: K more numbers per head (K (d_v + 1) in all)"
     if mixer == "window" and got == sizes["window"] * d * e:
