@@ -22,13 +22,27 @@ from __future__ import annotations
 from ..layer import LM_ROUTING_REMEDY
 
 __all__ = ["CAUSE_STUDY", "COLLAPSE_STUDY", "INIT_SCAN", "KMEANS_BLOCKS", "LISTOPS_LRA_STUDY", "LM_SETTING", "LM_STUDY",
-           "PREPARATIONS", "RECALL_STUDY", "REMEDY", "STUDIES", "TEXT_STUDY"]
+           "PERFORMER_RERUN", "PREPARATIONS", "RECALL_STUDY", "REMEDY", "STUDIES", "TEXT_STUDY"]
 
 REMEDY = dict(LM_ROUTING_REMEDY)
 """The routing remedy the LM study compares against the default: :data:`gma_teach.layer.LM_ROUTING_REMEDY`, the
 collapse study's ``variance_and_balance`` arm. What its five seeds support: the balance loss keeps the
 components in use (active share 0.92-0.97 against 0.16). On bits per byte the pair is not told apart from the
 default after Holm's correction; of the four remedies only the variance change alone is (at the second look)."""
+
+PERFORMER_RERUN = {
+    "declared": "2026-12-03, before any run of the corrected Performer",
+    "why": "until then favor_features divided every key feature by exp(max_r |w_r|^2 / 2), a bound that does "
+           "not depend on the data: on unit-variance activations the key features came out near 1e-13 to 1e-24, "
+           "every normalizer sank below eps and the arm never learned; and the orthogonal features were biased "
+           "(QR's sign convention). Every Performer record made before the fix measures those bugs, not Performer",
+    "change": "the performer arm only, with the corrected mixer (gma_teach.baselines.favor_attention); every other "
+              "arm, setting, seed, metric, family and test of the study is unchanged",
+    "withdrawn": "the records made before the fix, removed from the results, the tables, the figures, README and "
+                 "the chapters",
+}
+"""The declared re-run of every Performer arm after the fix (the same for every study that has one): each study
+that has a ``performer`` arm names it under ``"reruns"`` with the seeds it re-runs."""
 
 LM_SETTING = dict(source="stdlib", tokenizer="auto", seq_len=128, max_train_tokens=None, max_val_tokens=None,
                   compact_vocab=True, data_seed=0, d_model=128, n_layers=2, n_heads=4, d_ff=512, dropout=0.0,
@@ -110,6 +124,7 @@ LM_STUDY = {
                            "arm (two arms already had them, below)",
                     "test": "paired t over seeds 0-4, two-sided; Holm over the primary family (12 tests), each "
                             "adjusted p then doubled for the two looks at the data (Bonferroni over looks)"},
+    "reruns": {"performer": {**PERFORMER_RERUN, "seeds": (0, 1, 2, 3, 4)}},
     "exploratory": {"seeds": (3, 4), "arms": ("gma_k32_remedy", "linear"),
                     "why": "seeds 3-4 were run for these two arms only, after seeds 0-2 put GMA K=32 with the "
                            "remedy ahead of linear attention; the five-seed comparison of the pair is exploratory "
@@ -142,6 +157,7 @@ LISTOPS_LRA_STUDY = {
     "metric": "test_accuracy",
     "primary": [(arm, "gma") for arm in ("sdpa", "linear", "performer", "gma_remedy")],
     "test": "paired t over seeds 0-2, two-sided; Holm over the primary family (4 tests)",
+    "reruns": {"performer": {**PERFORMER_RERUN, "seeds": (0, 1, 2, 3, 4)}},
     "exploratory": {"seeds": (3, 4), "arms": ("gma", "sdpa", "linear", "performer", "gma_remedy"),
                     "why": "seeds 3-4 were run for every arm after the seeds-0-2 table told no pair with GMA apart "
                            "(optional stopping); the five-seed comparisons are exploratory",
@@ -254,6 +270,7 @@ RECALL_STUDY = {
     "primary": [(f"gma_k{k}{remedy}", base) for k in RECALL_GMA_SIZES for remedy in ("", "_remedy")
                 for base in ("linear", "sdpa")],
     "test": "paired t over seeds, two-sided; Holm over the primary family",
+    "reruns": {"performer": {**PERFORMER_RERUN, "seeds": (0, 1, 2), "widths": (64,)}},
 }
 """The recall study of chapter 12, declared before it runs (``gma_teach.runs.recall`` runs it). Its sizes are
 pinned here, not read from the ``ch12`` preset, so that the records keep meaning one study when the chapter's live

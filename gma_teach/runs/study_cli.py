@@ -60,7 +60,7 @@ __all__ = ["main"]
 def _design(study: dict) -> dict:
     """The declared design a saved table was computed under (JSON-ready): seeds, metric(s), primary comparisons,
     test and what is exploratory."""
-    keys = ("seeds", "metric", "metrics", "primary", "test", "second_look", "exploratory")
+    keys = ("seeds", "metric", "metrics", "primary", "test", "second_look", "reruns", "exploratory")
     return {key: study[key] for key in keys if key in study}
 
 
