@@ -177,29 +177,30 @@ def favor_features(x, projection, *, is_query):
 
 
 def favor_attention(q, k, v, projection, *, causal=False, eps=1e-6, chunk_size=64, key_padding_mask=None):
-    """Performer's FAVOR+ attention, stabilized so that its normalizer stays far above ``eps`` at any scale.
+    """Performer's FAVOR+ attention, stabilized so that every normalizer is at least ``1 / m`` (``eps`` decides
+    nothing) whatever the scale of the activations.
 
-    The estimate of softmax attention is ``O_i = sum_j phi(q_i)^T phi(k_j) v_j / (sum_j phi(q_i)^T phi(k_j))``,
-    with ``j`` over the keys query ``i`` may see. Its features span hundreds of orders of magnitude (a key feature
-    is ``exp(w^T k' - |k'|^2/2)``), so each side is rescaled before the sums, by amounts that cancel in the
-    ratio and leave ``eps`` relative to what query ``i`` actually reads:
+    The estimate of softmax attention is ``O_i = sum_j phi(q_i)^T phi(k_j) v_j / sum_j phi(q_i)^T phi(k_j)`` over
+    the keys ``j`` query ``i`` may see, with ``phi(x)_r = exp(l_r(x)) / sqrt(m)`` and
+    ``l_r(x) = w_r^T x' - |x'|^2 / 2`` (:func:`favor_logits`). The exponents span hundreds of nats, so both sums
+    are divided by ``exp(c_i)`` before ``eps`` is added, with ``c_i = max_r (l_r(q_i) + log sum_j exp(l_r(k_j)))``
+    the log of the largest feature's share of the normalizer: that share becomes ``1 / m``, every term stays at
+    most 1, and the ratio is unchanged. ``c_i`` reads only the keys ``i`` may see, so causality is exact.
 
-    * each query by its own largest feature;
-    * the keys by ``s_i``, the largest key feature among the keys query ``i`` may see: every key when
-      bidirectional, keys ``0..i`` when causal. ``s_i`` depends on the past only, so causality is exact, and the
-      largest term of each query's normalizer is ``phi~(q_i)_r / sqrt(m)`` of the best-matching feature, not a
-      number like ``exp(-|w|^2/2)`` (about ``1e-24`` at ``d_head = 64``) that sinks below ``eps``.
-
-    Causal form: chunks of ``chunk_size`` keys. Each chunk's summary ``[memory, normalizer]`` is taken relative to
-    its own largest key, carried into later chunks relative to the largest key before them, and rescaled to
-    ``s_i`` for each query (every factor ``exp(a - b)`` has ``a <= b``, so nothing overflows); inside a chunk the
-    ``(C, C)`` product carries the factor ``exp(a_j - s_i)`` of each key's own maximum ``a_j``. Decoding
-    (:meth:`PerformerAttention.step`) keeps the running ``s`` in its state and computes the same numbers.
+    In memory the keys are kept relative to ``s_i``, the largest key exponent ``i`` may see (every key when
+    bidirectional; keys ``0..i`` when causal), and the queries carry ``exp(l(q_i) + s_i - c_i)``. Causal form:
+    chunks of ``chunk_size`` keys. Each chunk's summary ``[memory, normalizer]`` is taken relative to its own
+    largest key, carried into later chunks relative to the largest key before them, and rescaled to ``s_i`` for
+    each query; inside a chunk the ``(C, C)`` product carries ``exp(a_j - s_i)`` for each key's own maximum
+    ``a_j``. Every factor is ``exp`` of a non-positive number, except a query's features, clipped at ``exp(80)``:
+    only a feature whose keys all lie 80 nats below the largest key can lose weight, and float32 keys that far
+    down are zero anyway. Decoding (:meth:`PerformerAttention.step`) keeps ``s`` in its state and computes the same
+    numbers.
 
     Args:
         q, k: ``(B, H, N, d)``; v: ``(B, H, N, d_v)``; projection: ``(m, d)``.
         causal: query ``i`` reads keys ``j <= i``.
-        eps: added to each (rescaled) normalizer.
+        eps: added to each (rescaled, at least ``1 / m``) normalizer.
         chunk_size: keys per chunk of the causal form.
         key_padding_mask: ``(B, N)`` bool, ``True`` for real keys, or ``None``.
 
@@ -207,20 +208,33 @@ def favor_attention(q, k, v, projection, *, causal=False, eps=1e-6, chunk_size=6
         ``(B, H, N, d_v)`` in ``v``'s dtype (computed in float32 or wider).
     """
     dtype = torch.promote_types(torch.promote_types(q.dtype, v.dtype), torch.float32)
-    root_m = math.sqrt(projection.shape[0])
+    root_m, lowest = math.sqrt(projection.shape[0]), torch.finfo(dtype).min
     with torch.autocast(device_type=v.device.type, enabled=False):
         query_logits, key_logits = favor_logits(q, projection), favor_logits(k, projection)
         if key_padding_mask is not None:
             key_logits = key_logits.masked_fill(~key_padding_mask[:, None, :, None], float("-inf"))
-        phi_q = torch.exp(query_logits - query_logits.amax(-1, keepdim=True).detach()) / root_m
+        with torch.no_grad():  # the stabilizers cancel in the ratio: constants for autograd
+            if causal:
+                seen = key_logits.amax(-1).cummax(-1).values[..., None]  # s_i (..., N, 1)
+                log_sums = torch.logcumsumexp(key_logits, dim=-2)  # log sum_{j <= i} exp(l_r(k_j))
+            else:
+                seen = key_logits.amax(dim=(-2, -1), keepdim=True)
+                log_sums = torch.logsumexp(key_logits, dim=-2, keepdim=True)
+            share = (query_logits + log_sums).amax(-1, keepdim=True).clamp_min(lowest)  # c_i
+            query_shift = seen.clamp_min(lowest) - share
+        phi_q = torch.exp((query_logits + query_shift).clamp_max(FAVOR_MAX_EXPONENT)) / root_m
         values = v.to(dtype)
         if causal:
             output = _favor_causal(phi_q, key_logits, values, eps, chunk_size)
         else:
-            stabilizer = key_logits.amax(dim=(-2, -1), keepdim=True).detach()
-            phi_k = torch.exp(key_logits - stabilizer) / root_m
+            phi_k = torch.exp(key_logits - seen) / root_m
             output = linear_attention(phi_q, phi_k, values, eps=eps)
     return output.to(v.dtype)
+
+
+FAVOR_MAX_EXPONENT = 80.0
+"""The largest exponent of a query's stored features in :func:`favor_attention` (``exp(80)`` is about ``5e34``,
+below float32's ``3e38``)."""
 
 
 def _favor_causal(phi_q, key_logits, v, eps, chunk_size):
@@ -453,13 +467,15 @@ class PerformerAttention(_KernelAttention):
         dtype, root_m = state.memory.dtype, math.sqrt(self.n_features)
         query_logits = favor_logits(q[:, :, 0], self.projection).to(dtype)  # (B, H, m)
         key_logits = favor_logits(k[:, :, 0], self.projection).to(dtype)
-        phi_q = torch.exp(query_logits - query_logits.amax(-1, keepdim=True).detach()) / root_m
-        stabilizer = torch.maximum(state.stabilizer, key_logits.amax(-1).detach())
+        stabilizer = torch.maximum(state.stabilizer, key_logits.amax(-1).detach())  # s
         decay = torch.exp(state.stabilizer - stabilizer)
         phi_k = torch.exp(key_logits - stabilizer[..., None]) / root_m
         value = v[:, :, 0].to(dtype)
         memory = state.memory * decay[..., None, None] + phi_k[..., None] * value[..., None, :]
         normalizer = state.normalizer * decay[..., None] + phi_k
+        with torch.no_grad():  # c - s = max_r (l_r(q) + log sum_j exp(l_r(k_j) - s)), as in favor_attention
+            shift = (query_logits + torch.log(normalizer * root_m)).amax(-1, keepdim=True)
+        phi_q = torch.exp((query_logits - shift).clamp_max(FAVOR_MAX_EXPONENT)) / root_m
         y = read_memory(phi_q[..., None, :], memory, normalizer, self.eps)  # (B, H, 1, d_head)
         state = PerformerState(memory, normalizer, stabilizer, state.position + 1)
         return self._merge(y.to(v.dtype))[:, 0], state
