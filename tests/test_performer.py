@@ -17,7 +17,8 @@ def _qkv(d, n=31, scale=0.5, seed=0, b=2, h=2):
 
 
 def _projection(m, d, seed):
-    return baselines.orthogonal_random_features(m, d, dtype=torch.float64, generator=torch.Generator().manual_seed(seed))
+    generator = torch.Generator().manual_seed(seed)
+    return baselines.orthogonal_random_features(m, d, dtype=torch.float64, generator=generator)
 
 
 def _entry_mse(q, k, m):
