@@ -1,8 +1,10 @@
-"""Every number README.md quotes under "Measured results" equals, at the precision printed, the one value bound to it.
+"""Every number the study reports quote under "Measured results" (``book/study_reports.md``, the page README's
+results table links to) equals, at the precision printed, the one value bound to it.
 
-How README and the records are tied (the bindings live in ``tests/readme_bindings.py``):
+How the reports and the records are tied (the bindings live in ``tests/readme_bindings.py``):
 
-* the section runs from the heading ``## Measured results`` to the next ``## `` heading, and is read as *items*: a
+* the section runs from the heading ``## Measured results`` to the next ``## `` heading or the end of the page, and
+  is read as *items*: a
   paragraph, with any table right below it, is one item;
 * a quoted number is any number written in an item outside backticks, link targets and names (``chapter 10``,
   ``GPT-2``, ``Table 3``, ``section 4.2``, ``Eq. (7)``); a minus sign right before it (after a space or a bracket)
@@ -30,7 +32,8 @@ from pathlib import Path
 import pytest
 from readme_bindings import BINDINGS, Binding, Key, Records
 
-README = Path(__file__).resolve().parents[1] / "README.md"
+REPORTS = Path(__file__).resolve().parents[1] / "book" / "study_reports.md"
+"""The page that holds the full study reports (moved out of README, which links to it)."""
 NAMES = re.compile(r"\b(?:[Cc]hapters?|[Ss]ections?|[Tt]ables?|[Ff]igures?|[Pp]arts?)\s+[\d.,\s\-and]*\d|"
                    r"\bGPT-2\b|\bEqs?\.\s*\(\d+\)")
 NUMBER = re.compile(r"(?<![\w.])\d{1,3}(?:,\d{3})+(?:\.\d+)?(?![\w])|(?<![\w.])\d+(?:\.\d+)?(?![\w.]\d)")
@@ -40,9 +43,9 @@ SIGNED = r"(-?(?:\d{1,3}(?:,\d{3})+|\d+)(?:\.\d+)?)(?![\d])"
 
 def results_items(text: str) -> list[str]:
     """The items of README's "Measured results" section, each with its whitespace collapsed to single spaces."""
-    match = re.search(r"^## Measured results\n(.*?)(?=^## )", text, flags=re.S | re.M)
+    match = re.search(r"^## Measured results\n(.*?)(?=^## |\Z)", text, flags=re.S | re.M)
     if match is None:
-        raise AssertionError("README.md has no '## Measured results' section")
+        raise AssertionError(f"{REPORTS.name} has no '## Measured results' section")
     items: list[str] = []
     for block in re.split(r"\n\s*\n", match.group(1).strip()):
         if block.lstrip().startswith("|") and items:
@@ -179,7 +182,8 @@ def shift_every_number(text: str) -> str:
     """README with every quoted number of the results section :func:`shifted` (the section rewritten from its items,
     which keeps what :func:`results_items` reads)."""
     start = text.index("## Measured results\n")
-    end = text.index("\n## ", start + 1)
+    end = text.find("\n## ", start + 1)
+    end = len(text) if end < 0 else end
     items = []
     for item in results_items(text):
         for position, quoted in reversed(quoted_numbers(item)):
@@ -196,7 +200,7 @@ def records():
 
 @pytest.fixture(scope="module")
 def readme_text():
-    return README.read_text(encoding="utf-8")
+    return REPORTS.read_text(encoding="utf-8")
 
 
 def _failures(findings):

@@ -1,4 +1,5 @@
-"""Every "told apart" statement of README's "Measured results" agrees with the saved tables' Holm verdicts.
+"""Every "told apart" statement of the study reports' "Measured results" agrees with the saved
+tables' Holm verdicts (the reports live in book/study_reports.md, the page README's results table links to).
 
 Each entry of :data:`VERDICTS` is a fragment of README's text, the saved table it rests on, the declared comparisons
 it speaks of and what it says of them (told apart or not). A declared comparison is told apart when its
@@ -9,7 +10,7 @@ of the section that says "told apart" must be covered by an entry, so a new clai
 import json
 import re
 
-from test_readme_numbers import README, results_items
+from test_readme_numbers import REPORTS, results_items
 
 from gma_teach import measure
 
@@ -57,7 +58,7 @@ correction (its unadjusted interval holds zero); checked in :func:`test_explorat
 
 
 def _section() -> str:
-    return "\n".join(results_items(README.read_text()))
+    return "\n".join(results_items(REPORTS.read_text()))
 
 
 def _table(name: str) -> dict:
@@ -82,7 +83,7 @@ def disagreements(section: str, tables: dict[str, dict]) -> list[str]:
     problems = []
     for fragment, name, selectors, told_apart in VERDICTS:
         if " ".join(fragment.split()) not in section:
-            problems.append(f"README no longer says {fragment!r}: update VERDICTS")
+            problems.append(f"the study reports no longer say {fragment!r}: update VERDICTS")
         if told_apart is None:
             continue
         for selector in selectors:
@@ -110,7 +111,7 @@ def test_a_flipped_verdict_or_a_reworded_sentence_fails():
             comparison["p_holm"], comparison["told_apart"] = 0.01, True
     assert any("balance loss is not told apart" in problem for problem in disagreements(_section(), flipped))
     reworded = _section().replace("on those seeds no arm is told apart from GMA", "GMA trails Performer")
-    assert any("no longer says" in problem for problem in disagreements(reworded, tables))
+    assert any("no longer say" in problem for problem in disagreements(reworded, tables))
 
 
 def test_exploratory_not_told_apart():
@@ -137,7 +138,7 @@ def test_every_told_apart_sentence_is_checked_and_no_unadjusted_wording_remains(
     fragments = [" ".join(fragment.split()) for fragment, *_ in VERDICTS] + [DEFINITION]
     assert DEFINITION in section
     unchecked = [s for s in sentences if not any(fragment in s for fragment in fragments)]
-    assert not unchecked, f"README sentences with 'told apart' that VERDICTS does not check: {unchecked}"
+    assert not unchecked, f"study-report sentences with 'told apart' that VERDICTS does not check: {unchecked}"
     assert "beyond seed noise" not in section and "beyond doubt" not in section
 
 
