@@ -41,3 +41,43 @@ def test_a_flipped_verdict_moves_a_comparison_between_the_columns(tmp_path):
     assert "| language modelling | 10 | 12 of 12 | 0-4 |" in synthesis.format_synthesis(list(after.values()))
     found = tables.study_findings(settings.LM_STUDY, saved["second_look"])
     assert len(found["wins"]) + len(found["losses"]) == after["lm"]["wins"] + after["lm"]["losses"]
+
+
+README = measure.results_folder().parents[1] / "README.md"
+
+
+def _glance(text: str) -> str:
+    """README's results-at-a-glance table: the lines of the section that start with ``|``."""
+    section = text.split("## Results at a glance\n", 1)[1].split("\n## ", 1)[0]
+    return "\n".join(line for line in section.splitlines() if line.startswith("|"))
+
+
+def test_readme_results_at_a_glance_is_the_claims_table_of_the_records():
+    """README's table is :func:`synthesis.format_claims` of the records, character for character: a record that
+    moves, or a sentence edited by hand, fails here."""
+    assert _glance(README.read_text()) == synthesis.format_claims(synthesis.gma_claims())
+
+
+def test_each_claim_is_computed_from_its_record(tmp_path):
+    for path in measure.results_folder().glob("*.json"):
+        (tmp_path / path.name).write_text(path.read_text())
+    before = synthesis.gma_claims(tmp_path)
+    assert {row["side"] for row in before} == {"for", "not for"}
+    assert all(row["chapter"] in (8, 9, 10, 11, 12) for row in before)
+    saved = json.loads((tmp_path / "text_standin_tables.json").read_text())
+    first = next(c for c in saved["declared"]["comparisons"] if c["against"] == "softmax")
+    first["mean"] += 0.01
+    first["ci95"] = [first["ci95"][0], first["ci95"][1] + 0.5]
+    first["told_apart"], first["p_holm"] = False, 0.2
+    (tmp_path / "text_standin_tables.json").write_text(json.dumps(saved))
+    after = {row["record"]: row for row in synthesis.gma_claims(tmp_path)}["text_standin_tables.json"]
+    assert after != {row["record"]: row for row in before}["text_standin_tables.json"]
+    assert "not told apart; the interval allows up to" in after["evidence"]
+
+
+def test_a_comparison_not_told_apart_is_never_written_as_parity():
+    for row in synthesis.gma_claims():
+        if "not told apart" in row["evidence"]:
+            assert "allows up to" in row["evidence"], row
+        for word in ("parity", "on par ", "same as", "level with", "matches"):
+            assert word not in row["evidence"] + row["number"], row
