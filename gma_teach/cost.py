@@ -680,13 +680,14 @@ def _ch10(p, on_cuda):
 
 def _ch11(p, on_cuda):
     q = preset_sizes("lm", p.lm_scale, **preset_sizes("ch10", p.lm_scale).live_lm)  # the model chapter 10 saved
-    points = _lm_points(q, [(f"lm gma K={q.n_components} (chapter 10's)", "gma", q.n_components)], on_cuda,
-                        cached_first=True)
+    runs = [(f"lm gma K={q.n_components} (chapter 10's)", "gma", q.n_components),
+            (f"lm gma K={q.n_components} with the routing remedy", "gma", q.n_components)]
+    points = _lm_points(q, runs, on_cuda, cached_first=True)
     forward = training_work(n_steps=0, batch_size=q.batch_size, seq_len=q.seq_len, d_model=q.d_model,
                             n_layers=q.n_layers, d_ff=q.d_ff, n_heads=q.n_heads, mixer="gma",
                             vocab_size=LM_VOCAB.get(q.source, 50_257), n_eval_tokens=p.n_tokens,
                             n_components=q.n_components)
-    points.append(Point("read the routing (trained and untrained)", forward * 2))
+    points.append(Point("read the routing (two trained models, one untrained)", forward * 3))
     shuffles = Work(10 * p.n_tokens * q.n_components, 0, 30) * (2 * p.n_shuffles)
     points.append(Point("permutation baselines", shuffles, on="host"))
     return points

@@ -5,11 +5,21 @@ The code lives in ``gma_teach.runs.profiling`` (running the sweep) and ``gma_tea
 """
 from __future__ import annotations
 
-from .runs.profile_tables import PAPER_TABLE_1, fit_slopes, format_table, label_of, load_recorded, n_sweep
+from .runs.profile_tables import (
+    PAPER_TABLE_1,
+    fit_slopes,
+    format_table,
+    label_of,
+    load_recorded,
+    memory_crossing,
+    n_sweep,
+    paper_memory_crossing,
+)
 from .runs.profiling import DEFAULT_MIXERS, block_fits, main, profile_mixer, run_recorded, sweep, table1_options
 
 __all__ = ["DEFAULT_MIXERS", "PAPER_TABLE_1", "block_fits", "fit_slopes", "format_table", "label_of", "load_recorded",
-           "main", "n_sweep", "profile_mixer", "run_recorded", "sweep", "table1_options"]
+           "main", "memory_crossing", "n_sweep", "paper_memory_crossing", "profile_mixer", "run_recorded", "sweep",
+           "table1_options"]
 
 
 if __name__ == "__main__":

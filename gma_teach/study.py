@@ -42,7 +42,7 @@ from .runs.settings import (
 )
 from .runs.speed import measure_training_speed
 from .runs.study_cli import main
-from .runs.study_values import METRIC_PATHS, declared_metrics
+from .runs.study_values import METRIC_PATHS, declared_metrics, metric_by_seed
 from .runs.tables import format_study_table, ordering_at_last_evaluations, study_table, study_tables
 from .runs.verdicts import declared_comparisons, findings_summary, format_declared, study_findings
 from .stats import (
@@ -60,10 +60,10 @@ __all__ = ["CAUSE_STUDY", "COLLAPSE_STUDY", "CURVES", "INIT_SCAN", "KMEANS_BLOCK
            "declared_comparisons", "declared_metrics", "final_health", "findings_summary", "fisher_exact_p",
            "format_declared", "format_study_table", "gma_against_baselines", "health_curve", "holm", "left_plateau",
            "listops_data", "lm_data", "load_arm", "load_speed", "main", "mean_interval", "measure_training_speed",
-           "ordering_at_last_evaluations", "paired_difference", "paired_t_p", "ratio_of_means_interval",
-           "record_path", "recorded_under", "run_arm", "run_classification", "run_lm", "scan_initial_routing",
-           "seeds_needed", "speed_path", "study_data", "study_findings", "study_table", "study_tables", "summarize_arm",
-           "t_quantile_975", "tables_path", "text_data"]
+           "metric_by_seed", "ordering_at_last_evaluations", "paired_difference", "paired_t_p",
+           "ratio_of_means_interval", "record_path", "recorded_under", "run_arm", "run_classification", "run_lm",
+           "scan_initial_routing", "seeds_needed", "speed_path", "study_data", "study_findings", "study_table",
+           "study_tables", "summarize_arm", "t_quantile_975", "tables_path", "text_data"]
 
 
 if __name__ == "__main__":

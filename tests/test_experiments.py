@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from gma_teach import GaussianMixtureAttention, experiments, measure, preset
+from gma_teach import LM_ROUTING_REMEDY, GaussianMixtureAttention, diagnostics, experiments, measure, preset
 from gma_teach.runs import classification, language_model  # the code behind gma_teach.experiments, patched here
 from gma_teach.runs import experiments as runner
 
@@ -79,6 +79,29 @@ def test_lm_record_and_checkpoint_roundtrip(monkeypatch):
         assert torch.equal(a, b)
     assert again.history.val_metric == first.history.val_metric
 
+
+
+def test_a_model_trained_with_gma_options_is_kept_apart_and_uses_them(monkeypatch):
+    """Chapter 11 reads chapter 10's model and the same model trained with the routing remedy: two files, and
+    the remedy's layers carry its options (the balance loss) whether trained or loaded."""
+    tiny = runner.preset("lm", "tiny")
+    for key, value in TINY_LM.items():
+        setattr(tiny, key, value)
+    monkeypatch.setattr(language_model, "preset", lambda name, scale_name=None: tiny)
+    default = experiments.load_or_train_lm("tiny", n_components=8)
+    remedy = experiments.load_or_train_lm("tiny", n_components=8, gma_options=LM_ROUTING_REMEDY)
+    assert remedy.path != default.path and default.path.exists() and remedy.path.exists()
+    assert remedy.config["gma_options"] == LM_ROUTING_REMEDY and "gma_options" not in default.config
+    again = experiments.load_or_train_lm("tiny", n_components=8, gma_options=LM_ROUTING_REMEDY)
+    for run in (remedy, again):
+        layers = diagnostics.gma_layers(run.model)
+        assert layers and all(layer.balance_weight == LM_ROUTING_REMEDY["balance_weight"]
+                              for layer in layers)
+    assert all(layer.balance_weight == 0 for layer in diagnostics.gma_layers(default.model))
+    for a, b in zip(remedy.model.state_dict().values(), again.model.state_dict().values()):
+        assert torch.equal(a, b)
+    with pytest.raises(ValueError, match="mixer 'gma' only"):
+        experiments.load_or_train_lm("tiny", mixer="sdpa", gma_options=LM_ROUTING_REMEDY)
 
 def test_lm_record_reports_bits_per_byte_and_routing_health():
     data = experiments.lm_data(SimpleNamespace(**{**vars(runner.preset("lm", "tiny")), **TINY_LM}))

@@ -161,3 +161,26 @@ def test_default_mixers_are_the_papers_table_in_the_packages_order():
 
     assert set(profiling.DEFAULT_MIXERS) == {label.split()[0] for label in profiling.PAPER_TABLE_1}
     assert list(profiling.DEFAULT_MIXERS) == [name for name in MIXER_NAMES if name in profiling.DEFAULT_MIXERS]
+
+
+def test_memory_crossing_interpolates_between_rows_and_says_when_it_extrapolates():
+    gma = {64: 1.0, 128: 2.0, 256: 4.0}
+    inside = profiling.memory_crossing(gma, 3.0, 400)
+    assert inside == {"k": 192.0, "fraction": 0.48, "between": (128, 256), "interpolated": True}
+    beyond = profiling.memory_crossing(gma, 6.0, 1000)
+    assert beyond["k"] == 384.0 and beyond["interpolated"] is False and beyond["between"] == (128, 256)
+    below = profiling.memory_crossing(gma, 0.5, 100)
+    assert below["k"] == 32.0 and below["between"] == (64, 128) and not below["interpolated"]
+    assert profiling.memory_crossing({64: 2.0, 128: 2.0}, 3.0, 100) is None
+    with pytest.raises(ValueError, match="two values of K"):
+        profiling.memory_crossing({64: 1.0}, 3.0, 100)
+
+
+def test_the_papers_table_1_crosses_eager_softmax_below_half_of_n():
+    """At N = 1K the paper's GMA K = 512 block (0.51 N) already uses more memory than eager softmax's and K = 256
+    (0.26 N) less: the crossing, linear in K between those rows, is 470.5 = 0.47 N."""
+    crossing = profiling.paper_memory_crossing(1000)
+    assert crossing["between"] == (256, 512) and crossing["interpolated"]
+    assert crossing["k"] == pytest.approx(256 + (1.47 - 0.85) / (1.59 - 0.85) * 256)
+    for n in (2000, 4000):  # every row of the table below softmax: extrapolated past K = 512
+        assert not profiling.paper_memory_crossing(n)["interpolated"]

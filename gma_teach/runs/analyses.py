@@ -12,7 +12,7 @@ import statistics
 
 from ..stats import fisher_exact_p, holm, ratio_of_means_interval, seeds_to_tell_apart
 from .arm_records import load_arm
-from .study_values import metric_of, paired_on_common_seeds, seed_values
+from .study_values import metric_by_seed, metric_of, paired_on_common_seeds, seed_values
 from .verdicts import ALPHA, declared_looks, with_verdict
 
 __all__ = ["context_recovered", "gma_against_baselines", "left_plateau", "seeds_needed"]
@@ -100,7 +100,8 @@ def context_recovered(study: dict, folder=None, *, baseline: str = "none", full:
 def left_plateau(study: dict, folder=None, *, reference: str | None = None) -> dict:
     """How many seeds of each arm of a classifier study ended above the test set's majority class ("left the
     plateau" of the constant answer), and Fisher's exact test of each arm's count against ``reference``'s (default:
-    the study's first arm) on all recorded seeds.
+    the study's first arm) on all recorded seeds. Each seed's accuracy is the study's declared metric
+    (:func:`metric_by_seed`): for the Text stand-in, the last epoch's.
 
     A post hoc, exploratory analysis wherever the study's design does not declare it (ListOps at LRA's lengths: the
     outcome was defined after the runs were seen), so every test here carries ``"exploratory": True``; the p-values
@@ -119,7 +120,8 @@ def left_plateau(study: dict, folder=None, *, reference: str | None = None) -> d
         if record is None or not record["runs"]:
             continue
         majority = record["summary"]["majority_baseline"]
-        counts[arm] = [sum(run["test"]["accuracy"] > majority for run in record["runs"]), len(record["runs"])]
+        accuracies = metric_by_seed(study, record).values()
+        counts[arm] = [sum(accuracy > majority for accuracy in accuracies), len(accuracies)]
     fisher = {}
     if reference in counts:
         others = [arm for arm in counts if arm != reference]

@@ -131,7 +131,8 @@ class LMRun:
         val_ids: the validation token stream ``(T,)`` int64 in the model's vocabulary.
         history: the :class:`~gma_teach.train.History` of its training.
         path: the checkpoint file.
-        config: the preset sizes used, with ``mixer``, ``n_components``, ``seed`` and ``scale``.
+        config: the preset sizes used, with ``mixer``, ``n_components``, ``seed`` and ``scale``, and
+            ``gma_options`` for a model trained with options (:func:`load_or_train_lm`).
     """
 
     model: DecoderLM
@@ -142,21 +143,28 @@ class LMRun:
     config: dict
 
 
-def lm_checkpoint_path(scale_name: str, mixer: str, n_components: int | None, seed: int) -> Path:
+def lm_checkpoint_path(scale_name: str, mixer: str, n_components: int | None, seed: int, *,
+                       gma_options: dict | None = None) -> Path:
     """Where :func:`load_or_train_lm` keeps a model:
-    ``cache_dir()/checkpoints/lm-<scale>-<mixer>[-K<k>]-s<seed>.pt``."""
+    ``cache_dir()/checkpoints/lm-<scale>-<mixer>[-K<k>]-s<seed>[-<option>=<value>...].pt``, the GMA options (if
+    any) in the order of their names."""
     suffix = f"-K{n_components}" if mixer == "gma" else ""
-    return cache_dir() / "checkpoints" / f"lm-{scale_name}-{mixer}{suffix}-s{seed}.pt"
+    options = "".join(f"-{key}={value}" for key, value in sorted((gma_options or {}).items()))
+    return cache_dir() / "checkpoints" / f"lm-{scale_name}-{mixer}{suffix}-s{seed}{options}.pt"
 
 
 def load_or_train_lm(scale_name: str | None = None, *, mixer: str = "gma", n_components: int | None = None,
-                     seed: int = 0, progress: bool = False, data=None, **overrides) -> LMRun:
+                     seed: int = 0, progress: bool = False, data=None, gma_options: dict | None = None,
+                     **overrides) -> LMRun:
     """Chapter 10's language model: loaded from ``gma_teach.cache_dir()`` if saved, else trained at the scale's
     preset (``gma_teach.preset("lm", scale_name)``, with ``overrides`` such as ``n_steps=150``) and saved as soon as
     it is trained.
 
-    A saved model is reused only if its preset (overrides included) and tokenizer match the current ones; otherwise
-    it is retrained. ``data``: the preset's data, if already loaded (:func:`lm_data`).
+    A saved model is reused only if its preset (overrides included), options and tokenizer match the current ones;
+    otherwise it is retrained. ``data``: the preset's data, if already loaded (:func:`lm_data`). ``gma_options``:
+    extra :class:`~gma_teach.GaussianMixtureAttention` options, such as the routing remedy
+    :data:`gma_teach.LM_ROUTING_REMEDY` (chapter 11 reads a model trained with it); such a model is kept in a file
+    of its own (:func:`lm_checkpoint_path`).
     """
     chosen = scale_name or scale()
     p = preset("lm", chosen)
@@ -165,17 +173,24 @@ def load_or_train_lm(scale_name: str | None = None, *, mixer: str = "gma", n_com
             raise ValueError(f"unknown override {key!r} for preset 'lm'; known: {sorted(vars(p))}")
         setattr(p, key, value)
     n_components = int(n_components or p.n_components) if mixer == "gma" else None
-    path = lm_checkpoint_path(chosen, mixer, n_components, check_seed(seed))
+    gma_options = dict(gma_options or {})
+    if gma_options and mixer != "gma":
+        raise ValueError(f"gma_options apply to mixer 'gma' only, got mixer {mixer!r}")
+    path = lm_checkpoint_path(chosen, mixer, n_components, check_seed(seed), gma_options=gma_options)
     data = data if data is not None else lm_data(p)
     config = {**vars(p), "mixer": mixer, "n_components": n_components, "seed": seed, "tokenizer": data.tokenizer.name,
               "vocab_size": data.tokenizer.n_vocab}
-    model = build_lm(p, mixer, data.tokenizer.n_vocab, n_components=n_components).to(device())
+    if gma_options:  # absent for the default, so that the default's saved models stay valid
+        config["gma_options"] = gma_options
+    model = build_lm(p, mixer, data.tokenizer.n_vocab, n_components=n_components,
+                     gma_options=gma_options).to(device())
     saved = torch.load(path, map_location=device(), weights_only=False) if path.exists() else None
     if saved is not None and saved.get("config") == config:
         model.load_state_dict(saved["model"])
         history = History(**saved["history"])
     else:
-        model, history, _ = _train_lm(p, mixer, data, n_components=n_components, seed=seed, progress=progress)
+        model, history, _ = _train_lm(p, mixer, data, n_components=n_components, seed=seed, progress=progress,
+                                      gma_options=gma_options)
         path.parent.mkdir(parents=True, exist_ok=True)
         save_atomically(path, {"model": model.state_dict(), "history": history.to_dict(), "config": config})
     model.eval()

@@ -9,7 +9,8 @@ import json
 
 from ..measure import loglog_slope
 
-__all__ = ["PAPER_TABLE_1", "fit_slopes", "format_table", "label_of", "load_recorded", "n_sweep"]
+__all__ = ["PAPER_TABLE_1", "fit_slopes", "format_table", "label_of", "load_recorded", "memory_crossing", "n_sweep",
+           "paper_memory_crossing"]
 
 #: Table 1 of the paper, typed in from its Section 5.1 -- one block, forward + backward, on the authors' unnamed
 #: GPU -- as ``{label: {N: (memory_gb, tokens_per_second, params_millions)}}``. The paper's own numbers, not
@@ -26,6 +27,44 @@ PAPER_TABLE_1 = {
     "gma (K=256)": {1000: (0.85, 416e3, 2.8), 2000: (1.70, 430e3, 2.8), 4000: (3.39, 437e3, 2.8)},
     "gma (K=512)": {1000: (1.59, 270e3, 3.2), 2000: (3.17, 277e3, 3.2), 4000: (6.32, 280e3, 3.2)},
 }
+
+def memory_crossing(gma_memory: dict, softmax_memory: float, seq_len: int) -> dict | None:
+    """The number of components ``K`` at which GMA's block uses as much memory as eager softmax's, at one ``N``.
+
+    GMA's memory is taken as linear in ``K`` between neighbouring measured values (its ``(B, H, N, K)`` tensors
+    grow linearly in ``K``): the crossing is interpolated on the segment whose ends bracket softmax's memory, or,
+    if softmax's memory lies outside the measured range, extrapolated from the nearest segment.
+
+    Args:
+        gma_memory: ``{K: memory}`` of GMA at ``seq_len`` (at least two values of ``K``).
+        softmax_memory: eager softmax's memory at ``seq_len``, in the same unit.
+        seq_len: ``N``.
+
+    Returns:
+        ``{"k", "fraction": k / seq_len, "between": (K_low, K_high), "interpolated"}``, ``interpolated`` ``False``
+        for an extrapolation; ``None`` if the segment used does not grow with ``K``.
+    """
+    points = sorted(gma_memory.items())
+    if len(points) < 2:
+        raise ValueError(f"need GMA's memory at two values of K at least, got {len(points)}")
+    segments = list(zip(points, points[1:]))
+    inside = [(a, b) for a, b in segments if a[1] <= softmax_memory <= b[1]]
+    (k_low, low), (k_high, high) = (inside[0] if inside else
+                                    segments[-1] if softmax_memory > points[-1][1] else segments[0])
+    if high <= low:
+        return None
+    k = k_low + (softmax_memory - low) * (k_high - k_low) / (high - low)
+    return {"k": k, "fraction": k / seq_len, "between": (k_low, k_high), "interpolated": bool(inside)}
+
+
+def paper_memory_crossing(seq_len: int) -> dict | None:
+    """:func:`memory_crossing` of the paper's Table 1 (:data:`PAPER_TABLE_1`) at ``N = seq_len`` (1000, 2000 or
+    4000): where the paper's GMA block, between its rows ``K = 64 ... 512``, uses as much memory as its eager
+    softmax block."""
+    gma = {int(label[len("gma (K="):-1]): points[seq_len][0] for label, points in PAPER_TABLE_1.items()
+           if label.startswith("gma (K=")}
+    return memory_crossing(gma, PAPER_TABLE_1["softmax (eager)"][seq_len][0], seq_len)
+
 
 def label_of(name, n_components=None):
     """``"gma (K=64)"`` for GMA, the name otherwise."""

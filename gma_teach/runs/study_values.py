@@ -8,7 +8,8 @@ from __future__ import annotations
 from ..stats import paired_difference
 from .arm_records import final_health
 
-__all__ = ["METRIC_PATHS", "declared_metrics", "metric_of", "paired_on_common_seeds", "seed_values"]
+__all__ = ["METRIC_PATHS", "declared_metrics", "metric_by_seed", "metric_of", "paired_on_common_seeds",
+           "seed_values"]
 
 METRIC_PATHS = {"val_bits_per_byte": ("val", "bits_per_byte"), "val_loss": ("val", "loss"),
                 "val_perplexity": ("val", "perplexity"), "test_accuracy": ("test", "accuracy"),
@@ -59,6 +60,15 @@ def seed_values(record: dict, part: str, key: str) -> dict:
     """``{seed: value}`` of one arm's record, leaving out seeds without the value."""
     values = {r["seed"]: _run_value(r, part, key) for r in record["runs"]}
     return {seed: value for seed, value in values.items() if value is not None}
+
+
+def metric_by_seed(study: dict, record: dict, metric: str | None = None) -> dict:
+    """``{seed: value}`` of ``metric`` in one arm's ``record`` of ``study``, by default the study's declared metric
+    (:func:`declared_metrics`): the one way to read an arm's numbers. For the Text stand-in that is the last epoch's
+    test accuracy (``"last_epoch_test_accuracy"``), never the record's ``test.accuracy``, whose epoch was chosen on
+    the test split. Seeds without the value are left out."""
+    _, (part, key) = metric_of(study, metric)
+    return seed_values(record, part, key)
 
 
 def paired_on_common_seeds(a: dict, b: dict) -> dict | None:
