@@ -579,13 +579,17 @@ def test_seeds_needed_plans_each_declared_comparison_at_holms_strictest_step():
         {"arm": "gma_remedy", "against": "linear", "metric": "val_bits_per_byte", "mean": 0.001, "std": 0.05}]}
     planned = study.seeds_needed(declared, at_most=200)
     assert planned["alpha"] == pytest.approx(0.05 / 4) and planned["exploratory"] is True
+    assert planned["power"] == 0.80
     first, zero, tiny = planned["comparisons"]
-    assert first["seeds"] == stats.seeds_to_tell_apart(0.06, 0.03, alpha=0.05 / 4)
-    # at that many seeds a difference of exactly this mean and spread passes the level, one fewer does not
+    assert first["seeds"] == stats.seeds_to_tell_apart(0.06, 0.03, alpha=0.05 / 4, power=0.80)
+    # at that many seeds the paired t-test at Holm's strictest step has 80% power, one fewer does not
     n = first["seeds"]
-    for count, passes in ((n, True), (n - 1, False)):
-        values = [0.06 + 0.03 * z for z in _standardized(count)]
-        assert (study.paired_t_p(values, [0.0] * count) < 0.05 / 4) is passes
+    assert stats.paired_t_power(0.06, 0.03, n, alpha=0.05 / 4) >= 0.80
+    assert stats.paired_t_power(0.06, 0.03, n - 1, alpha=0.05 / 4) < 0.80
+    # and more than the seeds at which data of exactly this mean and spread would just pass (about 50% power)
+    values = [0.06 + 0.03 * z for z in _standardized(n - 1)]
+    assert study.paired_t_p(values, [0.0] * (n - 1)) < 0.05 / 4
+    assert study.seeds_needed(declared, power=0.95, at_most=200)["comparisons"][0]["seeds"] > n
     assert zero["seeds"] is None and tiny["seeds"] is None
     assert (first["arm"], first["against"]) == ("gma", "sdpa")
 

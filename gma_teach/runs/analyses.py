@@ -2,7 +2,7 @@
 (:func:`gma_against_baselines`), how much of full attention's context each arm of a language-model study recovers
 (:func:`context_recovered`), and how many seeds of each arm of a classifier study left the majority-class plateau
 (:func:`left_plateau`), and how many seeds the declared comparisons would need to be told apart at the spread
-seen (:func:`seeds_needed`). A paired difference that is also a declared comparison carries its verdict
+seen, at 80% power (:func:`seeds_needed`). A paired difference that is also a declared comparison carries its verdict
 (``gma_teach.runs.verdicts``); every other result here carries ``"exploratory": True``: a result to test again, not
 a finding. Nothing here trains.
 """
@@ -129,24 +129,28 @@ def left_plateau(study: dict, folder=None, *, reference: str | None = None) -> d
             "exploratory": True, "counts": counts, "fisher": fisher}
 
 
-def seeds_needed(declared: dict, *, at_most: int = 1000) -> dict:
-    """How many seeds an arm each declared comparison would need to be told apart, if the mean and spread of its
-    per-seed differences were the truth (:func:`gma_teach.stats.seeds_to_tell_apart`): a planning figure for a new
-    study of the same family, declared before it runs, at the level of Holm's strictest step, ``ALPHA / m`` for a
-    family of ``m`` tests. Exploratory: with the observed mean taken as true, a study of that size tells the pair
-    apart about half the time.
+def seeds_needed(declared: dict, *, power: float = 0.80, at_most: int = 1000) -> dict:
+    """How many seeds an arm each declared comparison would need to be told apart with probability ``power`` (80%
+    unless told), if the mean and spread of its per-seed differences were the truth
+    (:func:`gma_teach.stats.seeds_to_tell_apart`, the paired t-test's power from the noncentral t): a planning
+    figure for a new study of the same family, declared before it runs and looked at once, at the level of Holm's
+    strictest step, ``ALPHA / m`` for a family of ``m`` tests. Exploratory: the mean and spread are estimates from
+    a few seeds, so quote the count with its power ("N seeds an arm, at 80% power").
 
     Args:
         declared: :func:`gma_teach.study.declared_comparisons` of a study (either look), or the
             ``"declared"`` / ``"second_look"`` of its saved table.
+        power: the chance of telling each pair apart that the count plans for, in (0, 1).
         at_most: the largest seed count tried; ``None`` for a comparison that would need more (or whose mean is 0).
 
     Returns:
-        ``{"alpha", "family_size", "exploratory": True, "comparisons": [{"arm", "against", "metric", "seeds"}]}``.
+        ``{"alpha", "power", "family_size", "exploratory": True, "comparisons": [{"arm", "against", "metric",
+        "seeds"}]}``.
     """
     alpha = ALPHA / declared["family_size"]
     rows = [{"arm": c["arm"], "against": c["against"], "metric": c["metric"],
-             "seeds": None if c["std"] == 0.0 else seeds_to_tell_apart(c["mean"], c["std"], alpha=alpha,
+             "seeds": None if c["std"] == 0.0 else seeds_to_tell_apart(c["mean"], c["std"], alpha=alpha, power=power,
                                                                         at_most=at_most)}
             for c in declared["comparisons"]]
-    return {"alpha": alpha, "family_size": declared["family_size"], "exploratory": True, "comparisons": rows}
+    return {"alpha": alpha, "power": power, "family_size": declared["family_size"], "exploratory": True,
+            "comparisons": rows}
