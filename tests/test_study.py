@@ -315,9 +315,17 @@ def test_context_recovered_is_the_share_of_sdpas_gain_over_no_mixing(tmp_path):
     # a ratio of the mean gains, not a mean of per-seed ratios (which would be 0.5636...)
     assert gma["seeds"] == [0, 1, 2] and gma["mean"] == pytest.approx((0.5 + 0.5 + 0.4) / (1.0 + 0.8 + 0.7))
     assert gma["mean"] != pytest.approx(statistics.fmean([0.5 / 1.0, 0.5 / 0.8, 0.4 / 0.7]))
-    assert gma["ci95"] == pytest.approx(study.ratio_of_means_interval([0.5, 0.5, 0.4], [1.0, 0.8, 0.7],
-                                                                      n_boot=10_000, seed=0)["ci95"])
-    assert gma["ci95"][0] <= gma["mean"] <= gma["ci95"][1] and gma["n_boot"] == 10_000
+    fieller = stats.fieller_ratio_interval([0.5, 0.5, 0.4], [1.0, 0.8, 0.7])
+    assert gma["ci95"] == pytest.approx(fieller["ci95"]) and gma["bounded"] is True
+    assert gma["ci95"][0] <= gma["mean"] <= gma["ci95"][1] and gma["method"] == fieller["method"]
+    booted = study.context_recovered(three, tmp_path, method="bootstrap")["arms"]["gma"]
+    assert booted["ci95"] == pytest.approx(study.ratio_of_means_interval([0.5, 0.5, 0.4], [1.0, 0.8, 0.7],
+                                                                         n_boot=10_000, seed=0)["ci95"])
+    assert booted["n_boot"] == 10_000 and booted["mean"] == gma["mean"]
+    # the bootstrap's interval is narrower than Fieller's at three seeds: it under-covers
+    assert booted["ci95"][1] - booted["ci95"][0] < gma["ci95"][1] - gma["ci95"][0]
+    with pytest.raises(ValueError, match="method must be one of"):
+        study.context_recovered(three, tmp_path, method="percentile")
     linear = result["arms"]["linear"]
     assert linear["seeds"] == [0, 2] and linear["mean"] == pytest.approx((0.1 + 0.2) / (1.0 + 0.7))
     against = study.gma_against_baselines(three, tmp_path)
@@ -473,8 +481,8 @@ def test_a_pair_on_extra_seeds_is_exploratory_even_when_declared(tmp_path):
 
 def test_a_declared_second_look_tests_the_family_on_every_seed_with_p_doubled(tmp_path):
     """The second look pairs the declared seeds 0-4 (a pair missing one counts as not recorded, p = 1), takes
-    Holm over the family and doubles each adjusted p for the two looks; the tables then label the five-seed pairs
-    with that verdict, not as exploratory."""
+    Holm over the family and doubles each adjusted p for the two looks, and so does the first look; the tables then
+    label the five-seed pairs with that verdict, not as exploratory."""
     declared = {**TINY_STUDY, "name": "looks", "seeds": (0, 1, 2), "metric": "val_bits_per_byte",
                 "arms": {"gma": {"mixer": "gma"}, "linear": {"mixer": "linear"}, "sdpa": {"mixer": "sdpa"}},
                 "primary": [("gma", "linear"), ("gma", "sdpa")], "test": "first",
@@ -485,7 +493,14 @@ def test_a_declared_second_look_tests_the_family_on_every_seed_with_p_doubled(tm
     _write_arm(declared, "linear", tmp_path, linear)
     _write_arm(declared, "sdpa", tmp_path, {0: 1.90, 1: 2.15, 2: 1.95, 3: 2.30})  # seed 4 missing
     first = study.declared_comparisons(declared, tmp_path)
-    assert "looks" not in first and first["seeds"] == [0, 1, 2] and len(first["comparisons"]) == 2
+    assert first["looks"] == 2 and first["seeds"] == [0, 1, 2] and len(first["comparisons"]) == 2
+    # the first look pays for the second too: each look at 2.5%, the two together at 5%
+    raw_first = [study.paired_t_p([gma[s] for s in (0, 1, 2)], [other[s] for s in (0, 1, 2)])
+                 for other in (linear, {0: 1.90, 1: 2.15, 2: 1.95})]
+    assert [c["p_holm"] for c in first["comparisons"]] == pytest.approx(
+        [min(1.0, 2 * p) for p in study.holm(raw_first)])
+    assert first["test"].startswith("first; each adjusted p then doubled for the 2 looks")
+    assert study.format_declared(first)[1] == "Holm over the family, each p x2 for 2 looks:"
     second = study.declared_comparisons(declared, tmp_path, look="second")
     assert second["looks"] == 2 and second["seeds"] == [0, 1, 2, 3, 4] and second["test"] == "second"
     (only,) = second["comparisons"]  # gma - sdpa lacks seed 4, so it is not recorded on this look
@@ -504,6 +519,9 @@ def test_a_declared_second_look_tests_the_family_on_every_seed_with_p_doubled(tm
     without = {key: value for key, value in declared.items() if key != "second_look"}
     with pytest.raises(ValueError, match="does not"):
         study.declared_comparisons(without, tmp_path, look="second")
+    once = study.declared_comparisons(without, tmp_path)  # a study that looks once is tested once, at 5%
+    assert "looks" not in once and once["test"] == "first"
+    assert [c["p_holm"] for c in once["comparisons"]] == pytest.approx(study.holm(raw_first))
 
 
 def test_last_epoch_accuracy_is_refused_where_validation_is_not_the_test_split():
