@@ -164,11 +164,18 @@ def study_findings(study: dict, declared: dict) -> dict:
 
 def findings_summary(found: dict, declared: dict) -> list[str]:
     """A few sentences for a chapter's "What we found" box from :func:`study_findings`: the family, every win and
-    loss (the first arm named is the GMA side, or the remedy), and the ties as a count with the closest one
+    loss (the first arm named is the GMA side, or the remedy), any verdict that rests on how the looks share the 5%
+    (told apart with a Holm p between ``ALPHA / looks`` and ``ALPHA``), and the ties as a count with the closest one
     (smallest Holm p) spelled out."""
     lines = [found["family"][0].upper() + found["family"][1:] + "."]
     lines += [f"Told apart, first arm ahead: {sentence}." for sentence in found["wins"]]
     lines += [f"Told apart, first arm behind: {sentence}." for sentence in found["losses"]]
+    looks = declared.get("looks", 1)
+    for c in declared["comparisons"]:
+        if looks > 1 and c["told_apart"] and c["p_holm"] >= ALPHA / looks:
+            lines.append(f"The verdict on {c['arm']} vs {c['against']} ({_UNITS[c['metric']][3]}) rests on testing "
+                         f"each of the {looks} looks at {ALPHA / looks:.1%}: its Holm p, {c['p_holm']:.3f}, lies "
+                         f"between {ALPHA / looks:g} and {ALPHA:g}.")
     if found["ties"]:
         ties = [c for c in declared["comparisons"] if not c["told_apart"]]
         closest = min(range(len(ties)), key=lambda i: ties[i]["p_holm"])
