@@ -341,6 +341,11 @@ def test_context_recovered_is_the_share_of_sdpas_gain_over_no_mixing(tmp_path):
     assert study.context_recovered(one_seed, tmp_path)["arms"]["linear"]["ci95"] is None
     with pytest.raises(ValueError, match="baseline"):
         study.context_recovered(three, tmp_path, baseline="uniform")
+    study.record_path(three, "none", tmp_path).write_text(json.dumps(  # sdpa's gains 1.0, -0.8, 0.7: not told from 0
+        {"runs": [{"seed": seed, "val": {"bits_per_byte": value}} for seed, value in enumerate([3.0, 1.4, 2.8])]}))
+    unsure = study.context_recovered(three, tmp_path)["arms"]["gma"]
+    assert unsure["ci95"] is None and unsure["bounded"] is False and len(unsure["confidence_set"]) in (1, 2)
+    assert None in unsure["confidence_set"][0] + unsure["confidence_set"][-1]  # said unbounded, never a finite interval
     study.record_path(three, "none", tmp_path).write_text(json.dumps(  # gains of 0.2, -0.3 and 0.1 average 0
         {"runs": [{"seed": seed, "val": {"bits_per_byte": value}} for seed, value in enumerate([2.2, 1.9, 2.2])]}))
     with pytest.raises(ValueError, match=r"sdpa gains nothing over none on average over seeds \[0, 1, 2\]"):
