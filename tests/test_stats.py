@@ -191,31 +191,230 @@ def test_half_width_is_the_t_interval_of_a_summary():
         half_width(1.0, 1)
 
 
-@pytest.mark.parametrize("mean, std", [(1.0, 1.0), (-0.0469, 0.0082), (0.0228, 0.0065), (0.6, 1.0)])
-def test_seeds_to_tell_apart_is_where_the_95_interval_first_leaves_zero(mean, std):
-    """At alpha 0.05 the answer is the first n whose t-interval, t_{0.975, n-1} std / sqrt(n), is narrower than
-    |mean| (read from the quantile table, not from the CDF the function uses); and data with exactly that mean and
-    spread give a paired t p-value below 0.05 at n seeds and not at n - 1."""
-    expected = next(n for n in range(2, 31) if stats.t_quantile_975(n - 1) * std / math.sqrt(n) < abs(mean))
-    n = stats.seeds_to_tell_apart(mean, std, alpha=0.05)
-    assert n == expected
+def test_t_quantile_inverts_the_cdf_and_agrees_with_the_table():
+    for dof in (1, 2, 4, 29, 30):
+        assert stats.t_quantile(0.975, dof) == pytest.approx(stats.t_quantile_975(dof), abs=1e-6)
+    # one degree of freedom is Cauchy: the p quantile is tan(pi (p - 1/2)); two: (2p - 1) sqrt(2 / (4 p (1 - p)))
+    for p in (0.001, 0.2, 0.5, 0.9, 0.975, 1 - 0.05 / 48):
+        assert stats.t_quantile(p, 1) == pytest.approx(math.tan(math.pi * (p - 0.5)), rel=1e-11, abs=1e-13)
+        assert stats.t_quantile(p, 2) == pytest.approx((2 * p - 1) * math.sqrt(2 / (4 * p * (1 - p))), rel=1e-11,
+                                                       abs=1e-13)
+    for dof in (3, 7, 150):
+        for p in (0.01, 0.95, 1 - 0.05 / 24):
+            assert stats.student_t_cdf(stats.t_quantile(p, dof), dof) == pytest.approx(p, rel=1e-12)
+    for p, dof, message in ((0.0, 3, "p must lie"), (1.0, 3, "p must lie"), (0.5, 0, "dof must be positive")):
+        with pytest.raises(ValueError, match=message):
+            stats.t_quantile(p, dof)
 
-    def sample(count):  # count values with this mean and sample standard deviation
-        z = [i - (count - 1) / 2 for i in range(count)]
-        scale = statistics.stdev(z)
-        return [mean + std * value / scale for value in z]
 
-    assert stats.paired_t_p(sample(n), [0.0] * n) < 0.05 <= stats.paired_t_p(sample(n - 1), [0.0] * (n - 1))
+@pytest.mark.parametrize("effect, n", [(0.2, 199), (0.5, 34), (0.8, 15), (1.0, 10)])
+def test_seeds_to_tell_apart_plans_at_80_percent_power_as_the_standard_tables_do(effect, n):
+    """The classic sample sizes of a two-sided paired (one-sample) t-test at 5% and 80% power for an effect of
+    ``effect`` standard deviations (Cohen's tables; G*Power and R's power.t.test give the same): one seed fewer
+    falls short of 80%."""
+    assert stats.seeds_to_tell_apart(effect, 1.0, alpha=0.05) == n
+    assert stats.seeds_to_tell_apart(-3 * effect, 3.0, alpha=0.05, power=0.80) == n  # only |mean| / std matters
+    assert stats.paired_t_power(effect, 1.0, n, alpha=0.05) >= 0.80 > stats.paired_t_power(effect, 1.0, n - 1,
+                                                                                           alpha=0.05)
 
 
-def test_seeds_to_tell_apart_grows_with_a_stricter_level_and_refuses_bad_input():
+def test_paired_t_power_by_hand_and_by_simulation():
+    # R: power.t.test(n = 10, delta = 1, sd = 1, type = "paired") gives 0.8030969
+    assert stats.paired_t_power(1.0, 1.0, 10, alpha=0.05) == pytest.approx(0.8030969, abs=2e-7)
+    assert stats.paired_t_power(0.0, 1.0, 4, alpha=0.05) == pytest.approx(0.05, abs=1e-8)  # no effect: alpha
+    # the chance a simulated study rejects: n = 5 seeds, an effect of 1.2 sd, at Holm's strictest step of 12
+    rng = random.Random(3)
+    trials, n, alpha = 4000, 5, 0.05 / 12
+    rejected = sum(stats.paired_t_p([rng.gauss(1.2, 1.0) for _ in range(n)], [0.0] * n) < alpha
+                   for _ in range(trials))
+    predicted = stats.paired_t_power(1.2, 1.0, n, alpha=alpha)
+    assert abs(rejected / trials - predicted) < 4 * math.sqrt(predicted * (1 - predicted) / trials)
+
+
+@pytest.mark.skipif(scipy_stats is None, reason="scipy is not installed")
+def test_paired_t_power_against_scipys_noncentral_t():
+    compared = 0
+    for n in (2, 3, 5, 12, 80, 1000):
+        for alpha in (0.05, 0.05 / 12, 0.05 / 48):
+            critical = float(scipy_stats.t.ppf(1 - alpha / 2, n - 1))
+            assert stats.t_quantile(1 - alpha / 2, n - 1) == pytest.approx(critical, rel=1e-10)
+            for effect in (0.1, 0.6, 1.5, 4.0):
+                delta = effect * math.sqrt(n)
+                expected = float(scipy_stats.nct.sf(critical, n - 1, delta) + scipy_stats.nct.cdf(-critical, n - 1,
+                                                                                                    delta))
+                if math.isnan(expected):  # scipy's noncentral t gives up at some large noncentralities
+                    continue
+                assert stats.paired_t_power(effect, 1.0, n, alpha=alpha) == pytest.approx(expected, abs=1e-7)
+                compared += 1
+    assert compared >= 60
+
+
+def test_the_observed_t_rule_plans_at_about_half_the_power():
+    """The old plan -- the fewest seeds at which a difference of exactly the observed mean and spread would pass --
+    is where the power crosses about one half (one seed fewer stays near or below it); 80% needs more seeds, and
+    far more when the effect is small against the spread."""
+    for mean, std, alpha in ((0.0616, 0.0228, 0.05 / 12), (0.0405, 0.0157, 0.05 / 8), (0.6, 1.0, 0.05),
+                             (0.02, 0.04, 0.05)):
+        observed = next(n for n in range(2, 1000)
+                        if abs(mean) / (std / math.sqrt(n)) > stats.t_quantile(1 - alpha / 2, n - 1))
+        assert stats.paired_t_power(mean, std, observed - 1, alpha=alpha) < 0.55
+        assert abs(stats.seeds_to_tell_apart(mean, std, alpha=alpha, power=0.5) - observed) <= 1
+        assert stats.seeds_to_tell_apart(mean, std, alpha=alpha) > observed
+    half, planned = (stats.seeds_to_tell_apart(0.6, 1.0, alpha=0.05, power=power) for power in (0.5, 0.8))
+    assert (half, planned) == (13, 24)
+
+
+def test_seeds_to_tell_apart_grows_with_a_stricter_level_and_a_higher_power_and_refuses_bad_input():
     loose = stats.seeds_to_tell_apart(0.02, 0.04, alpha=0.05)
     strict = stats.seeds_to_tell_apart(0.02, 0.04, alpha=0.05 / 24)
-    assert loose < strict
+    assert loose < strict < stats.seeds_to_tell_apart(0.02, 0.04, alpha=0.05 / 24, power=0.95)
     assert stats.seeds_to_tell_apart(0.0, 1.0, alpha=0.05) is None
     assert stats.seeds_to_tell_apart(1e-6, 1.0, alpha=0.05, at_most=50) is None
+    assert stats.seeds_to_tell_apart(100.0, 1.0, alpha=0.05) == 2
     for kwargs, message in (({"mean": 1.0, "std": 0.0, "alpha": 0.05}, "std positive"),
                             ({"mean": float("nan"), "std": 1.0, "alpha": 0.05}, "mean must be finite"),
-                            ({"mean": 1.0, "std": 1.0, "alpha": 1.5}, "alpha must lie")):
+                            ({"mean": 1.0, "std": 1.0, "alpha": 1.5}, "alpha must lie"),
+                            ({"mean": 1.0, "std": 1.0, "alpha": 0.05, "power": 1.0}, "power must lie")):
         with pytest.raises(ValueError, match=message):
             stats.seeds_to_tell_apart(**kwargs)
+    with pytest.raises(ValueError, match="n must be >= 2"):
+        stats.paired_t_power(1.0, 1.0, 1, alpha=0.05)
+
+
+def _in_set(pieces, value):
+    return any((low is None or low <= value) and (high is None or value <= high) for low, high in pieces)
+
+
+def test_fieller_interval_is_where_the_paired_t_test_of_x_minus_r_y_does_not_reject():
+    """The float64 spec: at each end of the interval, the paired t-test of ``x_i - r y_i`` against 0 has p = 0.05
+    (found here by bisection on :func:`paired_t_p`, not by the quadratic); inside it p > 0.05, outside p < 0.05."""
+    rng = random.Random(4)
+    for n in (2, 3, 5, 7, 11):
+        for _ in range(6):
+            y = [rng.gauss(1.0, 0.2) for _ in range(n)]
+            x = [rng.uniform(-1, 1) * 0.7 * v + rng.gauss(0, 0.2) for v in y]
+            result = stats.fieller_ratio_interval(x, y)
+            assert result["ratio"] == pytest.approx(statistics.fmean(x) / statistics.fmean(y), rel=1e-14)
+            if not result["bounded"]:
+                assert abs(result["denominator_t"]) <= result["t"]
+                continue
+            low, high = result["ci95"]
+            assert result["confidence_set"] == [[low, high]] and low < result["ratio"] < high
+
+            def p_at(r, x=x, y=y):
+                return stats.paired_t_p([a - r * b for a, b in zip(x, y)], [0.0] * len(x))
+
+            def edge(inside, outside, p_at=p_at):  # bisection for p = 0.05 between a point inside and one outside
+                for _ in range(200):
+                    middle = 0.5 * (inside + outside)
+                    inside, outside = (middle, outside) if p_at(middle) >= 0.05 else (inside, middle)
+                return 0.5 * (inside + outside)
+
+            width = high - low
+            assert edge(result["ratio"], low - 10 * width - 10) == pytest.approx(low, rel=1e-9, abs=1e-9)
+            assert edge(result["ratio"], high + 10 * width + 10) == pytest.approx(high, rel=1e-9, abs=1e-9)
+            assert p_at(low + 0.01 * width) > 0.05 > p_at(low - 0.01 * width)
+            assert p_at(high - 0.01 * width) > 0.05 > p_at(high + 0.01 * width)
+            assert abs(result["denominator_t"]) > result["t"] == pytest.approx(stats.t_quantile_975(n - 1), abs=1e-6)
+
+
+def test_fieller_says_when_the_denominator_is_not_clearly_non_zero():
+    # the denominators' mean is not told from zero: the 95% set is two rays, never a finite interval
+    rays = stats.fieller_ratio_interval([0.5, 0.5, 0.4], [1.0, -0.8, 0.7])
+    assert rays["ci95"] is None and rays["bounded"] is False
+    (none_low, low), (high, none_high) = rays["confidence_set"]
+    assert none_low is None and none_high is None and low < high
+    for r in (low - 1.0, low - 1e-6, high + 1e-6, high + 100.0, rays["ratio"]):
+        assert _in_set(rays["confidence_set"], r)
+        assert stats.paired_t_p([a - r * b for a, b in zip([0.5, 0.5, 0.4], [1.0, -0.8, 0.7])], [0.0] * 3) >= 0.05
+    middle = 0.5 * (low + high)
+    assert not _in_set(rays["confidence_set"], middle)
+    # numerators and denominators both noise around zero, uncorrelated: every ratio is in the set
+    everything = stats.fieller_ratio_interval([0.1, -0.1, 0.05, -0.04], [0.02, 0.1, -0.1, 0.05])
+    assert everything["confidence_set"] == [[None, None]] and everything["ci95"] is None
+    # no spread at all: the interval is the point
+    assert stats.fieller_ratio_interval([1.0, 1.0], [4.0, 4.0])["ci95"] == [0.25, 0.25]
+    for args, message in ((([1.0, 2.0], [1.0]), "one value per seed"), (([1.0], [1.0]), "at least 2 seeds"),
+                          (([1.0, 2.0], [1.0, -1.0]), "average 0"), (([1.0, math.nan], [1.0, 2.0]), "finite")):
+        with pytest.raises(ValueError, match=message):
+            stats.fieller_ratio_interval(*args)
+
+
+@pytest.mark.parametrize("n", [3, 5])
+def test_fieller_covers_95_percent_at_a_handful_of_seeds_where_the_bootstrap_does_not(n):
+    """Simulated studies with a known ratio of means (0.6), correlated normal seeds, a denominator whose mean is
+    3 of its standard deviations: Fieller's set holds the true ratio 95% of the time within four binomial standard
+    errors; the percentile bootstrap's interval, on the same kind of data, well under 90%."""
+    rng = random.Random(n)
+    truth, trials = 0.6, 4000
+
+    def study():
+        y = [rng.gauss(1.0, 0.33) for _ in range(n)]
+        return [truth + 0.5 * (v - 1.0) + rng.gauss(0.0, 0.33) for v in y], y
+
+    covered = sum(_in_set(stats.fieller_ratio_interval(*study())["confidence_set"], truth) for _ in range(trials))
+    assert abs(covered / trials - 0.95) < 4 * math.sqrt(0.95 * 0.05 / trials)
+    boot_trials = 400
+    boot = 0
+    for _ in range(boot_trials):
+        low, high = stats.ratio_of_means_interval(*study(), n_boot=200, seed=rng.randrange(10 ** 6))["ci95"]
+        boot += low <= truth <= high
+    assert boot / boot_trials < 0.90
+
+
+def test_tost_by_hand_and_against_the_90_percent_interval():
+    a, b = [2.0, 2.3, 2.1, 2.2], [2.05, 2.2, 2.15, 2.1]
+    differences = [x - y for x, y in zip(a, b)]
+    mean, std = statistics.fmean(differences), statistics.stdev(differences)
+    se = std / 2.0
+    result = stats.tost(a, b, margin=0.2)
+    assert result["mean"] == pytest.approx(mean) and result["n"] == 4
+    assert result["p_lower"] == pytest.approx(1 - stats.student_t_cdf((mean + 0.2) / se, 3), rel=1e-12)
+    assert result["p_upper"] == pytest.approx(stats.student_t_cdf((mean - 0.2) / se, 3), rel=1e-12)
+    assert result["p"] == max(result["p_lower"], result["p_upper"])
+    # equivalent exactly when the 90% interval lies inside the margin; its larger end is the smallest margin
+    low, high = result["interval"]
+    assert high - mean == pytest.approx(stats.t_quantile(0.95, 3) * se)
+    smallest = result["smallest_margin"]
+    assert smallest == pytest.approx(max(abs(low), abs(high)))
+    assert stats.tost(a, b, margin=smallest * 1.001)["equivalent"] is True
+    assert stats.tost(a, b, margin=smallest * 0.999)["equivalent"] is False
+    assert stats.tost(a, b, margin=smallest)["p"] == pytest.approx(0.05, rel=1e-9)
+    # one-sided tests by brute force: random data, margins on both sides of the interval's edge
+    rng = random.Random(5)
+    for n in (2, 3, 5, 10):
+        for _ in range(20):
+            x = [rng.gauss(0.1, 1) for _ in range(n)]
+            y = [rng.gauss(0, 1) for _ in range(n)]
+            margin = rng.uniform(0.1, 3.0)
+            result = stats.tost(x, y, margin=margin)
+            inside = -margin < result["interval"][0] and result["interval"][1] < margin
+            assert result["equivalent"] is inside
+    # no spread: equivalent exactly when the difference lies inside the margin
+    assert stats.tost([1.0, 1.0], [0.5, 0.5], margin=0.6)["equivalent"] is True
+    assert stats.tost([1.0, 1.0], [0.5, 0.5], margin=0.5)["equivalent"] is False
+    for kwargs, message in (({"margin": 0.0}, "margin must be positive"), ({"margin": 1.0, "alpha": 0.5}, "alpha")):
+        with pytest.raises(ValueError, match=message):
+            stats.tost(a, b, **kwargs)
+
+
+@pytest.mark.skipif(scipy_stats is None, reason="scipy is not installed")
+def test_tost_against_scipys_one_sided_t_tests():
+    rng = random.Random(6)
+    for n in (3, 5, 10):
+        a = [rng.gauss(0.2, 1) for _ in range(n)]
+        b = [rng.gauss(0, 1) for _ in range(n)]
+        result = stats.tost(a, b, margin=0.8)
+        lower = scipy_stats.ttest_1samp([x - y + 0.8 for x, y in zip(a, b)], 0.0, alternative="greater").pvalue
+        upper = scipy_stats.ttest_1samp([x - y - 0.8 for x, y in zip(a, b)], 0.0, alternative="less").pvalue
+        assert result["p_lower"] == pytest.approx(float(lower), rel=1e-9)
+        assert result["p_upper"] == pytest.approx(float(upper), rel=1e-9)
+
+
+def test_largest_difference_allowed_is_the_far_end_of_the_interval():
+    assert stats.largest_difference_allowed([-0.0394, 0.0398]) == 0.0398
+    assert stats.largest_difference_allowed([-0.81, 0.3]) == 0.81
+    assert stats.largest_difference_allowed((0.1, 0.2)) == 0.2
+    for bad in ([0.3, 0.1], [0.1], [0.0, math.inf], None):
+        with pytest.raises((ValueError, TypeError)):
+            stats.largest_difference_allowed(bad)

@@ -315,9 +315,17 @@ def test_context_recovered_is_the_share_of_sdpas_gain_over_no_mixing(tmp_path):
     # a ratio of the mean gains, not a mean of per-seed ratios (which would be 0.5636...)
     assert gma["seeds"] == [0, 1, 2] and gma["mean"] == pytest.approx((0.5 + 0.5 + 0.4) / (1.0 + 0.8 + 0.7))
     assert gma["mean"] != pytest.approx(statistics.fmean([0.5 / 1.0, 0.5 / 0.8, 0.4 / 0.7]))
-    assert gma["ci95"] == pytest.approx(study.ratio_of_means_interval([0.5, 0.5, 0.4], [1.0, 0.8, 0.7],
-                                                                      n_boot=10_000, seed=0)["ci95"])
-    assert gma["ci95"][0] <= gma["mean"] <= gma["ci95"][1] and gma["n_boot"] == 10_000
+    fieller = stats.fieller_ratio_interval([0.5, 0.5, 0.4], [1.0, 0.8, 0.7])
+    assert gma["ci95"] == pytest.approx(fieller["ci95"]) and gma["bounded"] is True
+    assert gma["ci95"][0] <= gma["mean"] <= gma["ci95"][1] and gma["method"] == fieller["method"]
+    booted = study.context_recovered(three, tmp_path, method="bootstrap")["arms"]["gma"]
+    assert booted["ci95"] == pytest.approx(study.ratio_of_means_interval([0.5, 0.5, 0.4], [1.0, 0.8, 0.7],
+                                                                         n_boot=10_000, seed=0)["ci95"])
+    assert booted["n_boot"] == 10_000 and booted["mean"] == gma["mean"]
+    # the bootstrap's interval is narrower than Fieller's at three seeds: it under-covers
+    assert booted["ci95"][1] - booted["ci95"][0] < gma["ci95"][1] - gma["ci95"][0]
+    with pytest.raises(ValueError, match="method must be one of"):
+        study.context_recovered(three, tmp_path, method="percentile")
     linear = result["arms"]["linear"]
     assert linear["seeds"] == [0, 2] and linear["mean"] == pytest.approx((0.1 + 0.2) / (1.0 + 0.7))
     against = study.gma_against_baselines(three, tmp_path)
@@ -333,6 +341,11 @@ def test_context_recovered_is_the_share_of_sdpas_gain_over_no_mixing(tmp_path):
     assert study.context_recovered(one_seed, tmp_path)["arms"]["linear"]["ci95"] is None
     with pytest.raises(ValueError, match="baseline"):
         study.context_recovered(three, tmp_path, baseline="uniform")
+    study.record_path(three, "none", tmp_path).write_text(json.dumps(  # sdpa's gains 1.0, -0.8, 0.7: not told from 0
+        {"runs": [{"seed": seed, "val": {"bits_per_byte": value}} for seed, value in enumerate([3.0, 1.4, 2.8])]}))
+    unsure = study.context_recovered(three, tmp_path)["arms"]["gma"]
+    assert unsure["ci95"] is None and unsure["bounded"] is False and len(unsure["confidence_set"]) in (1, 2)
+    assert None in unsure["confidence_set"][0] + unsure["confidence_set"][-1]  # said unbounded, never a finite interval
     study.record_path(three, "none", tmp_path).write_text(json.dumps(  # gains of 0.2, -0.3 and 0.1 average 0
         {"runs": [{"seed": seed, "val": {"bits_per_byte": value}} for seed, value in enumerate([2.2, 1.9, 2.2])]}))
     with pytest.raises(ValueError, match=r"sdpa gains nothing over none on average over seeds \[0, 1, 2\]"):
@@ -473,8 +486,8 @@ def test_a_pair_on_extra_seeds_is_exploratory_even_when_declared(tmp_path):
 
 def test_a_declared_second_look_tests_the_family_on_every_seed_with_p_doubled(tmp_path):
     """The second look pairs the declared seeds 0-4 (a pair missing one counts as not recorded, p = 1), takes
-    Holm over the family and doubles each adjusted p for the two looks; the tables then label the five-seed pairs
-    with that verdict, not as exploratory."""
+    Holm over the family and doubles each adjusted p for the two looks, and so does the first look; the tables then
+    label the five-seed pairs with that verdict, not as exploratory."""
     declared = {**TINY_STUDY, "name": "looks", "seeds": (0, 1, 2), "metric": "val_bits_per_byte",
                 "arms": {"gma": {"mixer": "gma"}, "linear": {"mixer": "linear"}, "sdpa": {"mixer": "sdpa"}},
                 "primary": [("gma", "linear"), ("gma", "sdpa")], "test": "first",
@@ -485,7 +498,14 @@ def test_a_declared_second_look_tests_the_family_on_every_seed_with_p_doubled(tm
     _write_arm(declared, "linear", tmp_path, linear)
     _write_arm(declared, "sdpa", tmp_path, {0: 1.90, 1: 2.15, 2: 1.95, 3: 2.30})  # seed 4 missing
     first = study.declared_comparisons(declared, tmp_path)
-    assert "looks" not in first and first["seeds"] == [0, 1, 2] and len(first["comparisons"]) == 2
+    assert first["looks"] == 2 and first["seeds"] == [0, 1, 2] and len(first["comparisons"]) == 2
+    # the first look pays for the second too: each look at 2.5%, the two together at 5%
+    raw_first = [study.paired_t_p([gma[s] for s in (0, 1, 2)], [other[s] for s in (0, 1, 2)])
+                 for other in (linear, {0: 1.90, 1: 2.15, 2: 1.95})]
+    assert [c["p_holm"] for c in first["comparisons"]] == pytest.approx(
+        [min(1.0, 2 * p) for p in study.holm(raw_first)])
+    assert first["test"].startswith("first; each adjusted p then doubled for the 2 looks")
+    assert study.format_declared(first)[1] == "Holm over the family, each p x2 for 2 looks:"
     second = study.declared_comparisons(declared, tmp_path, look="second")
     assert second["looks"] == 2 and second["seeds"] == [0, 1, 2, 3, 4] and second["test"] == "second"
     (only,) = second["comparisons"]  # gma - sdpa lacks seed 4, so it is not recorded on this look
@@ -504,6 +524,9 @@ def test_a_declared_second_look_tests_the_family_on_every_seed_with_p_doubled(tm
     without = {key: value for key, value in declared.items() if key != "second_look"}
     with pytest.raises(ValueError, match="does not"):
         study.declared_comparisons(without, tmp_path, look="second")
+    once = study.declared_comparisons(without, tmp_path)  # a study that looks once is tested once, at 5%
+    assert "looks" not in once and once["test"] == "first"
+    assert [c["p_holm"] for c in once["comparisons"]] == pytest.approx(study.holm(raw_first))
 
 
 def test_last_epoch_accuracy_is_refused_where_validation_is_not_the_test_split():
@@ -579,13 +602,17 @@ def test_seeds_needed_plans_each_declared_comparison_at_holms_strictest_step():
         {"arm": "gma_remedy", "against": "linear", "metric": "val_bits_per_byte", "mean": 0.001, "std": 0.05}]}
     planned = study.seeds_needed(declared, at_most=200)
     assert planned["alpha"] == pytest.approx(0.05 / 4) and planned["exploratory"] is True
+    assert planned["power"] == 0.80
     first, zero, tiny = planned["comparisons"]
-    assert first["seeds"] == stats.seeds_to_tell_apart(0.06, 0.03, alpha=0.05 / 4)
-    # at that many seeds a difference of exactly this mean and spread passes the level, one fewer does not
+    assert first["seeds"] == stats.seeds_to_tell_apart(0.06, 0.03, alpha=0.05 / 4, power=0.80)
+    # at that many seeds the paired t-test at Holm's strictest step has 80% power, one fewer does not
     n = first["seeds"]
-    for count, passes in ((n, True), (n - 1, False)):
-        values = [0.06 + 0.03 * z for z in _standardized(count)]
-        assert (study.paired_t_p(values, [0.0] * count) < 0.05 / 4) is passes
+    assert stats.paired_t_power(0.06, 0.03, n, alpha=0.05 / 4) >= 0.80
+    assert stats.paired_t_power(0.06, 0.03, n - 1, alpha=0.05 / 4) < 0.80
+    # and more than the seeds at which data of exactly this mean and spread would just pass (about 50% power)
+    values = [0.06 + 0.03 * z for z in _standardized(n - 1)]
+    assert study.paired_t_p(values, [0.0] * (n - 1)) < 0.05 / 4
+    assert study.seeds_needed(declared, power=0.95, at_most=200)["comparisons"][0]["seeds"] > n
     assert zero["seeds"] is None and tiny["seeds"] is None
     assert (first["arm"], first["against"]) == ("gma", "sdpa")
 

@@ -154,3 +154,11 @@ def test_the_findings_summary_names_every_win_and_loss_and_the_closest_tie():
     assert lines[0].startswith("2 of 2 declared comparisons recorded") and lines[0].endswith("1 told apart.")
     assert lines[1] == "Told apart, first arm behind: gma vs sdpa, bits/byte: +0.0500 [+0.0003, +0.0997], Holm p 0.040."
     assert lines[2].startswith("Not told apart: 1 comparison(s); the closest, gma vs linear") and len(lines) == 3
+    # at a study's second look, a verdict told apart with a Holm p between 0.025 and 0.05 is marked
+    looked = {**declared, "looks": 2}
+    marked = study.findings_summary(study.study_findings(settings, looked), looked)
+    assert marked[2] == ("The verdict on gma vs sdpa (bits/byte) rests on testing each of the 2 looks at 2.5%: its "
+                         "Holm p, 0.040, lies between 0.025 and 0.05.") and len(marked) == 4
+    clear = {**looked, "comparisons": [{**c, "p_holm": 0.01} if c["told_apart"] else c
+                                       for c in looked["comparisons"]]}
+    assert len(study.findings_summary(study.study_findings(settings, clear), clear)) == 3

@@ -2,7 +2,7 @@
 (:func:`gma_against_baselines`), how much of full attention's context each arm of a language-model study recovers
 (:func:`context_recovered`), and how many seeds of each arm of a classifier study left the majority-class plateau
 (:func:`left_plateau`), and how many seeds the declared comparisons would need to be told apart at the spread
-seen (:func:`seeds_needed`). A paired difference that is also a declared comparison carries its verdict
+seen, at 80% power (:func:`seeds_needed`). A paired difference that is also a declared comparison carries its verdict
 (``gma_teach.runs.verdicts``); every other result here carries ``"exploratory": True``: a result to test again, not
 a finding. Nothing here trains.
 """
@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import statistics
 
-from ..stats import fisher_exact_p, holm, ratio_of_means_interval, seeds_to_tell_apart
+from ..stats import fieller_ratio_interval, fisher_exact_p, holm, ratio_of_means_interval, seeds_to_tell_apart
 from .arm_records import load_arm
 from .study_values import metric_by_seed, metric_of, paired_on_common_seeds, seed_values
 from .verdicts import ALPHA, declared_looks, with_verdict
@@ -42,8 +42,13 @@ def gma_against_baselines(study: dict, folder=None, *, metric: str | None = None
     return result
 
 
+CONTEXT_METHODS = ("fieller", "bootstrap")
+"""The intervals :func:`context_recovered` can give: Fieller's (the default, 95% coverage stated) or the percentile
+bootstrap (kept to show how it under-covers at a handful of seeds)."""
+
+
 def context_recovered(study: dict, folder=None, *, baseline: str = "none", full: str = "sdpa",
-                      n_boot: int = 10_000, seed: int = 0) -> dict:
+                      method: str = "fieller", n_boot: int = 10_000, seed: int = 0) -> dict:
     """How much of the context that full attention exploits each arm of a language-model study recovers.
 
     The share :math:`\\bar g_\\text{arm} / \\bar g_\\text{full}`, where :math:`g = b_\\text{baseline} - b` is a run's
@@ -51,20 +56,26 @@ def context_recovered(study: dict, folder=None, *, baseline: str = "none", full:
     the seeds the arm, ``baseline`` and ``full`` (causal SDPA) have in common: 0 for an arm that gains nothing over
     the baseline, 1 for one that gains as much as ``full``. A ratio of means, not a mean of per-seed ratios: the
     gain of ``full`` is small (under 0.1 bits per byte) and one seed's can be tiny, which would rule a mean of
-    ratios. Its 95% interval is a percentile bootstrap over seeds, each seed's two gains kept together
-    (:func:`gma_teach.stats.ratio_of_means_interval` with ``n_boot`` resamples from ``seed``; ``None`` with one
-    seed). An exploratory summary: no declared comparison.
+    ratios. Its 95% interval is Fieller's, paired over seeds with t on ``n - 1`` degrees of freedom
+    (:func:`gma_teach.stats.fieller_ratio_interval`): it covers the true share 95% of the time when the seeds' gains
+    are normal, and it is unbounded (``ci95`` ``None``, ``bounded`` False, ``confidence_set`` spelled out) when the
+    seeds cannot tell ``full``'s gain from zero. ``method="bootstrap"`` gives the percentile bootstrap instead
+    (:func:`gma_teach.stats.ratio_of_means_interval` with ``n_boot`` resamples from ``seed``), which covers well under
+    95% at 3 or 5 seeds. One seed: no interval. An exploratory summary: no declared comparison.
 
     Returns:
         ``{"baseline", "full", "gain": mean b_baseline - b_full over the seeds both have, "exploratory": True,
-        "arms": {arm: {"seeds", "mean" (the ratio of the mean gains), "ci95", "n", "n_boot", "seed",
-        "method"}}}``; arms with no seed in common are left out, and so are the two references.
+        "arms": {arm: {"seeds", "mean" (the ratio of the mean gains), "ci95", "n", "method", ...}}}``; with Fieller
+        also ``"bounded"`` and ``"confidence_set"`` (``None`` for an unbounded end), with the bootstrap ``"n_boot"``
+        and ``"seed"``. Arms with no seed in common are left out, and so are the two references.
     """
     if study.get("experiment", "lm") != "lm":
         raise ValueError(f"study must be a language-model study, got experiment {study.get('experiment')!r}")
     for name, arm in (("baseline", baseline), ("full", full)):
         if arm not in study["arms"]:
             raise ValueError(f"{name} must be an arm of the study ({sorted(study['arms'])}), got {arm!r}")
+    if method not in CONTEXT_METHODS:
+        raise ValueError(f"method must be one of {CONTEXT_METHODS}, got {method!r}")
 
     def bits(arm):
         record = load_arm(study, arm, folder)
@@ -89,11 +100,16 @@ def context_recovered(study: dict, folder=None, *, baseline: str = "none", full:
                              f"that gain can be computed")
         if len(seeds) < 2:
             result["arms"][arm] = {"seeds": seeds, "mean": gains[0] / full_gains[0], "ci95": None, "n": 1,
-                                   "n_boot": 0, "seed": seed, "method": "one seed: no interval"}
-            continue
-        interval = ratio_of_means_interval(gains, full_gains, n_boot=n_boot, seed=seed)
-        result["arms"][arm] = {"seeds": seeds, "mean": interval["ratio"], "ci95": interval["ci95"],
-                               "n": interval["n"], "n_boot": n_boot, "seed": seed, "method": interval["method"]}
+                                   "method": "one seed: no interval"}
+        elif method == "fieller":
+            interval = fieller_ratio_interval(gains, full_gains)
+            result["arms"][arm] = {"seeds": seeds, "mean": interval["ratio"], "ci95": interval["ci95"],
+                                   "bounded": interval["bounded"], "confidence_set": interval["confidence_set"],
+                                   "n": interval["n"], "method": interval["method"]}
+        else:
+            interval = ratio_of_means_interval(gains, full_gains, n_boot=n_boot, seed=seed)
+            result["arms"][arm] = {"seeds": seeds, "mean": interval["ratio"], "ci95": interval["ci95"],
+                                   "n": interval["n"], "n_boot": n_boot, "seed": seed, "method": interval["method"]}
     return result
 
 
@@ -131,24 +147,28 @@ def left_plateau(study: dict, folder=None, *, reference: str | None = None) -> d
             "exploratory": True, "counts": counts, "fisher": fisher}
 
 
-def seeds_needed(declared: dict, *, at_most: int = 1000) -> dict:
-    """How many seeds an arm each declared comparison would need to be told apart, if the mean and spread of its
-    per-seed differences were the truth (:func:`gma_teach.stats.seeds_to_tell_apart`): a planning figure for a new
-    study of the same family, declared before it runs, at the level of Holm's strictest step, ``ALPHA / m`` for a
-    family of ``m`` tests. Exploratory: with the observed mean taken as true, a study of that size tells the pair
-    apart about half the time.
+def seeds_needed(declared: dict, *, power: float = 0.80, at_most: int = 1000) -> dict:
+    """How many seeds an arm each declared comparison would need to be told apart with probability ``power`` (80%
+    unless told), if the mean and spread of its per-seed differences were the truth
+    (:func:`gma_teach.stats.seeds_to_tell_apart`, the paired t-test's power from the noncentral t): a planning
+    figure for a new study of the same family, declared before it runs and looked at once, at the level of Holm's
+    strictest step, ``ALPHA / m`` for a family of ``m`` tests. Exploratory: the mean and spread are estimates from
+    a few seeds, so quote the count with its power ("N seeds an arm, at 80% power").
 
     Args:
         declared: :func:`gma_teach.study.declared_comparisons` of a study (either look), or the
             ``"declared"`` / ``"second_look"`` of its saved table.
+        power: the chance of telling each pair apart that the count plans for, in (0, 1).
         at_most: the largest seed count tried; ``None`` for a comparison that would need more (or whose mean is 0).
 
     Returns:
-        ``{"alpha", "family_size", "exploratory": True, "comparisons": [{"arm", "against", "metric", "seeds"}]}``.
+        ``{"alpha", "power", "family_size", "exploratory": True, "comparisons": [{"arm", "against", "metric",
+        "seeds"}]}``.
     """
     alpha = ALPHA / declared["family_size"]
     rows = [{"arm": c["arm"], "against": c["against"], "metric": c["metric"],
-             "seeds": None if c["std"] == 0.0 else seeds_to_tell_apart(c["mean"], c["std"], alpha=alpha,
+             "seeds": None if c["std"] == 0.0 else seeds_to_tell_apart(c["mean"], c["std"], alpha=alpha, power=power,
                                                                         at_most=at_most)}
             for c in declared["comparisons"]]
-    return {"alpha": alpha, "family_size": declared["family_size"], "exploratory": True, "comparisons": rows}
+    return {"alpha": alpha, "power": power, "family_size": declared["family_size"], "exploratory": True,
+            "comparisons": rows}

@@ -110,9 +110,10 @@ def main(argv=None) -> dict:
         if {"none", "sdpa"} <= set(study["arms"]) and study.get("experiment", "lm") == "lm":
             context = context_recovered(study, args.out_dir)
             for arm, share in context["arms"].items():
-                interval = "" if share["ci95"] is None else f", 95% CI [{share['ci95'][0]:.2f}, {share['ci95'][1]:.2f}]"
+                interval = ("" if share["n"] < 2 else f", 95% CI [{share['ci95'][0]:.2f}, {share['ci95'][1]:.2f}]"
+                            if share["ci95"] is not None else f", 95% set unbounded: {share['confidence_set']}")
                 print(f"{arm:<20} recovers {share['mean']:.2f} of sdpa's gain over none (ratio of mean gains, "
-                      f"seeds {share['seeds']}{interval}; exploratory)")
+                      f"seeds {share['seeds']}{interval}, {share['method']}; exploratory)")
         against = None
         if study.get("experiment", "lm") == "lm" and any(spec["mixer"] != "gma" for spec in study["arms"].values()):
             against = gma_against_baselines(study, args.out_dir)

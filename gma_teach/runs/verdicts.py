@@ -6,9 +6,11 @@ Nothing here trains.
 "Told apart" means one thing everywhere: a comparison of the study's declared primary family
 (``study["primary"]``, see ``gma_teach.runs.settings``) whose paired t-test over the declared seeds has a
 Holm-adjusted p-value below 0.05 (:func:`declared_comparisons`). A study that declares a ``"second_look"`` (more
-seeds for every arm, decided after the first look) tests the same family again over all its seeds, each adjusted p
-doubled for the two looks. Every other paired difference a table reports carries ``"exploratory": True`` and its
-unadjusted ``"p"``: a result to test again, not a finding.
+seeds for every arm, decided after the first look) tests the same family again over all its seeds, and pays for
+looking twice at both looks: each adjusted p is doubled at the first look and at the second, so each look is tested
+at 2.5% and the chance of any false "told apart" over the two together stays within 5%. Every other paired
+difference a table reports carries ``"exploratory": True`` and its unadjusted ``"p"``: a result to test again, not a
+finding.
 """
 from __future__ import annotations
 
@@ -24,8 +26,9 @@ ALPHA = 0.05
 
 LOOKS = 2
 """How many times a study with a declared ``"second_look"`` has been tested: its first seeds, then all of them.
-The second look's Holm-adjusted p-values are multiplied by it (Bonferroni over the looks), so the chance of any
-false "told apart" over both looks stays below :data:`ALPHA`."""
+The Holm-adjusted p-values of *both* looks are multiplied by it (Bonferroni over the looks: each look at
+``ALPHA / LOOKS``, 2.5%), so the chance of any false "told apart" over both looks stays below :data:`ALPHA`. The
+first look was first read at 5%, before the second was declared; read again at 2.5%, every verdict it gave stands."""
 
 
 def with_verdict(paired: dict, arm: str, other: str, metric: str, looks: list[dict]) -> dict:
@@ -50,15 +53,16 @@ def declared_comparisons(study: dict, folder=None, *, look: str = "first", _reco
     correction than the full one would.
 
     ``look="second"`` tests the same family as the study's declared ``"second_look"`` says: over its seeds (every
-    one of them recorded for both arms, else the comparison counts as not recorded), with each Holm-adjusted p
-    multiplied by the number of looks (2, Bonferroni over the looks, capped at 1), because the decision to look
-    again followed the first look. A study without a ``"second_look"`` refuses it.
+    one of them recorded for both arms, else the comparison counts as not recorded). A study that declares a second
+    look pays for it at both looks: each Holm-adjusted p of either look is multiplied by the number of looks (2,
+    Bonferroni over the looks, capped at 1), so each look is tested at 2.5% and the two together at 5%. A study
+    without a ``"second_look"`` is tested once, at 5%, and refuses ``look="second"``.
 
     Returns:
         ``{"test", "seeds", "family_size", "alpha", "comparisons": [{"arm", "against", "metric", "seeds",
-        "differences", "mean", "std", "n", "ci95", "p", "p_holm", "told_apart"}]}`` and, on the second look,
-        ``"looks": 2``; ``mean`` is ``arm - against`` and ``told_apart`` is ``p_holm < alpha``. A study that
-        declares no comparison gets an empty list.
+        "differences", "mean", "std", "n", "ci95", "p", "p_holm", "told_apart"}]}`` and, at either look of a study
+        with a second look, ``"looks": 2``; ``mean`` is ``arm - against`` and ``told_apart`` is ``p_holm < alpha``.
+        A study that declares no comparison gets an empty list.
     """
     if look not in ("first", "second"):
         raise ValueError(f"look must be 'first' or 'second', got {look!r}")
@@ -68,7 +72,7 @@ def declared_comparisons(study: dict, folder=None, *, look: str = "first", _reco
                 for arm, against in study.get("primary", [])]
     records = _records if _records is not None else {arm: load_arm(study, arm, folder) for arm in study["arms"]}
     seeds = set(study["seeds"] if look == "first" else study["second_look"]["seeds"])
-    looks = 1 if look == "first" else LOOKS
+    looks = LOOKS if "second_look" in study else 1
     comparisons = []
     for metric, arm, against in declared:
         _, (part, key) = metric_of(study, metric)
@@ -86,8 +90,11 @@ def declared_comparisons(study: dict, folder=None, *, look: str = "first", _reco
             p_holm = min(1.0, looks * p_holm)
             comparison.update(p_holm=p_holm, told_apart=p_holm < ALPHA)
     test = study.get("test") if look == "first" else study["second_look"]["test"]
+    if look == "first" and looks > 1:
+        test = (f"{test}; each adjusted p then doubled for the {looks} looks the study declares (each look at "
+                f"{ALPHA / looks:g})")
     result = {"test": test, "seeds": sorted(seeds), "family_size": len(declared), "alpha": ALPHA}
-    return {**result, **({"looks": looks} if look == "second" else {}), "comparisons": comparisons}
+    return {**result, **({"looks": looks} if looks > 1 else {}), "comparisons": comparisons}
 
 
 def declared_looks(study: dict, folder, records: dict) -> list[dict]:
@@ -157,11 +164,18 @@ def study_findings(study: dict, declared: dict) -> dict:
 
 def findings_summary(found: dict, declared: dict) -> list[str]:
     """A few sentences for a chapter's "What we found" box from :func:`study_findings`: the family, every win and
-    loss (the first arm named is the GMA side, or the remedy), and the ties as a count with the closest one
+    loss (the first arm named is the GMA side, or the remedy), any verdict that rests on how the looks share the 5%
+    (told apart with a Holm p between ``ALPHA / looks`` and ``ALPHA``), and the ties as a count with the closest one
     (smallest Holm p) spelled out."""
     lines = [found["family"][0].upper() + found["family"][1:] + "."]
     lines += [f"Told apart, first arm ahead: {sentence}." for sentence in found["wins"]]
     lines += [f"Told apart, first arm behind: {sentence}." for sentence in found["losses"]]
+    looks = declared.get("looks", 1)
+    for c in declared["comparisons"]:
+        if looks > 1 and c["told_apart"] and c["p_holm"] >= ALPHA / looks:
+            lines.append(f"The verdict on {c['arm']} vs {c['against']} ({_UNITS[c['metric']][3]}) rests on testing "
+                         f"each of the {looks} looks at {ALPHA / looks:.1%}: its Holm p, {c['p_holm']:.3f}, lies "
+                         f"between {ALPHA / looks:g} and {ALPHA:g}.")
     if found["ties"]:
         ties = [c for c in declared["comparisons"] if not c["told_apart"]]
         closest = min(range(len(ties)), key=lambda i: ties[i]["p_holm"])
