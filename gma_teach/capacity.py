@@ -24,8 +24,9 @@ reads off the recall study's table.
 * **The study's table.** :func:`check_recall_table` validates the table the recall study's records give (format in
   its docstring); :func:`recall_findings` (with its part :func:`forgetting_findings`) and
   :func:`when_to_choose_gma` turn it into sentences, every number computed from the table;
-  :func:`uses_default_routing` tells which arms route with GMA's default (collapsing) routing and
-  :func:`equal_state_points` finds the GMA arms that keep exactly linear attention's state.
+  :func:`uses_default_routing` tells which arms route with GMA's default (collapsing) routing,
+  :func:`default_routing_floor` sets those arms beside the guessing floor and :func:`equal_state_points` finds the
+  GMA arms that keep exactly linear attention's state.
 """
 from __future__ import annotations
 
@@ -721,6 +722,45 @@ def equal_state_points(table) -> list[dict]:
                        "mean": _mean(entry["test_mean"]), "linear_mean": _mean(linear["test_mean"]),
                        "comparison": _comparison(table, arm, "linear", width)})
     return sorted(points, key=lambda point: (point["width"], point["arm"]))
+
+
+def default_routing_floor(table) -> dict:
+    """The GMA arms with the default routing (``gma_k{K}``) against the guessing floor, read off the table.
+
+    Returns:
+        ``{"kv_pairs", "floor": {n: 1/n}, "mean_floor", "widths": {width: {"arms": [...], "by_count": {n: the
+        mean over those arms of their mean accuracy at n}, "mean": the mean of their means over the counts}},
+        "means": {(arm, width): mean over the counts}, "ratios": (lowest, highest) accuracy / (1/n) over every arm
+        and count, "sentence"}``; ``sentence`` says how the arms' means compare with the mean floor and, at every
+        count, with ``1/n``. ``widths`` is empty, and the sentence says so, when no such arm is recorded.
+    """
+    check_recall_table(table)
+    entries = table_entries(table)
+    counts = [int(n) for n in table["design"]["kv_pairs"]]
+    floor, mean_floor = guessing_floor(counts), mean_guessing_floor(counts)
+    default = {(arm, width): entry for (arm, width), entry in entries.items()
+               if gma_size(arm) is not None and not gma_size(arm)[1]}
+    found = {"kv_pairs": counts, "floor": floor, "mean_floor": mean_floor, "widths": {}, "means": {},
+             "ratios": None}
+    if not default:
+        found["sentence"] = "No GMA arm with the default routing is recorded."
+        return found
+    ratios = []
+    for width in sorted({width for _, width in default}):
+        arms = sorted((arm for arm, w in default if w == width), key=lambda arm: gma_size(arm)[0])
+        by_arm = {arm: {n: _mean(default[arm, width]["by_count"][n]) for n in counts} for arm in arms}
+        for arm in arms:
+            found["means"][arm, width] = _mean(default[arm, width]["test_mean"])
+            ratios.extend(by_arm[arm][n] / floor[n] for n in counts)
+        found["widths"][width] = {"arms": arms, "by_count": {n: _mean(by_arm[arm][n] for arm in arms) for n in counts},
+                                  "mean": _mean(found["means"][arm, width] for arm in arms)}
+    low, high = min(found["means"].values()), max(found["means"].values())
+    found["ratios"] = (min(ratios), max(ratios))
+    where = "at most" if high <= mean_floor else "above" if low > mean_floor else "about"
+    found["sentence"] = (f"GMA with the default routing, {len(default)} arms: {low:.3f} to {high:.3f} in the mean "
+                         f"over the counts, {where} the mean of 1/n, {mean_floor:.3f}; at every count each arm "
+                         f"recalls {min(ratios):.2f} to {max(ratios):.2f} of 1/n.")
+    return found
 
 
 _COLLAPSE = "the default routing, which collapses onto one component in causal models (chapter 11)"

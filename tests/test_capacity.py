@@ -463,6 +463,26 @@ def test_the_guessing_floor():
                     f"more than that."]
 
 
+def test_default_routing_floor_reads_the_table():
+    table = synthetic_table(with_extras=False)
+    for width in (64, 128):
+        for k in (8, 16, 32, 64, 128, 256):
+            table["arms"][f"gma_k{k}"][width] = _run("gma", {n: [0.9 / n, 0.95 / n, 1.0 / n] for n in KV},
+                                                     2 * k * (width + 1) * 4, {"n_components": k})
+    found = capacity.default_routing_floor(table)
+    assert found["floor"] == capacity.guessing_floor(KV) and list(found["widths"]) == [64, 128]
+    row = found["widths"][64]
+    assert row["arms"] == [f"gma_k{k}" for k in (8, 16, 32, 64, 128, 256)]
+    assert row["by_count"] == {n: pytest.approx(0.95 / n) for n in KV}
+    assert found["ratios"] == (pytest.approx(0.95), pytest.approx(0.95))  # the mean over seeds, per arm and count
+    mean = statistics.fmean(0.95 / n for n in KV)
+    assert found["sentence"] == (f"GMA with the default routing, 12 arms: {mean:.3f} to {mean:.3f} in the mean over "
+                                 f"the counts, at most the mean of 1/n, {found['mean_floor']:.3f}; at every count "
+                                 f"each arm recalls 0.95 to 0.95 of 1/n.")
+    none = {**table, "arms": {arm: e for arm, e in table["arms"].items() if not arm.startswith("gma_k")}}
+    assert capacity.default_routing_floor(none)["sentence"] == "No GMA arm with the default routing is recorded."
+
+
 def test_routing_share_counts_the_slots_in_use():
     one_slot = torch.tensor([[0.01, 0.98, 0.01]] * 4)
     share = capacity.routing_share(one_slot)
@@ -510,6 +530,8 @@ def test_the_recorded_study_supports_the_chapters_advice():
         for entry in by_width.values():
             if capacity.uses_default_routing(entry):
                 assert statistics.fmean(entry["test_mean"]) <= floor, arm
+    found = capacity.default_routing_floor(table)  # at or near 1/n at every count, as chapter 12 reads them
+    assert 0.8 <= found["ratios"][0] and found["ratios"][1] <= 1.1 and len(found["means"]) == 12
     assert capacity.uses_default_routing(table["arms"]["local_gma"]["64"])
     assert capacity.uses_default_routing(table["arms"]["decay_gma"]["64"])
     for arm in ("local_gma", "decay_gma"):
