@@ -5,7 +5,7 @@ The first two read the recall study's table (format: :func:`gma_teach.capacity.c
 draws the exact demo of :mod:`gma_teach.capacity`. Both study figures draw the guessing floor
 (:func:`gma_teach.capacity.guessing_floor`: a model that stores nothing but knows the answer is one of the ``n``
 values in its context scores ``1/n``). Every arm keeps one look (:func:`arm_style`): the registered colour of each
-baseline mixer (:data:`gma_teach.plots.COLORS`), one grey for every GMA arm with the default routing (their routing
+baseline mixer (``gma_teach.plots.COLORS``), one grey for every GMA arm with the default routing (their routing
 collapses and their curves lie on one another), and for GMA with the routing remedy a shade of green per K
 (:func:`gma_k_color`, lighter for smaller K), read off a colour bar.
 """
@@ -50,7 +50,7 @@ def arm_style(arm: str) -> dict:
     ``gma_k{K}_remedy``: :func:`gma_k_color`, solid, square markers; ``gma_k{K}`` (the default routing):
     :data:`DEFAULT_ROUTING_COLOR`, dotted, round markers; every registered mixer (``sdpa``, ``linear``,
     ``performer``, ``mamba``, ``window``, ``local_gma``, ``decay_linear``, ``decay_gma``, ...) its colour in
-    :data:`gma_teach.plots.COLORS`, dashed for the decayed arms and dash-dotted for the local ones, triangles for
+    ``gma_teach.plots.COLORS``, dashed for the decayed arms and dash-dotted for the local ones, triangles for
     those four; anything else black crosses.
     """
     if not isinstance(arm, str):
