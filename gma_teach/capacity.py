@@ -389,8 +389,8 @@ def routing_share(gamma: torch.Tensor) -> dict:
 def guessing_floor(kv_pairs) -> dict[int, float]:
     """The accuracy of a model that stores nothing but knows the answer is one of the ``n`` values of its context:
     ``{n: 1/n}`` for each kv count ``n`` (an MQAR query's value is one of the ``n`` values shown, and a guess among
-    them is right once in ``n``). A memory whose every query reads one slot, the average of everything written,
-    can tell the values from the keys but not one value from another: it scores this floor.
+    them is right once in ``n``). A memory whose every query reads one slot, a blend of everything written, can tell
+    which tokens were values but not which value went with the key asked for: it scores about this floor.
 
     Args:
         kv_pairs: the kv-pair counts, positive ints (a list, a tuple or the keys of a table's ``by_count``).
