@@ -16,10 +16,17 @@ reads off the recall study's table.
   :math:`\tilde V` and :math:`Z` (RetNet's recurrence with GMA's normalizer).
 * **State bytes.** :func:`measured_state_bytes` builds a causal mixer, decodes ``seq_len`` tokens and returns its
   decoding state's ``nbytes()``.
-* **The live run.** :func:`shrink_study` copies a study design with a few sizes replaced.
+* **The live run.** :func:`shrink_study` copies a study design with a few sizes replaced; :func:`routing_share`
+  measures how a trained model's GMA layer spreads its queries over the components.
+* **The guessing floor.** :func:`guessing_floor` is the accuracy of a model that stores nothing but knows the answer
+  is one of the ``n`` values in its context: ``1/n`` at each kv count (:func:`mean_guessing_floor` averages it over
+  the counts, as the study's metric averages accuracy).
 * **The study's table.** :func:`check_recall_table` validates the table the recall study's records give (format in
   its docstring); :func:`recall_findings` (with its part :func:`forgetting_findings`) and
-  :func:`when_to_choose_gma` turn it into sentences, every number computed from the table.
+  :func:`when_to_choose_gma` turn it into sentences, every number computed from the table;
+  :func:`uses_default_routing` tells which arms route with GMA's default (collapsing) routing,
+  :func:`default_routing_floor` sets those arms beside the guessing floor and :func:`equal_state_points` finds the
+  GMA arms that keep exactly linear attention's state.
 """
 from __future__ import annotations
 
@@ -30,6 +37,7 @@ import torch
 
 from . import _checks
 from .baselines import MIXERS, make_mixer
+from .layer import LM_ROUTING_REMEDY
 from .mixing import read_memory, write_memory
 from .stats import paired_difference
 
@@ -354,6 +362,52 @@ def shrink_study(study: dict, **sizes) -> dict:
     return shrunk
 
 
+def routing_share(gamma: torch.Tensor) -> dict:
+    """How one layer's responsibilities spread over the components: ``gamma (..., K)``, rows summing to 1 (the query
+    rows of a trained model, e.g. from :func:`gma_teach.diagnostics.capture_responsibilities`).
+
+    Returns:
+        ``{"rows", "n_components", "mean_top"`` (the mean of each row's largest responsibility), ``"busiest"``
+        (the component that is the arg-max of the most rows), ``"busiest_share"`` (the share of rows whose arg-max it
+        is), ``"used"`` (how many components are the arg-max of at least one row)``}``. A memory whose queries all
+        route to one component has ``busiest_share`` 1 and ``used`` 1: one slot, whatever K.
+    """
+    _checks.tensor("gamma", gamma, min_rank=1)
+    if not gamma.dtype.is_floating_point:
+        raise TypeError(f"gamma must be a floating-point tensor of responsibilities, got {gamma.dtype}")
+    rows = gamma.detach().reshape(-1, gamma.shape[-1]).double()
+    if rows.shape[0] == 0 or rows.shape[1] == 0:
+        raise ValueError(f"gamma must hold at least one row of at least one component, got {tuple(gamma.shape)}")
+    top = rows.argmax(-1)
+    counts = torch.bincount(top, minlength=rows.shape[1])
+    return {"rows": rows.shape[0], "n_components": rows.shape[1], "mean_top": rows.max(-1).values.mean().item(),
+            "busiest": int(counts.argmax()), "busiest_share": counts.max().item() / rows.shape[0],
+            "used": int((counts > 0).sum())}
+
+
+# -------------------------------------------------------------------------------------------- the guessing floor
+def guessing_floor(kv_pairs) -> dict[int, float]:
+    """The accuracy of a model that stores nothing but knows the answer is one of the ``n`` values of its context:
+    ``{n: 1/n}`` for each kv count ``n`` (an MQAR query's value is one of the ``n`` values shown, and a guess among
+    them is right once in ``n``). A memory whose every query reads one slot, a blend of everything written, can tell
+    which tokens were values but not which value went with the key asked for: it scores about this floor.
+
+    Args:
+        kv_pairs: the kv-pair counts, positive ints (a list, a tuple or the keys of a table's ``by_count``).
+    """
+    counts = [_checks.positive_int("kv_pairs[...]", n) for n in kv_pairs]
+    if not counts:
+        raise ValueError("kv_pairs must hold at least one kv-pair count")
+    return {n: 1.0 / n for n in counts}
+
+
+def mean_guessing_floor(kv_pairs) -> float:
+    """The mean of :func:`guessing_floor` over the counts: the floor of the recall study's metric (the mean accuracy
+    over the kv counts). For the study's 4, 6, 8, 12 and 16 pairs it is 0.1375."""
+    floor = guessing_floor(kv_pairs)
+    return sum(floor.values()) / len(floor)
+
+
 # ----------------------------------------------------------------------------------------- the study's table
 _RUN_KEYS = ("mixer", "options", "lr", "seeds", "state_bytes", "test_mean", "by_count")
 _COMPARISON_KEYS = ("arm", "against", "width", "difference", "ci95", "p", "p_holm", "told_apart", "seeds")
@@ -492,8 +546,9 @@ def recall_findings(table, *, solved: float = 0.99, near: float = 0.05) -> list[
         near: how close to SDPA's mean accuracy an arm must come to count as matching it.
 
     Returns:
-        Sentences: SDPA's anchor at each width; linear attention from the fewest to the most kv pairs; each family of
-        primary comparisons (GMA against linear attention and against SDPA, after Holm); the best GMA arm and the
+        Sentences: SDPA's anchor at each width; linear attention from the fewest to the most kv pairs; the arms that
+        recall no more than guessing one of the n values of the context (:func:`mean_guessing_floor`); each family
+        of primary comparisons (GMA against linear attention and against SDPA, after Holm); the best GMA arm and the
         smallest state within ``near`` of SDPA at each width; and every forgetting or hybrid arm against the arm it
         changes (from the table's comparisons when there, else an exploratory paired interval).
     """
@@ -506,6 +561,7 @@ def recall_findings(table, *, solved: float = 0.99, near: float = 0.05) -> list[
     found = []
     for width in widths:
         found.extend(_anchor_sentences(entries, width, counts, solved))
+        found.extend(_floor_sentences(entries, width, counts))
         found.extend(_family_sentences(table, entries, width))
         found.extend(_best_and_smallest(entries, width, near))
         found.extend(_forgetting_sentences(table, entries, width))
@@ -536,6 +592,19 @@ def _anchor_sentences(entries, width, counts, solved) -> list[str]:
         found.append(f"Linear attention at width {width} {trend} from {low:.3f} at {first} kv pairs to "
                      f"{high:.3f} at {last}.")
     return found
+
+
+def _floor_sentences(entries, width, counts) -> list[str]:
+    floor = mean_guessing_floor(counts)
+    at_floor = sorted(((_mean(entry["test_mean"]), arm) for (arm, w), entry in entries.items()
+                       if w == width and _mean(entry["test_mean"]) <= floor), reverse=True)
+    head = (f"Guessing one of the n values in the context scores 1/n, {floor:.3f} in the mean over "
+            f"{_list(counts)} pairs; at width {width}")
+    if not at_floor:
+        return [f"{head} every arm recalls more."]
+    arms = _list([f"{arm} ({mean:.3f})" for mean, arm in at_floor])
+    verb = "recalls" if len(at_floor) == 1 else "recall"
+    return [f"{head} {arms} {verb} no more than that."]
 
 
 def _family_sentences(table, entries, width) -> list[str]:
@@ -624,45 +693,123 @@ def _forgetting_sentences(table, entries, width) -> list[str]:
     return found
 
 
-def when_to_choose_gma(table, *, near: float = 0.05) -> list[str]:
-    """The chapter's advice, one sentence per rule, every one computed from ``table``.
+_GMA_MIXERS = ("gma", "local_gma", "decay_gma")
 
-    For each width: which GMA arms beat linear attention after Holm with no larger a state, which beat it only with
-    a larger state, which lose to it; whether any GMA arm comes within ``near`` of SDPA and with what share of
-    SDPA's state; and which forgetting or hybrid arms recall more than the arm they change.
+
+def uses_default_routing(entry) -> bool:
+    """Whether a run of the table (``table_entries(table)[arm, width]``, or a study's arm spec ``{"mixer",
+    "options"}``) routes with GMA's default routing: a GMA-based mixer (``gma``, ``local_gma``'s GMA heads,
+    ``decay_gma``) built without any option of the routing remedy (:data:`gma_teach.layer.LM_ROUTING_REMEDY`). That
+    routing collapses onto one component in causal models (chapter 11), so such an arm measures a one-slot memory."""
+    if not isinstance(entry, dict) or "mixer" not in entry:
+        raise TypeError("entry must be a run of the table or an arm spec: a dict with 'mixer' and 'options'")
+    options = entry.get("options") or {}
+    return entry["mixer"] in _GMA_MIXERS and not any(key in options for key in LM_ROUTING_REMEDY)
+
+
+def equal_state_points(table) -> list[dict]:
+    """The GMA arms with the routing remedy that keep exactly linear attention's decoding state at the same width,
+    each with its primary comparison against linear attention: ``[{"width", "arm", "state_bytes", "mean",
+    "linear_mean", "comparison"}]`` (the comparison is ``None`` when the table does not list it), by width."""
+    check_recall_table(table)
+    entries = table_entries(table)
+    points = []
+    for (arm, width), entry in entries.items():
+        size, linear = gma_size(arm), entries.get(("linear", width))
+        if size is None or not size[1] or linear is None or entry["state_bytes"] != linear["state_bytes"]:
+            continue
+        points.append({"width": width, "arm": arm, "state_bytes": int(entry["state_bytes"]),
+                       "mean": _mean(entry["test_mean"]), "linear_mean": _mean(linear["test_mean"]),
+                       "comparison": _comparison(table, arm, "linear", width)})
+    return sorted(points, key=lambda point: (point["width"], point["arm"]))
+
+
+def default_routing_floor(table) -> dict:
+    """The GMA arms with the default routing (``gma_k{K}``) against the guessing floor, read off the table.
+
+    Returns:
+        ``{"kv_pairs", "floor": {n: 1/n}, "mean_floor", "widths": {width: {"arms": [...], "by_count": {n: the
+        mean over those arms of their mean accuracy at n}, "mean": the mean of their means over the counts}},
+        "means": {(arm, width): mean over the counts}, "ratios": (lowest, highest) accuracy / (1/n) over every arm
+        and count, "sentence"}``; ``sentence`` says how the arms' means compare with the mean floor and, at every
+        count, with ``1/n``. ``widths`` is empty, and the sentence says so, when no such arm is recorded.
+    """
+    check_recall_table(table)
+    entries = table_entries(table)
+    counts = [int(n) for n in table["design"]["kv_pairs"]]
+    floor, mean_floor = guessing_floor(counts), mean_guessing_floor(counts)
+    default = {(arm, width): entry for (arm, width), entry in entries.items()
+               if gma_size(arm) is not None and not gma_size(arm)[1]}
+    found = {"kv_pairs": counts, "floor": floor, "mean_floor": mean_floor, "widths": {}, "means": {},
+             "ratios": None}
+    if not default:
+        found["sentence"] = "No GMA arm with the default routing is recorded."
+        return found
+    ratios = []
+    for width in sorted({width for _, width in default}):
+        arms = sorted((arm for arm, w in default if w == width), key=lambda arm: gma_size(arm)[0])
+        by_arm = {arm: {n: _mean(default[arm, width]["by_count"][n]) for n in counts} for arm in arms}
+        for arm in arms:
+            found["means"][arm, width] = _mean(default[arm, width]["test_mean"])
+            ratios.extend(by_arm[arm][n] / floor[n] for n in counts)
+        found["widths"][width] = {"arms": arms, "by_count": {n: _mean(by_arm[arm][n] for arm in arms) for n in counts},
+                                  "mean": _mean(found["means"][arm, width] for arm in arms)}
+    low, high = min(found["means"].values()), max(found["means"].values())
+    found["ratios"] = (min(ratios), max(ratios))
+    where = "at most" if high <= mean_floor else "above" if low > mean_floor else "about"
+    found["sentence"] = (f"GMA with the default routing, {len(default)} arms: {low:.3f} to {high:.3f} in the mean "
+                         f"over the counts, {where} the mean of 1/n, {mean_floor:.3f}; at every count each arm "
+                         f"recalls {min(ratios):.2f} to {max(ratios):.2f} of 1/n.")
+    return found
+
+
+_COLLAPSE = "the default routing, which collapses onto one component in causal models (chapter 11)"
+
+
+def _against_floor(low: float, high: float, floor: float) -> str:
+    """Recall from ``low`` to ``high`` against the guessing floor; at or under it, a one-slot memory's signature."""
+    span = f"{low:.3f}" if abs(high - low) < 5e-4 else f"{low:.3f} to {high:.3f}"
+    guess = f"the {floor:.3f} of guessing one of the n values in the context"
+    if high <= floor:
+        return f"{span}, no more than {guess}: the signature of one slot"
+    return f"{span}, {'above' if low > floor else 'against'} {guess}"
+
+
+def _broken_note(arm, entry, floor) -> str:
+    """Why a default-routing arm measures a broken memory, with its mean against the guessing floor."""
+    who = "its GMA heads use" if entry["mixer"] == "local_gma" else "it uses"
+    mean = _mean(entry["test_mean"])
+    return f"{who} {_COLLAPSE}, and it recalls {_against_floor(mean, mean, floor)}"
+
+
+def when_to_choose_gma(table, *, near: float = 0.05) -> list[str]:
+    """The chapter's advice, one sentence per rule, every one computed from ``table``; it recommends an arm only
+    where the table tells it apart, and names a broken configuration in the sentence about its arm.
+
+    * **Equal state.** Where GMA with the routing remedy keeps exactly linear attention's state
+      (:func:`equal_state_points`): which recalls more in the means, the saved comparison's verdict (Holm) and the
+      largest difference the comparison's 95% interval allows.
+    * **Against linear attention**, for each width and routing: the GMA arms told apart above it (with no larger a
+      state, or a larger one), those told apart below it, and those not told apart (with the direction of their
+      means). Sentences about arms with the default routing say that it collapses and how their mean compares
+      with the guessing floor (:func:`mean_guessing_floor`).
+    * **Against SDPA**: whether any GMA arm comes within ``near`` of it, and with what share of its KV cache.
+    * **Forgetting and the hybrid**: each of ``window``, ``local_gma``, ``decay_linear`` and ``decay_gma`` is
+      recommended only when it recalls more than every arm it changes (Holm-corrected when the table lists the
+      comparison, else an exploratory paired interval) and does not use the default routing; otherwise the
+      sentence says what the comparisons found and, for a default-routing arm, that its routing collapses.
     """
     check_recall_table(table)
     near = _checks.fraction("near", near)
     entries = table_entries(table)
-    advice = []
+    floor = mean_guessing_floor(table["design"]["kv_pairs"])
+    advice = _equal_state_lead(table)
     for width in sorted({width for _, width in entries}):
         linear, sdpa = entries.get(("linear", width)), entries.get(("sdpa", width))
         if linear is not None:
-            cheaper, dearer, worse = [], [], []
-            for comparison in table["comparisons"]:
-                if comparison["against"] != "linear" or int(comparison["width"]) != width:
-                    continue
-                if gma_size(comparison["arm"]) is None or (comparison["arm"], width) not in entries:
-                    continue
-                verdict = _verdict(comparison["difference"], comparison["told_apart"])
-                arm_bytes = entries[comparison["arm"], width]["state_bytes"]
-                if verdict == "higher":
-                    (cheaper if arm_bytes <= linear["state_bytes"] else dearer).append(comparison["arm"])
-                elif verdict == "lower":
-                    worse.append(comparison["arm"])
-            if cheaper:
-                advice.append(f"At width {width}, choose GMA over linear attention: {_list(cheaper)} recall more "
-                              f"with no more state than linear attention's {_bytes(linear['state_bytes'])}.")
-            if dearer:
-                advice.append(f"At width {width}, {_list(dearer)} recall more than linear attention but keep a "
-                              f"larger state than its {_bytes(linear['state_bytes'])}: choose them when recall "
-                              f"matters more than memory.")
-            if worse:
-                advice.append(f"At width {width}, prefer linear attention to {_list(worse)}, which recall less.")
-            if not (cheaper or dearer or worse) and any(
-                    c["against"] == "linear" and int(c["width"]) == width for c in table["comparisons"]):
-                advice.append(f"At width {width}, no GMA arm is told apart from linear attention: recall alone "
-                              f"does not choose between them.")
+            advice.extend(_equal_state_sentences(table, width))
+            for remedy in (True, False):
+                advice.extend(_against_linear(table, entries, width, remedy, floor))
         if sdpa is not None:
             target = _mean(sdpa["test_mean"]) - near
             matching = sorted(((entry["state_bytes"], arm) for (arm, w), entry in entries.items()
@@ -676,15 +823,143 @@ def when_to_choose_gma(table, *, near: float = 0.05) -> list[str]:
             else:
                 advice.append(f"At width {width}, choose SDPA when recall must be near perfect: no GMA arm comes "
                               f"within {near:g} of it.")
-        for arm in _FORGETTING_AND_HYBRIDS:
-            if (arm, width) not in entries:
-                continue
-            for against in _references(entries, arm, width):
-                recorded, how = _comparison(table, arm, against, width), "Holm-corrected"
-                if recorded is None:
-                    recorded, how = _exploratory(entries, arm, against, width), "exploratory"
-                if recorded is not None and recorded["told_apart"] and recorded["difference"] > 0:
-                    advice.append(f"At width {width}, {arm} recalls more than {against} "
-                                  f"({recorded['difference']:+.3f}, {how}): prefer it when its state of "
-                                  f"{_bytes(entries[arm, width]['state_bytes'])} fits.")
+        advice.extend(_forgetting_advice(table, entries, width, floor))
     return advice
+
+
+def _equal_state_lead(table) -> list[str]:
+    points = equal_state_points(table)
+    if len(points) < 2 or any(point["comparison"] is None for point in points):
+        return []
+    less = [point["mean"] < point["linear_mean"] for point in points]
+    if all(less) or not any(less):
+        how = "less" if all(less) else "more"
+        told = sum(bool(point["comparison"]["told_apart"]) for point in points)
+        verdict = ("no difference is told apart" if told == 0 else
+                   f"{told} of the {len(points)} differences are told apart")
+        where = _list([f"K={gma_size(point['arm'])[0]} at width {point['width']}" for point in points])
+        return [f"At equal state, GMA with the routing remedy recalls {how} than linear attention in the means at "
+                f"all {len(points)} points where their states match ({where}); after Holm {verdict}."]
+    return []
+
+
+def _equal_state_sentences(table, width) -> list[str]:
+    found = []
+    for point in equal_state_points(table):
+        if point["width"] != width:
+            continue
+        how = "less" if point["mean"] < point["linear_mean"] else "more"
+        line = (f"At width {width} and equal state ({_bytes(point['state_bytes'])} each), {point['arm']} recalls "
+                f"{how} than linear attention in the means, {point['mean']:.3f} against {point['linear_mean']:.3f}")
+        comparison = point["comparison"]
+        if comparison is None:
+            found.append(line + " (the table lists no comparison of the two).")
+            continue
+        low, high = comparison["ci95"]
+        verdict = "told apart" if comparison["told_apart"] else "not told apart"
+        line += (f" ({comparison['difference']:+.3f}, {verdict} after Holm, p {comparison['p_holm']:.2f}); its 95% "
+                 f"interval, {low:+.3f} to {high:+.3f}, allows ")
+        if comparison["difference"] < 0:
+            line += f"linear attention ahead by up to {-low:.3f}."
+        else:
+            line += f"GMA ahead by up to {high:.3f}."
+        found.append(line)
+    return found
+
+
+def _against_linear(table, entries, width, remedy, floor) -> list[str]:
+    """Sentences about GMA arms of one routing against linear attention at one width (Holm-corrected)."""
+    linear = entries["linear", width]
+    rows = []
+    for comparison in table["comparisons"]:
+        size = gma_size(comparison["arm"])
+        if (size is None or size[1] != remedy or comparison["against"] != "linear"
+                or int(comparison["width"]) != width or (comparison["arm"], width) not in entries):
+            continue
+        rows.append((size[0], comparison["arm"], comparison))
+    if not rows:
+        return []
+    rows.sort()
+    routing = "with the routing remedy" if remedy else "with the default routing"
+    higher = [(k, arm) for k, arm, c in rows if c["told_apart"] and c["difference"] > 0]
+    lower = [(k, arm) for k, arm, c in rows if c["told_apart"] and c["difference"] <= 0]
+    unsure = [(k, arm, c) for k, arm, c in rows if not c["told_apart"]]
+    linear_bytes = linear["state_bytes"]
+    found = []
+    if not remedy:
+        means = [_mean(entries[arm, width]["test_mean"]) for _, arm, _ in rows]
+        note = f"{_COLLAPSE}, and they recall {_against_floor(min(means), max(means), floor)}"
+    cheaper = [arm for k, arm in higher if entries[arm, width]["state_bytes"] <= linear_bytes]
+    dearer = [arm for k, arm in higher if arm not in cheaper]
+    if cheaper:
+        head = ("choose GMA over linear attention" if remedy else "GMA with the default routing recalls more than "
+                "linear attention")
+        line = (f"At width {width}, {head}: {_list(cheaper)} recall more (Holm) with no more state than linear "
+                f"attention's {_bytes(linear_bytes)}")
+        found.append(line + ("." if remedy else f", though they use {note}."))
+    if dearer:
+        line = (f"At width {width}, {_list(dearer)} recall more than linear attention (Holm) but keep a larger state "
+                f"than its {_bytes(linear_bytes)}")
+        found.append(line + (": choose them when recall matters more than memory." if remedy
+                             else f", though they use {note}."))
+    if lower:
+        arms = _list([arm for _, arm in lower])
+        verb = "recalls" if len(lower) == 1 else "recall"
+        if remedy:
+            found.append(f"At width {width}, prefer linear attention to {arms}, which {verb} less (Holm).")
+        else:
+            found.append(f"At width {width}, do not choose GMA with the default routing: {arms} {verb} less than "
+                         f"linear attention's {_mean(linear['test_mean']):.3f} (Holm); they use {note}.")
+    if unsure:
+        ks = _list([k for k, _, _ in unsure])
+        below = [k for k, _, c in unsure if c["difference"] < 0]
+        above = [(k, arm) for k, arm, c in unsure if c["difference"] >= 0]
+        parts = []
+        if below:
+            parts.append(f"lower at K = {_list(below)}")
+        if above:
+            parts.append(f"higher at K = {_list([k for k, _ in above])}")
+        line = (f"At width {width}, GMA {routing} is not told apart from linear attention after Holm at K = {ks}: "
+                f"its means are " + " and ".join(parts))
+        larger = [(k, arm) for k, arm in above if entries[arm, width]["state_bytes"] > linear_bytes]
+        if larger:
+            line += (f", the higher ones with a larger state than linear attention's {_bytes(linear_bytes)} "
+                     f"({_list([_bytes(entries[arm, width]['state_bytes']) for _, arm in larger])})")
+        line += "; recall alone does not choose between them" if remedy else f"; these arms use {note}"
+        found.append(line + ".")
+    return found
+
+
+def _forgetting_advice(table, entries, width, floor) -> list[str]:
+    found = []
+    for arm in _FORGETTING_AND_HYBRIDS:
+        if (arm, width) not in entries:
+            continue
+        results = []
+        for against in _references(entries, arm, width):
+            recorded, how = _comparison(table, arm, against, width), "Holm-corrected"
+            if recorded is None:
+                recorded, how = _exploratory(entries, arm, against, width), "exploratory"
+            if recorded is not None:
+                results.append((against, recorded["difference"], recorded["told_apart"], how))
+        if not results:
+            continue
+        entry = entries[arm, width]
+        broken = uses_default_routing(entry)
+        parts = []
+        for against, difference, told_apart, how in results:
+            name = "SDPA" if against == "sdpa" else "linear attention" if against == "linear" else against
+            verdict = _verdict(difference, told_apart)
+            phrase = {"higher": "recalls more than", "lower": "recalls less than",
+                      "not told apart": "is not told apart from"}[verdict]
+            parts.append(f"{phrase} {name} ({difference:+.3f}, {how})")
+        better = all(told_apart and difference > 0 for _, difference, told_apart, _ in results)
+        if better and not broken:
+            found.append(f"At width {width}, {arm} {_list(parts)}: prefer it when its state of "
+                         f"{_bytes(entry['state_bytes'])} fits.")
+            continue
+        line = f"At width {width}, the records do not recommend {arm}: it {_list(parts)}"
+        if broken:
+            line += f"; {_broken_note(arm, entry, floor)}"
+        found.append(line + ".")
+    return found

@@ -1,12 +1,20 @@
-"""A short causal convolution as a sequence mixer (chapter 12): the first layer of Zoology's recall models.
+"""A short causal convolution as a sequence mixer (chapter 12): the first block of the recall study's model.
 
 Multi-query associative recall asks a model to find, for a query key, the value that *followed* the same key
 earlier. A mixer that compares the query with every position must first learn to carry each key into the next
-position (the value's) -- attention needs a whole layer for that "previous token" head. Zoology's recall models
-(Arora, Eyuboglu et al., 2023) give every model the same short convolution as its first layer, so that the
-second layer, the mixer under study, only has to match and read. :class:`ShortConvolution` is that layer, after
-Zoology's BaseConv: ``y = W_o (W_u x ⊙ conv_k(x))`` with a depthwise causal convolution of kernel ``k`` (3)
-along the sequence. It decodes with a state of the last ``k - 1`` inputs (constant size).
+position (the value's) -- attention needs a whole layer for that "previous token" head. The recall study's model
+(:func:`gma_teach.runs.recall.build_model`) is therefore a two-block decoder: this short convolution, then the mixer
+under study (one mixer layer), so that the mixer only has to match and read. That is the layout of the two-layer
+MQAR models that Zoology's code trains for the Based paper's recall-memory sweep (Arora, Eyuboglu et al., 2023 and
+2024) for attention, Based and the sliding window: each layer's mixer is ``Hybrid([BaseConv, mixer])``, whose layer
+``i`` takes the ``i mod 2``-th entry, so layer 0 is a BaseConv and layer 1 the mixer, with no MLP. It is not the
+layout of every model there (Zoology's Mamba models are two Mamba layers, with no convolution layer), nor of the
+Zoology paper's own attention baseline (two attention layers).
+
+:class:`ShortConvolution` follows BaseConv: ``y = W_o (W_u x ⊙ conv_k(x))`` with a depthwise causal convolution of
+kernel ``k`` (3) along the sequence; BaseConv has no ``W_o`` and adds its input back itself, where here the block's
+residual does. It decodes with a state of the last ``k - 1`` inputs, ``(k - 1) d_model`` numbers (512 bytes in
+float32 at width 64): part of the recall model's decoding state, beside the mixer's own.
 """
 from __future__ import annotations
 

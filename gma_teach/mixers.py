@@ -171,10 +171,10 @@ for _entry in (
     MixerEntry("none", baselines.NoMixing, table1_options=None),
     # Chapter 12's mixers: not in the paper's Table 1, and not yet fitted by the cost model.
     MixerEntry("window", baselines.SlidingWindowAttention, color="#8c510a", table1_options=None),
-    MixerEntry("local_gma", baselines.LocalGMA, color="#35978f", table1_options=None,
+    MixerEntry("local_gma", baselines.LocalGMA, color="#c51b7d", table1_options=None,
                options=lambda p: {"n_components": p.n_components, "window": LOCAL_WINDOW}),
     MixerEntry("decay_linear", baselines.DecayedLinearAttention, color="#4393c3", table1_options=None),
-    MixerEntry("decay_gma", baselines.DecayedGaussianMixtureAttention, color="#5aae61", table1_options=None),
+    MixerEntry("decay_gma", baselines.DecayedGaussianMixtureAttention, color="#e6ab02", table1_options=None),
     MixerEntry("conv", baselines.ShortConvolution, color="#878787", table1_options=None),
 ):
     register(_entry)

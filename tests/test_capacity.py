@@ -2,6 +2,7 @@
 explicit formula (with gradcheck and causality), state bytes against the formulas, and the recall study's sentences
 read off synthetic tables."""
 import itertools
+import json
 import math
 import statistics
 
@@ -10,6 +11,7 @@ import torch
 from conftest import random_responsibilities
 
 from gma_teach import capacity
+from gma_teach.layer import LM_ROUTING_REMEDY
 from gma_teach.mixing import affinity, gma_from_responsibilities, write_memory
 from gma_teach.study import t_quantile_975
 
@@ -279,9 +281,10 @@ def synthetic_table(*, with_extras=True, widths=(64, 128)):
         for k in (8, 16, 32, 64, 128, 256):
             level = min(0.99, 0.2 + 0.12 * math.log2(k))
             for suffix, shift in (("", 0.0), ("_remedy", 0.02)):
+                routing = LM_ROUTING_REMEDY if suffix else {}
                 arms.setdefault(f"gma_k{k}{suffix}", {})[width] = _run(
                     "gma", _curve([level + shift, level - 0.1 + shift, level - 0.2 + shift]),
-                    2 * k * (width + 1) * 4, {"n_components": k})
+                    2 * k * (width + 1) * 4, {"n_components": k, **routing})
         if with_extras:
             arms.setdefault("window", {})[width] = _run("window", _curve([0.5, 0.3, 0.2]), 8192 * scale)
             arms.setdefault("local_gma", {})[width] = _run("local_gma", _curve([0.95, 0.85, 0.7], (0.0, 0.0, 0.01)),
@@ -367,10 +370,15 @@ def test_findings_name_what_is_missing_and_the_smallest_close_state():
 
 def test_when_to_choose_gma_reads_the_table():
     table = synthetic_table(widths=(64,))
+    for k in (128, 256):  # two remedy arms told apart above linear attention, one with no more state
+        for comparison in table["comparisons"]:
+            if comparison["arm"] == f"gma_k{k}_remedy" and comparison["against"] == "linear":
+                comparison["told_apart"] = True
+    table["arms"]["gma_k128_remedy"][64]["state_bytes"] = table["arms"]["linear"][64]["state_bytes"]
     advice = capacity.when_to_choose_gma(table)
     linear_bytes = table["arms"]["linear"][64]["state_bytes"]
-    winners = [c["arm"] for c in table["comparisons"]
-               if c["against"] == "linear" and c["told_apart"] and c["difference"] > 0]
+    winners = [c["arm"] for c in table["comparisons"] if c["against"] == "linear" and c["told_apart"]
+               and c["difference"] > 0 and c["arm"].endswith("_remedy")]
     cheaper = [arm for arm in winners if table["arms"][arm][64]["state_bytes"] <= linear_bytes]
     dearer = [arm for arm in winners if arm not in cheaper]
     assert cheaper and dearer  # the synthetic table exercises both sentences
@@ -378,14 +386,158 @@ def test_when_to_choose_gma_reads_the_table():
                for line in advice)
     assert any(line.startswith("At width 64, ") and "keep a larger state" in line
                and all(a in line for a in dearer) for line in advice)
-    assert any("local_gma recalls more than window (+0.50" in line and "exploratory" in line for line in advice)
-    assert not any("decay_linear recalls more" in line for line in advice)  # not told apart from linear
+    # the hybrid's GMA heads use the default routing: never recommended, and the sentence says why
+    hybrid = [line for line in advice if "local_gma" in line]
+    assert len(hybrid) == 1 and "do not recommend local_gma" in hybrid[0]
+    assert "recalls more than window (+0.50" in hybrid[0] and "default routing, which collapses" in hybrid[0]
+    assert not any("decay_linear" in line and "prefer it" in line for line in advice)  # not told apart
     far = synthetic_table(with_extras=False, widths=(64,))
     for arm in far["arms"]:
         if arm.startswith("gma_k"):
             entry = far["arms"][arm][64]
             entry["test_mean"] = [min(v, 0.5) for v in entry["test_mean"]]
     assert any("no GMA arm comes within 0.05 of it" in line for line in capacity.when_to_choose_gma(far))
+
+
+def test_when_to_choose_gma_recommends_a_working_hybrid_and_names_every_broken_arm():
+    table = synthetic_table(widths=(64,))
+    table["arms"]["local_gma"][64] = _run("local_gma", _curve([1.0, 0.99, 0.98], (0.0, 0.005, 0.01)), 40000,
+                                          {"n_components": 64, "window": 16, **LM_ROUTING_REMEDY})
+    advice = capacity.when_to_choose_gma(table)
+    hybrid = [line for line in advice if "local_gma" in line]
+    assert len(hybrid) == 1 and hybrid[0].startswith("At width 64, local_gma recalls more than window")
+    assert "and recalls more than gma_k64" in hybrid[0] and "prefer it when its state of 40,000 bytes fits" in hybrid[0]
+    # no recommendation is about an arm with the default routing, and a sentence about each such arm says why
+    default = [arm for arm in table["arms"] if capacity.uses_default_routing(table["arms"][arm][64])]
+    assert "decay_gma" in default and "gma_k8" in default and "local_gma" not in default
+    for line in advice:
+        if "prefer it" in line:
+            assert line.split(", ")[1].split()[0] not in default, line
+        if "choose GMA over" in line:
+            assert not any(f"{arm} " in line or f"{arm}," in line for arm in default), line
+    for arm in default:
+        size = capacity.gma_size(arm)
+        assert any((arm in line or (size and f"{size[0]}" in line and "GMA with the default routing" in line))
+                   and "default routing, which collapses" in line for line in advice), arm
+
+
+def test_equal_state_points_and_their_sentences():
+    table = synthetic_table()
+    # GMA K=64 keeps 2 * 64 * 65 * 4 = 33,280 bytes at width 64, linear attention's state there
+    points = capacity.equal_state_points(table)
+    assert [(p["width"], p["arm"], p["state_bytes"]) for p in points] == [(64, "gma_k64_remedy", 33280)]
+    table["arms"]["linear"][128]["state_bytes"] = table["arms"]["gma_k128_remedy"][128]["state_bytes"]
+    points = capacity.equal_state_points(table)
+    assert [(p["width"], p["arm"]) for p in points] == [(64, "gma_k64_remedy"), (128, "gma_k128_remedy")]
+    advice = capacity.when_to_choose_gma(table)
+    for point in points:
+        comparison = point["comparison"]
+        low, high = comparison["ci95"]
+        how = "less" if comparison["difference"] < 0 else "more"
+        lines = [line for line in advice if line.startswith(f"At width {point['width']} and equal state")]
+        assert len(lines) == 1
+        assert (f"{point['arm']} recalls {how} than linear attention in the means, {point['mean']:.3f} against "
+                f"{point['linear_mean']:.3f} ({comparison['difference']:+.3f}") in lines[0]
+        assert f"interval, {low:+.3f} to {high:+.3f}, allows" in lines[0]
+        ahead = f"linear attention ahead by up to {-low:.3f}" if how == "less" else f"GMA ahead by up to {high:.3f}"
+        assert ahead in lines[0]
+    # a sentence for the two matched points together only when they agree
+    same = all(p["mean"] < p["linear_mean"] for p in points) or all(p["mean"] >= p["linear_mean"] for p in points)
+    assert any(line.startswith("At equal state, GMA with the routing remedy") for line in advice) == same
+
+
+def test_the_guessing_floor():
+    assert capacity.guessing_floor([4, 6, 8, 12, 16]) == {4: 0.25, 6: 1 / 6, 8: 0.125, 12: 1 / 12, 16: 0.0625}
+    assert capacity.mean_guessing_floor((4, 6, 8, 12, 16)) == pytest.approx(0.1375, abs=1e-15)
+    assert capacity.mean_guessing_floor([2]) == 0.5
+    with pytest.raises(ValueError, match="at least one kv-pair count"):
+        capacity.guessing_floor([])
+    with pytest.raises(ValueError, match=r"kv_pairs\[...\] must be >= 1"):
+        capacity.guessing_floor([4, 0])
+    table = synthetic_table(with_extras=False, widths=(64,))
+    floor = capacity.mean_guessing_floor(KV)
+    table["arms"]["gma_k8"][64] = _run("gma", {n: [0.9 / n] * 3 for n in KV}, 2 * 8 * 65 * 4, {"n_components": 8})
+    line = [text for text in capacity.recall_findings(table) if text.startswith("Guessing one of the n values")]
+    assert line == [f"Guessing one of the n values in the context scores 1/n, {floor:.3f} in the mean over 4, 8 "
+                    f"and 16 pairs; at width 64 gma_k8 ({statistics.fmean(0.9 / n for n in KV):.3f}) recalls no "
+                    f"more than that."]
+
+
+def test_default_routing_floor_reads_the_table():
+    table = synthetic_table(with_extras=False)
+    for width in (64, 128):
+        for k in (8, 16, 32, 64, 128, 256):
+            table["arms"][f"gma_k{k}"][width] = _run("gma", {n: [0.9 / n, 0.95 / n, 1.0 / n] for n in KV},
+                                                     2 * k * (width + 1) * 4, {"n_components": k})
+    found = capacity.default_routing_floor(table)
+    assert found["floor"] == capacity.guessing_floor(KV) and list(found["widths"]) == [64, 128]
+    row = found["widths"][64]
+    assert row["arms"] == [f"gma_k{k}" for k in (8, 16, 32, 64, 128, 256)]
+    assert row["by_count"] == {n: pytest.approx(0.95 / n) for n in KV}
+    assert found["ratios"] == (pytest.approx(0.95), pytest.approx(0.95))  # the mean over seeds, per arm and count
+    mean = statistics.fmean(0.95 / n for n in KV)
+    assert found["sentence"] == (f"GMA with the default routing, 12 arms: {mean:.3f} to {mean:.3f} in the mean over "
+                                 f"the counts, at most the mean of 1/n, {found['mean_floor']:.3f}; at every count "
+                                 f"each arm recalls 0.95 to 0.95 of 1/n.")
+    none = {**table, "arms": {arm: e for arm, e in table["arms"].items() if not arm.startswith("gma_k")}}
+    assert capacity.default_routing_floor(none)["sentence"] == "No GMA arm with the default routing is recorded."
+
+
+def test_routing_share_counts_the_slots_in_use():
+    one_slot = torch.tensor([[0.01, 0.98, 0.01]] * 4)
+    share = capacity.routing_share(one_slot)
+    assert share == {"rows": 4, "n_components": 3, "mean_top": pytest.approx(0.98), "busiest": 1,
+                     "busiest_share": 1.0, "used": 1}
+    spread = capacity.routing_share(capacity.slot_routing(capacity.round_robin(6, 3), 3).float()[None])
+    assert spread["used"] == 3 and spread["busiest_share"] == pytest.approx(1 / 3) and spread["mean_top"] == 1.0
+    with pytest.raises(TypeError, match="floating-point"):
+        capacity.routing_share(torch.ones(2, 3, dtype=torch.long))
+    with pytest.raises(ValueError, match="at least one row"):
+        capacity.routing_share(torch.ones(0, 3))
+
+
+def _recorded_table():
+    from gma_teach.records import results_folder
+
+    path = results_folder() / "recall_study_tables.json"
+    if not path.exists():
+        pytest.skip("the recall study's saved table is not in this copy")
+    return json.loads(path.read_text())["table"]
+
+
+def test_the_recorded_study_supports_the_chapters_advice():
+    """Chapter 12's prose about the recorded study, bound to the saved table: it fails when a re-run changes it."""
+    table = _recorded_table()
+    assert table["design"]["kv_pairs"] == [4, 6, 8, 12, 16]
+    floor = capacity.mean_guessing_floor(table["design"]["kv_pairs"])
+    assert floor == pytest.approx(0.1375)
+    # the two matched points: K=64 with the remedy at width 64, K=128 with the remedy at width 128
+    points = capacity.equal_state_points(table)
+    assert [(p["width"], p["arm"], p["state_bytes"]) for p in points] == [(64, "gma_k64_remedy", 17152),
+                                                                         (128, "gma_k128_remedy", 67072)]
+    for point in points:
+        arm = table["arms"][point["arm"]][str(point["width"])]
+        linear = table["arms"]["linear"][str(point["width"])]
+        assert point["mean"] == pytest.approx(statistics.fmean(arm["test_mean"]))
+        assert point["mean"] < statistics.fmean(linear["test_mean"])  # GMA recalls less in the means
+        assert not point["comparison"]["told_apart"] and point["comparison"]["ci95"][0] < 0
+    advice = capacity.when_to_choose_gma(table)
+    assert advice[0] == ("At equal state, GMA with the routing remedy recalls less than linear attention in the "
+                         "means at all 2 points where their states match (K=64 at width 64 and K=128 at width "
+                         "128); after Holm no difference is told apart.")
+    # every default-routing arm, the hybrid and the decayed GMA included, recalls no more than the floor
+    for arm, by_width in table["arms"].items():
+        for entry in by_width.values():
+            if capacity.uses_default_routing(entry):
+                assert statistics.fmean(entry["test_mean"]) <= floor, arm
+    found = capacity.default_routing_floor(table)  # at or near 1/n at every count, as chapter 12 reads them
+    assert 0.8 <= found["ratios"][0] and found["ratios"][1] <= 1.1 and len(found["means"]) == 12
+    assert capacity.uses_default_routing(table["arms"]["local_gma"]["64"])
+    assert capacity.uses_default_routing(table["arms"]["decay_gma"]["64"])
+    for arm in ("local_gma", "decay_gma"):
+        (line,) = [text for text in advice if arm in text]
+        assert f"the records do not recommend {arm}" in line and "default routing, which collapses" in line
+    assert not any("prefer it" in line for line in advice)  # nothing the records do not support
 
 
 def test_the_table_is_checked():

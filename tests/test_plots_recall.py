@@ -5,7 +5,7 @@ import statistics
 import matplotlib
 import numpy as np
 import pytest
-from test_capacity import synthetic_table
+from test_capacity import KV, synthetic_table
 
 from gma_teach import capacity
 from gma_teach.plots import recall
@@ -30,12 +30,13 @@ def test_accuracy_by_pairs_draws_every_arm_at_every_width():
     fig = recall.plot_accuracy_by_pairs(table)
     axes = [ax for ax in fig.axes if ax.get_title()]
     assert [ax.get_title() for ax in axes] == ["width 64", "width 128"]
-    legend = fig.legends[0]
-    assert [text.get_text() for text in legend.get_texts()] == list(table["arms"])
     for ax, width in zip(axes, (64, 128)):
         lines = _lines_by_label(ax)
-        assert set(lines) == set(table["arms"])
+        assert set(lines) == set(table["arms"]) | {"1/n"}
         for arm, line in lines.items():
+            if arm == "1/n":  # the guessing floor at each count
+                np.testing.assert_allclose(line.get_ydata(), [1 / n for n in table["design"]["kv_pairs"]])
+                continue
             by_count = table["arms"][arm][width]["by_count"]
             assert list(line.get_xdata()) == list(by_count)
             np.testing.assert_allclose(line.get_ydata(), [statistics.fmean(v) for v in by_count.values()])
@@ -43,6 +44,28 @@ def test_accuracy_by_pairs_draws_every_arm_at_every_width():
         seeds = sum(len(values) for by_width in table["arms"].values() for values in by_width[width]["by_count"]
                     .values())
         assert sum(len(line.get_xdata()) for line in faint) == seeds  # one faint point per seed and count
+
+
+def test_accuracy_by_pairs_groups_gma_in_a_small_legend_with_k_on_a_colour_bar():
+    table = synthetic_table()
+    fig = recall.plot_accuracy_by_pairs(table)
+    (legend,) = fig.legends
+    texts = [text.get_text() for text in legend.get_texts()]
+    others = [arm for arm in table["arms"] if capacity.gma_size(arm) is None]
+    assert texts == ["sdpa", "linear", "performer", "mamba", "window", "local_gma", "decay_linear", "decay_gma",
+                     "GMA, default routing (every K)", "GMA with the remedy (K: colour bar)",
+                     "guessing one of the n values: 1/n"]
+    assert len(texts) == len(others) + 3 <= 12
+    (bar,) = [ax for ax in fig.axes if not ax.get_title()]
+    assert [tick.get_text() for tick in bar.get_yticklabels()] == ["8", "16", "32", "64", "128", "256"]
+    # every curve a legend entry stands for has its own colour; the remedy's greens differ for every K
+    lines = _lines_by_label(fig.axes[0])
+    remedy = [lines[f"gma_k{k}_remedy"].get_color() for k in (8, 16, 32, 64, 128, 256)]
+    default = {lines[f"gma_k{k}"].get_color() for k in (8, 16, 32, 64, 128, 256)}
+    named = [lines[arm].get_color() for arm in others]
+    assert len(set(remedy)) == 6 and len(default) == 1
+    assert len(set(named) | set(remedy) | default) == len(named) + 6 + 1
+    assert remedy == [recall.gma_k_color(k) for k in (8, 16, 32, 64, 128, 256)]
 
 
 def test_accuracy_by_pairs_on_given_axes_and_missing_width():
@@ -58,6 +81,12 @@ def test_accuracy_by_pairs_on_given_axes_and_missing_width():
         recall.plot_accuracy_by_pairs("recall_study.json")
 
 
+def _text_boxes(fig, ax):
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    return [(text.get_text(), matplotlib.text.Text.get_window_extent(text, renderer)) for text in ax.texts]
+
+
 def test_the_frontier_places_every_arm_at_its_state_and_accuracy():
     table = synthetic_table()
     fig = recall.plot_recall_frontier(table)
@@ -70,16 +99,44 @@ def test_the_frontier_places_every_arm_at_its_state_and_accuracy():
             if capacity.gma_size(arm) is None:
                 assert labels[f"{arm} (d={width})"] == pytest.approx(point)
     curves = _lines_by_label(ax)
-    assert set(curves) == {f"GMA, K sweep, d={w}" + r for w in (64, 128) for r in ("", " (remedy)")}
-    curve = curves["GMA, K sweep, d=64"]
+    floor = [line for name, line in curves.items() if name.startswith("guessing")]
+    assert len(floor) == 1 and floor[0].get_ydata()[0] == pytest.approx(capacity.mean_guessing_floor(KV))
+    gma = {name: line for name, line in curves.items() if name.startswith("GMA")}
+    assert set(gma) == {f"GMA, {r}, d={w} (K = 8 to 256)" for w in (64, 128) for r in ("default routing", "remedy")}
+    assert len({line.get_color() for line in gma.values()}) == 4  # four curves, four colours
+    curve = gma["GMA, default routing, d=64 (K = 8 to 256)"]
     ks = (8, 16, 32, 64, 128, 256)
     expected = sorted((table["arms"][f"gma_k{k}"][64]["state_bytes"],
                        statistics.fmean(table["arms"][f"gma_k{k}"][64]["test_mean"])) for k in ks)
     np.testing.assert_allclose(np.column_stack([curve.get_xdata(), curve.get_ydata()]), expected)
+    for width in (64, 128):  # the remedy's curves are labelled with K at both ends
+        for k in (8, 256):
+            entry = table["arms"][f"gma_k{k}_remedy"][width]
+            assert (entry["state_bytes"], statistics.fmean(entry["test_mean"])) in [
+                pytest.approx(text.xy) for text in ax.texts if text.get_text() == f"K={k}"]
     linear = [line for line in ax.get_lines() if line.get_label().startswith("_") and len(line.get_xdata()) == 2
               and line.get_linestyle() == "-"]
     assert any(sorted(line.get_xdata()) == sorted(table["arms"]["linear"][w]["state_bytes"] for w in (64, 128))
                for line in linear)  # linear attention's two widths joined
+
+
+@pytest.mark.parametrize("recorded", [False, True])
+def test_no_two_labels_of_the_frontier_overlap(recorded):
+    if recorded:
+        from test_capacity import _recorded_table
+
+        table = _recorded_table()
+    else:
+        table = synthetic_table()
+    fig = recall.plot_recall_frontier(table)
+    ax = fig.axes[0]
+    boxes = _text_boxes(fig, ax)
+    assert len(boxes) >= 10
+    frame = ax.get_window_extent(fig.canvas.get_renderer())
+    for index, (text, box) in enumerate(boxes):
+        assert frame.x0 <= box.x0 and box.x1 <= frame.x1 and frame.y0 <= box.y0 and box.y1 <= frame.y1, text
+        for other, other_box in boxes[index + 1:]:
+            assert not box.overlaps(other_box), (text, other)
 
 
 def test_the_frontier_with_one_width_and_no_arm():
@@ -92,16 +149,23 @@ def test_the_frontier_with_one_width_and_no_arm():
 
 
 def test_arm_styles():
-    small, large = recall.arm_style("gma_k8"), recall.arm_style("gma_k256")
-    assert small["color"] != large["color"] and small["ls"] == "-"
-    assert recall.arm_style("gma_k64_remedy")["ls"] == "--"
-    assert recall.arm_style("gma_k64_remedy")["color"] == recall.arm_style("gma_k64")["color"]
+    small, large = recall.arm_style("gma_k8_remedy"), recall.arm_style("gma_k256_remedy")
+    assert small["color"] != large["color"] and small["ls"] == "-" and small["marker"] == "s"
+    assert recall.arm_style("gma_k8") == recall.arm_style("gma_k256") == {
+        "color": recall.DEFAULT_ROUTING_COLOR, "ls": ":", "marker": "o"}
+    greens = [recall.gma_k_color(k) for k in (8, 16, 32, 64, 128, 256)]
+    lightness = [sum(matplotlib.colors.to_rgb(color)) for color in greens]
+    assert lightness == sorted(lightness, reverse=True)  # darker for larger K
+    assert min(a - b for a, b in zip(lightness, lightness[1:])) > 0.1  # and each step visible
     styles = {arm: recall.arm_style(arm)["color"] for arm in ("sdpa", "linear", "performer", "mamba", "window",
                                                              "local_gma", "decay_linear", "decay_gma")}
-    assert len(set(styles.values())) == len(styles)
-    assert recall.arm_style("mystery")["color"] == "#888888"
+    assert len(set(styles.values()) | set(greens) | {recall.DEFAULT_ROUTING_COLOR}) == len(styles) + 7
+    assert recall.arm_style("decay_gma")["ls"] == "--" and recall.arm_style("local_gma")["ls"] == "-."
+    assert recall.arm_style("mystery")["marker"] == "x"
     with pytest.raises(TypeError, match="arm must be an arm name"):
         recall.arm_style(8)
+    with pytest.raises(ValueError, match="k must be a positive int"):
+        recall.gma_k_color(0)
 
 
 def test_exact_capacity_draws_the_demo_beside_the_formula():

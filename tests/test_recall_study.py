@@ -73,3 +73,18 @@ def test_an_arm_sweeps_the_rates_on_seed_0_then_trains_the_other_seeds_at_the_ke
     assert len(again["runs"]) == 3
     with pytest.raises(ValueError, match="another design"):
         recall.run_recall_arm(tiny_study(steps=4), "linear", 16, folder=tmp_path)
+
+
+def test_a_run_can_hand_back_its_trained_model_to_read_the_routing():
+    from gma_teach import capacity
+    from gma_teach.diagnostics import capture_responsibilities
+
+    study = tiny_study(steps=2)
+    data = {name: recall.split(study, name) for name in ("train", "val", "test")}
+    run, model = recall.train_run(study, "gma_k8", 16, 1e-3, 0, data, return_model=True)
+    assert run == recall.train_run(study, "gma_k8", 16, 1e-3, 0, data) | {
+        key: run[key] for key in ("train_seconds", "cpu_seconds")}  # the same run, seeded
+    assert run["state_bytes"] == recall.state_bytes(model, study["seq_len"])
+    (gamma_q,) = capture_responsibilities(model, data["test"].inputs).values()
+    share = capacity.routing_share(gamma_q)
+    assert share["n_components"] == 8 and 1 <= share["used"] <= 8 and share["rows"] == gamma_q[..., 0].numel()

@@ -2,46 +2,68 @@
 bytes of the decoding state), and the exact demo's capacity.
 
 The first two read the recall study's table (format: :func:`gma_teach.capacity.check_recall_table`); the third
-draws the exact demo of :mod:`gma_teach.capacity`. Every arm keeps one look across the figures
-(:func:`arm_style`): the book's colour for each baseline mixer, shades of GMA's green by K (darker for larger K),
-dashed lines for the routing remedy.
+draws the exact demo of :mod:`gma_teach.capacity`. Both study figures draw the guessing floor
+(:func:`gma_teach.capacity.guessing_floor`: a model that stores nothing but knows the answer is one of the ``n``
+values in its context scores ``1/n``). Every arm keeps one look (:func:`arm_style`): the registered colour of each
+baseline mixer (``gma_teach.plots.COLORS``), one grey for every GMA arm with the default routing (their routing
+collapses and their curves lie on one another), and for GMA with the routing remedy a shade of green per K
+(:func:`gma_k_color`, lighter for smaller K), read off a colour bar.
 """
 from __future__ import annotations
 
 import math
 
 import matplotlib
+import numpy as np
+from matplotlib.lines import Line2D
 
-from ..capacity import check_recall_table, gma_size, table_entries
+from ..capacity import check_recall_table, gma_size, guessing_floor, mean_guessing_floor, table_entries
 from ._style import COLORS, as_float_array, new_figure
 
-__all__ = ["arm_style", "plot_accuracy_by_pairs", "plot_exact_capacity", "plot_recall_frontier"]
+__all__ = ["DEFAULT_ROUTING_COLOR", "arm_style", "gma_k_color", "plot_accuracy_by_pairs", "plot_exact_capacity",
+           "plot_recall_frontier"]
 
-_OTHER_COLORS = {"window": "#8c510a", "local_gma": "#01665e", "decay_linear": "#4393c3", "decay_gma": "#7fbc41"}
-_K_RANGE = (8, 256)  # the study's K sweep; the shades of green span it
+DEFAULT_ROUTING_COLOR = "#a3a3a3"
+"""The one colour of every GMA arm with the default routing."""
+FLOOR_COLOR = "#000000"
+_K_RANGE = (8, 256)  # the study's K sweep; the greens of gma_k_color span it
+_K_SHADES = (0.35, 1.0)  # the part of matplotlib's YlGn colormap they use
+_LINESTYLES = {"window": "-.", "local_gma": "-.", "decay_linear": "--", "decay_gma": "--"}
+_WIDTH_MARKERS = "oDv^<>"  # the frontier's marker of each width, in increasing order
+_LEGEND_ORDER = ("sdpa", "linear", "performer", "mamba", "window", "local_gma", "decay_linear", "decay_gma")
+
+
+def gma_k_color(k: int) -> str:
+    """The green of GMA with K components (the routing remedy's arms): matplotlib's YlGn from light at K = 8 to dark
+    at K = 256, evenly in log2 K (K outside the range takes the nearest end)."""
+    if isinstance(k, bool) or not isinstance(k, int) or k < 1:
+        raise ValueError(f"k must be a positive int, got {k!r}")
+    low, high = (math.log2(v) for v in _K_RANGE)
+    share = min(1.0, max(0.0, (math.log2(k) - low) / (high - low)))
+    start, stop = _K_SHADES
+    return matplotlib.colors.to_hex(matplotlib.colormaps["YlGn"](start + (stop - start) * share))
 
 
 def arm_style(arm: str) -> dict:
     """Colour, line style and marker of an arm: ``{"color", "ls", "marker"}``.
 
-    ``gma_k{K}``: GMA's green, darker for larger K (8 to 256); ``gma_k{K}_remedy``: the same shade, dashed, square
-    markers; ``sdpa``, ``linear``, ``performer``, ``mamba``: the book's colours; the forgetting and hybrid arms
-    (``window``, ``local_gma``, ``decay_linear``, ``decay_gma``) their own; anything else grey.
+    ``gma_k{K}_remedy``: :func:`gma_k_color`, solid, square markers; ``gma_k{K}`` (the default routing):
+    :data:`DEFAULT_ROUTING_COLOR`, dotted, round markers; every registered mixer (``sdpa``, ``linear``,
+    ``performer``, ``mamba``, ``window``, ``local_gma``, ``decay_linear``, ``decay_gma``, ...) its colour in
+    ``gma_teach.plots.COLORS``, dashed for the decayed arms and dash-dotted for the local ones, triangles for
+    those four; anything else black crosses.
     """
     if not isinstance(arm, str):
         raise TypeError(f"arm must be an arm name (str), got {type(arm).__name__}")
     size = gma_size(arm)
     if size is not None:
         k, remedy = size
-        low, high = (math.log2(v) for v in _K_RANGE)
-        share = min(1.0, max(0.0, (math.log2(k) - low) / (high - low)))
-        color = matplotlib.colors.to_hex(matplotlib.colormaps["Greens"](0.4 + 0.55 * share))
-        return {"color": color, "ls": "--" if remedy else "-", "marker": "s" if remedy else "o"}
+        if remedy:
+            return {"color": gma_k_color(k), "ls": "-", "marker": "s"}
+        return {"color": DEFAULT_ROUTING_COLOR, "ls": ":", "marker": "o"}
     if arm in COLORS:
-        return {"color": COLORS[arm], "ls": "-", "marker": "o"}
-    if arm in _OTHER_COLORS:
-        return {"color": _OTHER_COLORS[arm], "ls": ":" if arm.startswith("decay") else "-.", "marker": "^"}
-    return {"color": "#888888", "ls": "-", "marker": "x"}
+        return {"color": COLORS[arm], "ls": _LINESTYLES.get(arm, "-"), "marker": "^" if arm in _LINESTYLES else "o"}
+    return {"color": "#000000", "ls": "-", "marker": "x"}
 
 
 def _mean(values) -> float:
@@ -49,9 +71,25 @@ def _mean(values) -> float:
     return sum(values) / len(values)
 
 
+def _k_colorbar(fig, axes, ks):
+    """A colour bar of the remedy's K, one band per K drawn."""
+    ks = sorted(ks)
+    cmap = matplotlib.colors.ListedColormap([gma_k_color(k) for k in ks])
+    norm = matplotlib.colors.BoundaryNorm([i - 0.5 for i in range(len(ks) + 1)], len(ks))
+    bar = fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, ticks=range(len(ks)),
+                       shrink=0.8, aspect=25, pad=0.02)
+    bar.ax.set_yticklabels([str(k) for k in ks])
+    bar.set_label("K of GMA with the routing remedy", fontsize=8)
+    bar.ax.tick_params(labelsize=7)
+    return bar
+
+
 def plot_accuracy_by_pairs(table, *, widths=None, axes=None):
     """Test accuracy against the number of key-value pairs, one line per arm (the mean over seeds), each seed a
-    faint point; one panel per width.
+    faint point; one panel per width, with the guessing floor ``1/n`` at each count.
+
+    The legend groups GMA: one entry for every arm with the default routing (one grey), one for the arms with the
+    routing remedy, whose K a colour bar gives; every other arm has its own entry.
 
     Args:
         table: the recall study's table.
@@ -59,21 +97,22 @@ def plot_accuracy_by_pairs(table, *, widths=None, axes=None):
         axes: a sequence of matplotlib axes, one per width (default: a new figure).
 
     Returns:
-        the matplotlib ``Figure``; its legend names every arm drawn.
+        the matplotlib ``Figure``; each line's label is its arm (the floor's ``"1/n"``).
     """
     check_recall_table(table)
     entries = table_entries(table)
     recorded = sorted({width for _, width in entries})
     widths = recorded if widths is None else [int(w) for w in widths]
     if axes is None:
-        fig, grid = new_figure(max(1, len(widths)), width=4.2 * max(1, len(widths)) + 2.2, height=3.8)
+        fig, grid = new_figure(max(1, len(widths)), width=4.0 * max(1, len(widths)) + 3.2, height=3.8)
         axes = list(grid[0])
     else:
         axes = list(axes)
         if len(axes) != len(widths):
             raise ValueError(f"axes must hold one axis per width ({len(widths)}), got {len(axes)}")
         fig = axes[0].figure
-    handles = {}
+    floor = guessing_floor(table["design"]["kv_pairs"])
+    others, default, remedy_ks = {}, None, set()
     for ax, width in zip(axes, widths):
         drawn = [(arm, entry) for (arm, w), entry in entries.items() if w == width]
         for arm, entry in drawn:
@@ -82,26 +121,127 @@ def plot_accuracy_by_pairs(table, *, widths=None, axes=None):
             for n in counts:
                 ax.plot([n] * len(entry["by_count"][n]), entry["by_count"][n], ls="none", marker=style["marker"],
                         ms=3, color=style["color"], alpha=0.3)
+            size = gma_size(arm)
+            remedy = size is not None and size[1]
             (line,) = ax.plot(counts, [_mean(entry["by_count"][n]) for n in counts], color=style["color"],
-                              ls=style["ls"], marker=style["marker"], ms=4, lw=1.4, label=arm)
-            handles.setdefault(arm, line)
-        if not drawn:
+                              ls=style["ls"], marker=style["marker"], ms=4 if remedy or size is None else 3,
+                              lw=1.6 if remedy else 1.2, label=arm, zorder=3 if remedy else 2)
+            if size is None:
+                others.setdefault(arm, line)
+            elif remedy:
+                remedy_ks.add(size[0])
+            else:
+                default = line
+        if drawn:
+            ax.plot(list(floor), list(floor.values()), color=FLOOR_COLOR, ls=(0, (1, 2)), lw=1.2, label="1/n",
+                    zorder=4)
+        else:
             ax.text(0.5, 0.5, f"no arm recorded at width {width}", ha="center", va="center",
                     transform=ax.transAxes)
         ax.set(xlabel="key-value pairs", ylabel="test accuracy", title=f"width {width}", ylim=(-0.03, 1.03))
         ax.set_xticks([int(n) for n in table["design"]["kv_pairs"]])
+    order = [arm for arm in _LEGEND_ORDER if arm in others] + [arm for arm in others if arm not in _LEGEND_ORDER]
+    handles, labels = [others[arm] for arm in order], order
+    if default is not None:
+        handles.append(Line2D([], [], color=DEFAULT_ROUTING_COLOR, ls=":", marker="o", ms=3))
+        labels.append("GMA, default routing (every K)")
+    if remedy_ks:
+        middle = sorted(remedy_ks)[len(remedy_ks) // 2]
+        handles.append(Line2D([], [], color=gma_k_color(middle), ls="-", marker="s", ms=4, lw=1.6))
+        labels.append("GMA with the remedy (K: colour bar)")
+        _k_colorbar(fig, axes, remedy_ks)
     if handles:
-        fig.legend(list(handles.values()), list(handles), loc="outside right center", fontsize=7)
+        handles.append(Line2D([], [], color=FLOOR_COLOR, ls=(0, (1, 2)), lw=1.2))
+        labels.append("guessing one of the n values: 1/n")
+        fig.legend(handles, labels, loc="outside right center", fontsize=7)
     return fig
+
+
+# the candidate positions of a label, in points from its point: near ones first, then farther ones with a leader
+_NEAR = [(5, 3, "left", "bottom"), (5, -3, "left", "top"), (-5, 3, "right", "bottom"), (-5, -3, "right", "top"),
+         (0, 7, "center", "bottom"), (0, -7, "center", "top")]
+_FAR = [(dx * step, dy * step, "left" if dx > 0 else "right" if dx < 0 else "center",
+         "bottom" if dy > 0 else "top" if dy < 0 else "center")
+        for step in (14, 24, 36, 50)
+        for dx, dy in ((1, 1), (1, -1), (-1, 1), (-1, -1), (0, 1), (0, -1), (1, 0), (-1, 0))]
+
+
+def _line_samples(ax, spacing: float) -> np.ndarray:
+    """Display coordinates along every drawn line of ``ax`` (a point every ``spacing`` pixels)."""
+    samples = []
+    for line in ax.get_lines():
+        if line.get_linestyle() in ("None", "none", "", " ") or len(line.get_xydata()) < 2:
+            continue
+        xy = line.get_transform().transform(line.get_xydata())
+        for (x0, y0), (x1, y1) in zip(xy[:-1], xy[1:]):
+            steps = max(1, int(math.hypot(x1 - x0, y1 - y0) / spacing))
+            t = np.linspace(0.0, 1.0, steps + 1)[:, None]
+            samples.append((1 - t) * [x0, y0] + t * [x1, y1])
+    return np.concatenate(samples) if samples else np.zeros((0, 2))
+
+
+def _boxes(centres: np.ndarray, half: float) -> np.ndarray:
+    return np.column_stack([centres[:, 0] - half, centres[:, 1] - half, centres[:, 0] + half,
+                            centres[:, 1] + half]) if len(centres) else np.zeros((0, 4))
+
+
+def _overlaps(box, boxes: np.ndarray) -> int:
+    if not len(boxes):
+        return 0
+    return int(np.sum((boxes[:, 0] < box.x1) & (boxes[:, 2] > box.x0) & (boxes[:, 1] < box.y1)
+                      & (boxes[:, 3] > box.y0)))
+
+
+def _place_labels(ax, labels, points):
+    """Annotate each of ``labels`` (``(x, y, text, color)``) at the first candidate offset whose box lies inside the
+    axes and clear of every label placed so far, of every marker at ``points`` (data coordinates) and of every
+    drawn line.
+
+    The figure is drawn first so that the layout, and with it every display coordinate, is settled; labels
+    inside the axes do not move it again. A label with no free candidate takes the one that clashes least: outside
+    the axes worst, then over a label or a marker, then over the fewest pixels of line."""
+    fig = ax.figure
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    frame = ax.get_window_extent(renderer)
+    pixel = fig.dpi / 72
+    solid = _boxes(ax.transData.transform(np.asarray(points, dtype=float).reshape(-1, 2)), 4 * pixel)
+    lines = _boxes(_line_samples(ax, 3 * pixel), 1.0 * pixel)
+
+    def clash(box):
+        outside = box.x0 < frame.x0 or box.x1 > frame.x1 or box.y0 < frame.y0 or box.y1 > frame.y1
+        return 1_000_000 * outside + 10_000 * _overlaps(box, solid) + _overlaps(box, lines)
+
+    for x, y, text, color in labels:
+        best = None
+        for index, (dx, dy, ha, va) in enumerate(_NEAR + _FAR):
+            leader = {"arrowprops": {"arrowstyle": "-", "lw": 0.5, "color": color}} if index >= len(_NEAR) else {}
+            note = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va, fontsize=7,
+                               color=color, **leader)
+            note.update_positions(renderer)
+            box = matplotlib.text.Text.get_window_extent(note, renderer).padded(pixel)  # the text, not its leader
+            score = clash(box)
+            if best is None or score < best[0]:
+                if best is not None:
+                    best[1].remove()
+                best = (score, note, box)
+            else:
+                note.remove()
+            if score == 0:
+                break
+        box = best[2]
+        solid = np.vstack([solid, [[box.x0, box.y0, box.x1, box.y1]]])
 
 
 def plot_recall_frontier(table, *, ax=None):
     """The recall frontier: mean test accuracy (over the kv counts; one faint point per seed) against the bytes of
-    the model's decoding state (the table's ``state_bytes``, log scale), every arm at every width.
+    the model's decoding state (the table's ``state_bytes``: the mixer's own state plus the short convolution's;
+    log scale), every arm at every width, with the guessing floor (the mean of ``1/n`` over the counts).
 
-    GMA's K sweep is a connected curve per width and routing (default: solid, remedy: dashed), labelled at its
-    largest K; linear attention's widths are a connected curve when two or more are recorded; every other arm is a
-    labelled point.
+    GMA's K sweep is a connected curve per width and routing, each in its own colour (the remedy's in greens, the
+    default routing's in greys) and in the legend; the remedy's curves are labelled with K at both ends. Linear
+    attention's widths are a connected curve when two or more are recorded; every other arm is a labelled point.
+    The marker gives the width. Labels are placed so that none overlaps another or a marker.
 
     Returns:
         the matplotlib ``Figure``.
@@ -109,52 +249,60 @@ def plot_recall_frontier(table, *, ax=None):
     check_recall_table(table)
     entries = table_entries(table)
     if ax is None:
-        fig, grid = new_figure(1, width=7.4, height=4.6)
+        fig, grid = new_figure(1, width=8.6, height=4.8)
         ax = grid[0][0]
     else:
         fig = ax.figure
-    markers = {width: marker for width, marker in zip(sorted({w for _, w in entries}), "oDv^<>")}
+    widths = sorted({w for _, w in entries})
+    markers = {width: marker for width, marker in zip(widths, _WIDTH_MARKERS)}
+    curve_colors = {(True, 0): COLORS["gma"], (True, 1): "#78c679", (False, 0): "#7a7a7a", (False, 1): "#b8b8b8"}
     curves: dict[tuple, list] = {}
-    placed = []  # labelled points so far: a label near another one moves down a line
+    labels, points = [], []
     for (arm, width), entry in entries.items():
         style = arm_style(arm)
         size, accuracy = float(entry["state_bytes"]), _mean(entry["test_mean"])
-        ax.plot([size] * len(entry["test_mean"]), entry["test_mean"], ls="none", marker=markers[width], ms=3,
-                color=style["color"], alpha=0.3)
         gma = gma_size(arm)
+        color = style["color"] if gma is None else curve_colors.get((gma[1], widths.index(width) % 2))
+        ax.plot([size] * len(entry["test_mean"]), entry["test_mean"], ls="none", marker=markers[width], ms=3,
+                color=color, alpha=0.3)
+        points.append((size, accuracy))
         if gma is not None:
             curves.setdefault(("gma", gma[1], width), []).append((size, accuracy, gma[0]))
             continue
         ax.plot(size, accuracy, marker=markers[width], ms=6, color=style["color"], ls="none")
-        crowd = sum(1 for x, y in placed if abs(math.log10(size / x)) < 0.08 and abs(accuracy - y) < 0.04)
-        placed.append((size, accuracy))
-        ax.annotate(f"{arm} (d={width})", (size, accuracy), xytext=(4, 4 - 9 * crowd), textcoords="offset points",
-                    fontsize=7, color=style["color"])
+        labels.append((size, accuracy, f"{arm} (d={width})", style["color"]))
         if arm == "linear":
             curves.setdefault(("linear", False, 0), []).append((size, accuracy, width))
-    for (kind, remedy, width), points in curves.items():
-        points.sort()
-        sizes, accuracies, _ = zip(*points)
+    for (kind, remedy, width), points_of_curve in sorted(curves.items(), key=lambda item: (item[0][0], -item[0][1],
+                                                                                            item[0][2])):
+        points_of_curve.sort()
+        sizes, accuracies, _ = zip(*points_of_curve)
         if kind == "linear":
-            if len(points) >= 2:
+            if len(points_of_curve) >= 2:
                 ax.plot(sizes, accuracies, color=COLORS["linear"], lw=1.2, ls="-")
             continue
-        name = f"gma_k{points[-1][2]}" + ("_remedy" if remedy else "")
-        style = arm_style(name)
-        ax.plot(sizes, accuracies, color=COLORS["gma"], ls=style["ls"], lw=1.4, marker=markers[width], ms=5,
-                label=f"GMA, K sweep, d={width}" + (" (remedy)" if remedy else ""))
-        for size, accuracy, k in points:
-            ax.annotate(f"{k}", (size, accuracy), xytext=(0, -10), textcoords="offset points", fontsize=6,
-                        ha="center", color=COLORS["gma"])
+        color = curve_colors[remedy, widths.index(width) % 2]
+        routing = "remedy" if remedy else "default routing"
+        ks = f"K = {points_of_curve[0][2]} to {points_of_curve[-1][2]}"
+        ax.plot(sizes, accuracies, color=color, ls="-" if remedy else ":", lw=1.6 if remedy else 1.3,
+                marker=markers[width], ms=5, label=f"GMA, {routing}, d={width} ({ks})")
+        if remedy:
+            for size, accuracy, k in (points_of_curve[0], points_of_curve[-1]):
+                labels.append((size, accuracy, f"K={k}", color))
     if entries:
         ax.set_xscale("log")
-        if any(kind == "gma" for kind, _, _ in curves):
-            ax.legend(loc="lower right", fontsize=7)
+        floor = mean_guessing_floor(table["design"]["kv_pairs"])
+        ax.axhline(floor, color=FLOOR_COLOR, ls=(0, (1, 2)), lw=1.0, label="guessing one of the n values "
+                                                                          f"(mean 1/n, {floor:.3f})")
+        ax.legend(loc="upper left", bbox_to_anchor=(1.01, 1.0), fontsize=7)
     else:
         ax.text(0.5, 0.5, "no arm recorded", ha="center", va="center", transform=ax.transAxes)
-    ax.set(xlabel="decoding-state bytes (the whole model, after the whole sequence)",
-           ylabel="test accuracy (mean over kv counts)", ylim=(-0.03, 1.03),
-           title="the recall frontier (GMA points labelled with K)")
+    ax.set(xlabel="decoding-state bytes of the model (the mixer and the short convolution)",
+           ylabel="test accuracy (mean over kv counts)", ylim=(-0.05, 1.07),
+           title="the recall frontier (the remedy's curves labelled with K at their ends)")
+    ax.title.set_fontsize(9)
+    if entries:
+        _place_labels(ax, labels, points)
     return fig
 
 

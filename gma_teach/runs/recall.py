@@ -5,14 +5,18 @@ The design is declared before any run, in ``gma_teach.runs.settings.RECALL_STUDY
 * **Task.** :func:`gma_teach.tasks.mqar` at one sequence length; every model trains on an equal mixture of the
   study's kv-pair counts and is tested on each count separately (Zoology's protocol). Train, validation and test
   examples come from different seeds.
-* **Model.** Zoology's 2-layer causal decoder of pre-norm :class:`gma_teach.models.Block` s without FFNs: a short
-  convolution, then the mixer under study (one head; the hybrid splits two: one window head, one GMA head),
-  scored only at the query positions
-  (:meth:`gma_teach.models.DecoderLM.logits_at`).
+* **Model.** A two-block causal decoder of pre-norm :class:`gma_teach.models.Block` s without FFNs: the first
+  block's mixer is a short convolution (:class:`gma_teach.convolution.ShortConvolution`), the second's is the mixer
+  under study (one mixer layer; one head, where the hybrid splits two: one window head, one GMA head), scored only
+  at the query positions (:meth:`gma_teach.models.DecoderLM.logits_at`). This is the layout Zoology's code gives
+  its two-layer attention, Based and sliding-window models in the Based paper's MQAR sweep (a BaseConv layer, then
+  the mixer, no MLP); its Mamba models there are two Mamba layers instead, while here Mamba too sits on the
+  convolution.
 * **Learning rate.** Every arm and width trains seed 0 at each rate of ``learning_rates``; the rate with the best
   mean *validation* accuracy is kept, and the other seeds train at it. The test split never chooses anything.
 * **Metric.** Test accuracy over the queries of each kv-pair count, and the decoding state's bytes after
-  ``seq_len`` tokens (batch 1, both layers).
+  ``seq_len`` tokens (batch 1, both blocks: the mixer's own state plus the convolution's ``2 d_model`` numbers,
+  512 bytes at width 64).
 * **Primary comparisons.** Each GMA arm against linear attention and against SDPA, on the mean test accuracy over
   the kv counts, paired on seeds; the family is corrected by Holm's method. Anything else is exploratory.
 
@@ -56,8 +60,8 @@ def split(study: dict, name: str) -> MQARData:
 
 
 def build_model(study: dict, arm: str, width: int) -> DecoderLM:
-    """The study's causal decoder of width ``width``: Zoology's recall model, a short convolution
-    (:class:`gma_teach.convolution.ShortConvolution`) then ``arm``'s mixer, each block without an FFN.
+    """The study's causal decoder of width ``width``: two blocks without FFNs, a short convolution
+    (:class:`gma_teach.convolution.ShortConvolution`) then ``arm``'s mixer (one mixer layer).
 
     The position embeddings start at standard deviation 0.02 like the tokens' (GPT-2's initialization; the
     language model's default of 1 drowns the tokens and stalls recall)."""
@@ -97,12 +101,17 @@ def accuracy_by_count(model: DecoderLM, data: MQARData, batch_size: int = 250) -
 
 def state_bytes(model: DecoderLM, n_tokens: int) -> int:
     """Bytes of every layer's decoding state after ``n_tokens`` tokens (batch 1), by
-    :func:`gma_teach.baselines.mixer_state_bytes` (which equals each state's ``nbytes()``, tested)."""
+    :func:`gma_teach.baselines.mixer_state_bytes` (which equals each state's ``nbytes()``, tested): the mixer's
+    own state plus the short convolution's (``2 d_model`` float32 numbers, 512 bytes at width 64)."""
     return sum(mixer_state_bytes(block.mixer, n_tokens) for block in model.blocks)
 
 
-def train_run(study: dict, arm: str, width: int, lr: float, seed: int, data: dict, *, progress=False) -> dict:
-    """Train one model and measure it: validation and test accuracy per kv count, state bytes, time."""
+def train_run(study: dict, arm: str, width: int, lr: float, seed: int, data: dict, *, progress=False,
+              return_model=False):
+    """Train one model and measure it: validation and test accuracy per kv count, state bytes, time.
+
+    Returns the run's record (a dict of numbers), or ``(record, model)`` with ``return_model=True`` (the trained
+    model, to read its routing)."""
     seed_everything(seed)
     model = build_model(study, arm, width)
     decay = {id(m.weight) for m in model.modules() if isinstance(m, torch.nn.Linear)}
@@ -133,13 +142,14 @@ def train_run(study: dict, arm: str, width: int, lr: float, seed: int, data: dic
         losses.append(loss.item())
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     val, test = accuracy_by_count(model, data["val"]), accuracy_by_count(model, data["test"])
-    return {"arm": arm, "width": width, "lr": lr, "seed": seed, "steps": steps,
-            "final_train_loss": sum(losses[-50:]) / len(losses[-50:]),
-            "val_accuracy": val, "val_mean": sum(val.values()) / len(val),
-            "test_accuracy": test, "test_mean": sum(test.values()) / len(test),
-            "state_bytes": state_bytes(model, study["seq_len"]),
-            "parameters": sum(p.numel() for p in model.parameters()),
-            "train_seconds": seconds, "cpu_seconds": cpu_seconds}
+    run = {"arm": arm, "width": width, "lr": lr, "seed": seed, "steps": steps,
+           "final_train_loss": sum(losses[-50:]) / len(losses[-50:]),
+           "val_accuracy": val, "val_mean": sum(val.values()) / len(val),
+           "test_accuracy": test, "test_mean": sum(test.values()) / len(test),
+           "state_bytes": state_bytes(model, study["seq_len"]),
+           "parameters": sum(p.numel() for p in model.parameters()),
+           "train_seconds": seconds, "cpu_seconds": cpu_seconds}
+    return (run, model) if return_model else run
 
 
 def recall_record_path(study: dict, arm: str, width: int, folder=None) -> Path:
