@@ -20,7 +20,7 @@ name              what it computes                                              
 ``local_gma``     :class:`gma_teach.local.LocalGMA`: window heads + GMA heads (split)         linear
 ``decay_linear``  :class:`gma_teach.forgetting.DecayedLinearAttention` (RetNet decay)         linear (causal only)
 ``decay_gma``     :class:`gma_teach.forgetting.DecayedGaussianMixtureAttention`               linear (causal only)
-``conv``          gated short causal convolution (Zoology's BaseConv; chapter 12)             none (fixed k)
+``conv``          gated short causal convolution (after Zoology's BaseConv; chapter 12)             none (fixed k)
 ================  ==========================================================================  ====================
 
 The two controls bracket what a mixer buys: ``none`` is a model with no context (each position sees only itself),

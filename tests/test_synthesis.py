@@ -81,3 +81,13 @@ def test_a_comparison_not_told_apart_is_never_written_as_parity():
             assert "allows up to" in row["evidence"], row
         for word in ("parity", "on par ", "same as", "level with", "matches"):
             assert word not in row["evidence"] + row["number"], row
+
+
+def test_a_remedy_losing_to_gma_is_not_counted_as_gma_losing():
+    """The Text stand-in's variance remedy is told apart *behind* default GMA: it counts in the remedies' columns,
+    and GMA against the other mixers has no loss."""
+    text = {row["study"]: row for row in synthesis.part_iv_synthesis()}["text"]
+    saved = json.loads(tables_path("text").read_text())
+    remedy = next(c for c in saved["declared"]["comparisons"] if c["arm"] == "gma_variance_d_route")
+    assert remedy["told_apart"] and remedy["mean"] < 0
+    assert text["remedies"][2] >= 1 and text["against_mixers"][2] == 0

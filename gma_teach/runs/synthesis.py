@@ -1,10 +1,13 @@
-"""Part IV at a glance: every study's declared comparisons, counted as GMA's wins, ties and losses.
+"""Part IV at a glance: what GMA is for and what it is not for, and every study's declared comparisons counted.
 
-:func:`part_iv_synthesis` reads the saved tables (``<study>_tables.json``, ``recall_study_tables.json``) and returns one
-row per study; :func:`format_synthesis` writes the rows as a Markdown table. A *win* or a *loss* is a declared
-comparison told apart after Holm's correction (the GMA arm ahead or behind); a *tie* is one that is not. A study
-with a declared second look is counted at it (:func:`standing_family`). Nothing here trains or reads a run: it
-counts what the tables already decided.
+:func:`gma_claims` reads the records and returns one claim a row, each with its number, its interval or verdict and
+its record; :func:`format_claims` writes them as the table README and Part IV's last page show.
+:func:`part_iv_synthesis` reads the saved tables (``<study>_tables.json``, ``recall_study_tables.json``) and counts
+each study's declared comparisons from the GMA side, GMA against other mixers apart from routing remedies against
+default GMA; :func:`format_synthesis` writes the rows as a Markdown table. *Ahead* or *behind* is a declared
+comparison told apart after Holm's correction; *not told apart* is one that is not (never a tie proven). A study
+with a declared second look is counted at it (:func:`standing_family`). Nothing here trains: it reads what the
+records and tables already hold.
 """
 from __future__ import annotations
 
@@ -12,9 +15,10 @@ import json
 from pathlib import Path
 
 from ..records import results_folder
+from ..stats import largest_difference_allowed
 from .arm_records import tables_path
 from .settings import RECALL_STUDY, STUDIES
-from .verdicts import study_findings
+from .verdicts import LOWER_IS_BETTER
 
 STUDY_CHAPTERS = {"listops-lra": 9, "text": 9, "lm": 10, "collapse": 11, "recall": 12}
 """The chapter that reads each study."""
@@ -30,16 +34,37 @@ def standing_family(saved: dict) -> dict:
     return saved.get("second_look") or saved["declared"]
 
 
-def _row(study: str, wins: int, ties: int, losses: int, declared: dict, seeds) -> dict:
+def _counts(comparisons: list[dict], study: dict | None) -> dict:
+    """Declared comparisons counted from the GMA side, apart for GMA against another mixer (``"against_mixers"``)
+    and for a routing remedy against default GMA (``"remedies"``): ``{group: [ahead, not told apart, behind]}``."""
+    counts = {"against_mixers": [0, 0, 0], "remedies": [0, 0, 0]}
+    for c in comparisons:
+        if study is None:  # the recall study: every declared comparison is a GMA arm against linear or SDPA
+            group, difference = "against_mixers", c["difference"]
+        else:
+            arm, against = study["arms"][c["arm"]], study["arms"][c["against"]]
+            both = arm["mixer"] == against["mixer"] == "gma"
+            group = "remedies" if both else "against_mixers"
+            difference = c["mean"] if arm["mixer"] == "gma" else -c["mean"]
+        better = difference < 0 if c.get("metric") in LOWER_IS_BETTER else difference > 0
+        counts[group][1 if not c["told_apart"] else 0 if better else 2] += 1
+    return counts
+
+
+def _row(study: str, comparisons: list[dict], declared: dict, seeds, spec: dict | None) -> dict:
+    counts = _counts(comparisons, spec)
     return {"study": study, "what": WHAT[study], "chapter": STUDY_CHAPTERS[study], "declared": declared["family_size"],
-            "recorded": len(declared["comparisons"]), "seeds": f"{seeds[0]}-{seeds[-1]}", "wins": wins,
-            "ties": ties, "losses": losses}
+            "recorded": len(declared["comparisons"]), "seeds": f"{seeds[0]}-{seeds[-1]}", **counts,
+            "wins": sum(group[0] for group in counts.values()), "ties": sum(group[1] for group in counts.values()),
+            "losses": sum(group[2] for group in counts.values())}
 
 
 def part_iv_synthesis(folder=None) -> list[dict]:
     """One row per study with a saved table: ``{"study", "what", "chapter", "declared" (the family's size),
-    "recorded" (its comparisons run), "seeds" (those the verdicts rest on, ``"0-4"``), "wins", "ties", "losses"}``,
-    in the chapters' order, each counted at its :func:`standing_family`."""
+    "recorded" (its comparisons run), "seeds" (those the verdicts rest on, ``"0-4"``), "against_mixers" and
+    "remedies" (each ``[ahead, not told apart, behind]`` from the GMA side: GMA against another mixer, a routing
+    remedy against default GMA), "wins", "ties", "losses" (their sums)}``, in the chapters' order, each counted at
+    its :func:`standing_family`."""
     folder = Path(folder) if folder is not None else results_folder()
     rows = []
     for name in sorted(STUDY_CHAPTERS, key=STUDY_CHAPTERS.get):
@@ -48,28 +73,26 @@ def part_iv_synthesis(folder=None) -> list[dict]:
             if not path.exists():
                 continue
             declared = json.loads(path.read_text())["declared"]
-            told = [c for c in declared["comparisons"] if c["told_apart"]]
-            wins = sum(c["difference"] > 0 for c in told)  # the GMA arm is always the first: accuracy, higher wins
-            rows.append(_row(name, wins, len(declared["comparisons"]) - len(told), len(told) - wins, declared,
-                             RECALL_STUDY["seeds"]))
+            rows.append(_row(name, declared["comparisons"], declared, RECALL_STUDY["seeds"], None))
             continue
         path = tables_path(STUDIES[name], folder)
         if not path.exists():
             continue
         declared = standing_family(json.loads(path.read_text()))
-        found = study_findings(STUDIES[name], declared)
-        rows.append(_row(name, len(found["wins"]), len(found["ties"]), len(found["losses"]), declared,
-                         declared["seeds"]))
+        rows.append(_row(name, declared["comparisons"], declared, declared["seeds"], STUDIES[name]))
     return rows
 
 
 def format_synthesis(rows: list[dict]) -> str:
-    """The rows as a Markdown table (one line a study); *ahead* and *behind* are said of the GMA side (the remedy,
-    in the remedy study)."""
-    lines = ["| study | chapter | declared comparisons run | seeds | ahead | not told apart | behind |",
-             "|---|---|---|---|---|---|---|"]
-    lines += [f"| {r['what']} | {r['chapter']} | {r['recorded']} of {r['declared']} | {r['seeds']} | {r['wins']} | "
-              f"{r['ties']} | {r['losses']} |" for r in rows]
+    """The rows as a Markdown table (one line a study). GMA against other mixers and routing remedies against default
+    GMA are counted in separate columns, each as ahead / not told apart / behind from the GMA (or remedy) side."""
+    lines = ["| study | chapter | declared comparisons run | seeds | GMA vs other mixers: ahead / not told apart / "
+             "behind | a remedy vs default GMA: ahead / not told apart / behind |", "|---|---|---|---|---|---|"]
+    for r in rows:
+        mixers, remedies = ("-" if sum(r[key]) == 0 else " / ".join(map(str, r[key]))
+                            for key in ("against_mixers", "remedies"))
+        lines.append(f"| {r['what']} | {r['chapter']} | {r['recorded']} of {r['declared']} | {r['seeds']} | "
+                     f"{mixers} | {remedies} |")
     return "\n".join(lines)
 
 
@@ -102,7 +125,7 @@ def _verdict(c: dict, digits: int, scale: float = 1.0) -> str:
     told = "told apart" if c["told_apart"] else "not told apart"
     text = f"{_interval(c, digits, scale)}, Holm p {c['p_holm']:.2g}, {told}"
     if not c["told_apart"]:
-        text += f"; the interval allows up to {scale * max(abs(x) for x in c['ci95']):.{digits}f}"
+        text += f"; the interval allows up to {scale * largest_difference_allowed(c['ci95']):.{digits}f}"
     return text
 
 
@@ -161,7 +184,7 @@ def _lm_claims(folder: Path) -> list[dict]:
     against_sdpa = [c for c in family if c["against"] == "sdpa"]
     against_linear = [c for c in family if c["against"] == "linear"]
     closest = min(against_sdpa, key=lambda c: c["p_holm"])
-    widest = max(against_linear, key=lambda c: max(abs(x) for x in c["ci95"]))
+    widest = max(against_linear, key=lambda c: largest_difference_allowed(c["ci95"]))
     told = sum(c["told_apart"] for c in family)
     return [
         {"side": "not for", "claim": "language modelling on a par with SDPA (small LM, bits per byte)",
@@ -173,7 +196,7 @@ def _lm_claims(folder: Path) -> list[dict]:
          "number": f"GMA minus linear attention {min(c['mean'] for c in against_linear):+.4f} to "
                    f"{max(c['mean'] for c in against_linear):+.4f} in the means",
          "evidence": f"none told apart; the widest interval ({widest['arm']}) allows up to "
-                     f"{max(abs(x) for x in widest['ci95']):.4f}",
+                     f"{largest_difference_allowed(widest['ci95']):.4f}",
          "record": "lm_study_tables.json", "chapter": 10},
     ]
 
