@@ -26,7 +26,8 @@ from dataclasses import dataclass
 from pathlib import Path
 from types import SimpleNamespace
 
-from gma_teach import experiments, measure, stats, study
+from gma_teach import capacity, experiments, make_mixer, measure, stats, study
+from gma_teach.baselines import mixer_state_bytes
 from gma_teach.data import listops
 
 NUMBER = re.compile(r"\d+(?:\.\d+)?")
@@ -389,6 +390,24 @@ def _recall_width(width):
 def _bytes(arm, width=64):
     return Key(RECALL, f"table/arms/{arm}/{width}/state_bytes")
 
+
+def _conv_bytes(width):
+    """The short convolution's decoding state in the recall model at ``width`` (its formula, tested elsewhere)."""
+    return Computed(f"the short convolution's state bytes at width {width}", lambda r: mixer_state_bytes(
+        make_mixer("conv", width, 1, causal=True), r[RECALL]["table"]["design"]["seq_len"]), (RECALL,))
+
+
+def _default_recalls(records):
+    """Every default-routing GMA arm's mean recall, at both widths."""
+    return [sum(e["test_mean"]) / len(e["test_mean"]) for arm, widths in records[RECALL]["table"]["arms"].items()
+            if re.fullmatch(r"gma_k\d+", arm) for e in widths.values()]
+
+
+def _recall_pair(records, k, width):
+    """The declared comparison of GMA K=``k`` with the remedy against linear attention at ``width``."""
+    return next(c for c in records[RECALL]["declared"]["comparisons"]
+                if c["arm"] == f"gma_k{k}_remedy" and c["against"] == "linear" and c["width"] == width)
+
 def recall_cpu_seconds(records, how):
     return how(c for name in records.names(RECALL_ARMS) for c in (r["cpu_seconds"] for r in records[name]["runs"]))
 
@@ -500,6 +519,9 @@ BINDINGS: dict[str, list[Binding]] = {
         Binding("gave seeds {}-{} to every arm and tests the same eight over seeds {}-{}, each Holm p",
                 Key(RC, "design/second_look/seeds/3"), Key(RC, "design/second_look/seeds/-1"),
                 Key(RC, "second_look/seeds/0"), Key(RC, "second_look/seeds/-1")),
+        Binding("each look tested at {}%", Computed(
+            "each look's level: the family's alpha shared by the looks",
+            lambda r: 100 * r[RC]["second_look"]["alpha"] / r[RC]["second_look"]["looks"], (RC,))),
         Binding("the balance loss raises the active share by {} ({}% interval {} to {}), and by {} ({} to {}) with the "
                 "variance change added; means from k-means raise it by {} and the variance change alone by {} (Holm p "
                 "{}).",
@@ -596,12 +618,16 @@ BINDINGS: dict[str, list[Binding]] = {
                 Key(LM, "tables/val_bits_per_byte/ordering/p_holm/*", reduce="count")),
         Binding("mean gains over seeds {}-{}, with", Key(LM, f"{_RECOVERED}/gma_k32_remedy/seeds/0"),
                 Key(LM, f"{_RECOVERED}/gma_k32_remedy/seeds/-1")),
-        Binding("GMA K={} with the remedy recovers {} ({} to {}), linear attention {} ({} to {}), GMA K={} with the "
-                "default routing {} ({} to {}), the uniform average {} and the hybrid {} ({} to {}).",
+        Binding("with Fieller's paired {}% interval over seeds, Student's t), GMA K={} with the remedy recovers {} ({} to "
+                "{}), linear attention {} ({} to {}), GMA K={} with the default routing, whose components collapse, {} "
+                "({} to {}), the uniform average {} and the hybrid {} ({} to {}).",
+                100 * Key(LM, "tables/val_bits_per_byte/confidence"),
                 Key("lm_study_gma_k32_remedy.json", "spec/n_components"), *_signed(LM, f"{_RECOVERED}/gma_k32_remedy"),
                 *_signed(LM, f"{_RECOVERED}/linear"), Key("routing_collapse_default.json", "spec/n_components"),
                 *_signed(LM, f"{_RECOVERED}/gma_k64"), Key(LM, f"{_RECOVERED}/uniform/mean"),
                 *_signed(LM, f"{_RECOVERED}/local_gma")),
+        Binding("not told apart, with an interval ({} to {}) that allows",
+                *_signed(LM, _second(arm="gma_k32_remedy", against="linear"), sign=-1)[1:]),
         Binding("Between steps {} and {}, {} pairs of arms change places, none of them among the {}.",
                 Key(LM_ARMS, "runs/*/history/steps/-2", reduce="unique"),
                 Key(LM_ARMS, "runs/*/history/steps/-1", reduce="unique"),
@@ -700,7 +726,7 @@ BINDINGS: dict[str, list[Binding]] = {
         Binding("sequences of {} tokens holding {}, {}, {}, {} or {} key-value pairs, a vocabulary of {};",
                 Key(RECALL, "table/design/seq_len"), *(Key(RECALL, f"table/design/kv_pairs/{i}") for i in range(5)),
                 Key(RECALL, "table/design/vocab_size")),
-        Binding("two-layer model of width {}, and of width {} for SDPA,", Key(RECALL_ARMS, "width"),
+        Binding("a two-block decoder of width {}, and of width {} for SDPA,", Key(RECALL_ARMS, "width"),
                 Key(RECALL, "table/design/widths/1")),
         Binding("{} steps at the learning rate, {} or {}, with the better validation accuracy on seed {};",
                 Key(RECALL_ARMS, "design/steps"), Key(RECALL_ARMS, "design/learning_rates/0"),
@@ -709,7 +735,9 @@ BINDINGS: dict[str, list[Binding]] = {
                 Computed("the seeds of every recall arm", recall_seeds, (RECALL,)), Key(RECALL_ARMS, "width"),
                 Computed("the fewest CPU-seconds of a recall run", lambda r: recall_cpu_seconds(r, min), ()),
                 Computed("the most CPU-seconds of a recall run", lambda r: recall_cpu_seconds(r, max), ())),
-        Binding("decoding state after {} tokens.", Key(RECALL, "table/design/seq_len")),
+        Binding("decoding state after {} tokens: the mixer's own plus the short convolution's {} bytes at width {} ({} "
+                "at width {}).", Key(RECALL, "table/design/seq_len"), _conv_bytes(64), _recall_width(64),
+                _conv_bytes(128), _recall_width(128)),
         Binding("At width {} SDPA recalls {} ({} bytes), at least {} at every count,", Key(RECALL_ARMS, "width"),
                 _recall("sdpa"), _bytes("sdpa"),
                 Computed("SDPA's lowest accuracy at any count and seed",
@@ -725,6 +753,19 @@ BINDINGS: dict[str, list[Binding]] = {
                 _recall("gma_k64_remedy"), _recall("linear"), _recall_k("gma_k128_remedy", 128),
                 Key(RECALL, "table/design/widths/1"), _bytes("gma_k128_remedy", 128),
                 _recall("gma_k128_remedy", width=128), _recall("linear", width=128)),
+        Binding("With the default routing GMA recalls {} to {} at every K and both widths (table below), at or under "
+                "the {} that guessing",
+                Computed("the lowest default-routing GMA recall", lambda r: min(_default_recalls(r)), (RECALL,)),
+                Computed("the highest default-routing GMA recall", lambda r: max(_default_recalls(r)), (RECALL,)),
+                Computed("the mean of 1/n over the recall counts", lambda r: capacity.mean_guessing_floor(
+                    r[RECALL]["table"]["design"]["kv_pairs"]), (RECALL,))),
+        Binding("(Holm p {} each; their intervals allow linear attention ahead by up to {} and {}).",
+                Computed("the Holm p of both equal-state comparisons", lambda r: _unique(sorted(
+                    {round(_recall_pair(r, k, w)["p_holm"], 12) for k, w in ((64, 64), (128, 128))}),
+                    "the equal-state Holm p-values"), (RECALL,)),
+                *(Computed(f"the largest difference the K={k} equal-state interval allows", lambda r, k=k, w=w:
+                           stats.largest_difference_allowed(_recall_pair(r, k, w)["ci95"]), (RECALL,))
+                  for k, w in ((64, 64), (128, 128)))),
         Binding("at each width ({} comparisons, paired t over the {} seeds, Holm). Of these, {} are told apart,",
                 Key(RECALL, "declared/family_size"), Computed("the seeds of every recall arm", recall_seeds, (RECALL,)),
                 Computed("the recall comparisons told apart", recall_told_apart, (RECALL,))),
@@ -739,14 +780,11 @@ BINDINGS: dict[str, list[Binding]] = {
                 Key(RECALL, "table/arms/window/64/options/window"), _recall("window"), _bytes("window"),
                 Key(RECALL, "table/arms/local_gma/64/options/n_components"), _recall("local_gma"),
                 _bytes("local_gma"), _recall_k("decay_gma"), _recall("decay_gma")),
-        Binding("against {} for GMA K={}; linear attention with a decay recalls {}. Mamba recalls {} ({} bytes) and "
-                "Performer {} ({} bytes), no better than guessing one of the {} values ({}):",
-                _recall("gma_k32"), _recall_k("gma_k32"), _recall("decay_linear"), _recall("mamba"), _bytes("mamba"),
-                _recall("performer"), _bytes("performer"),
-                Computed("the values of the recall vocabulary (its second half)",
-                         lambda r: r[RECALL]["table"]["design"]["vocab_size"] // 2, (RECALL,)),
-                Computed("the accuracy of guessing a value", lambda r: 2 / r[RECALL]["table"]["design"]["vocab_size"],
-                         (RECALL,))),
+        Binding("against {} for GMA K={} (not told apart, exploratory)", _recall("gma_k32"), _recall_k("gma_k32")),
+        Binding("linear attention with a decay recalls {}. Mamba recalls {} ({} bytes), under the {} of guessing",
+                _recall("decay_linear"), _recall("mamba"), _bytes("mamba"),
+                Computed("the mean of 1/n over the recall counts", lambda r: capacity.mean_guessing_floor(
+                    r[RECALL]["table"]["design"]["kv_pairs"]), (RECALL,))),
         Binding("| K | {} | {} | {} | {} | {} | {} |", *(_recall_k(f"gma_k{k}") for k in RECALL_KS)),
         Binding(" ".join(f"| width {{}}: {label} | {{}} | {{}} | {{}} | {{}} | {{}} | {{}} |" for _ in (64, 128)
                          for label in ("state bytes", "default routing", "with the remedy")),
