@@ -618,9 +618,9 @@ BINDINGS: dict[str, list[Binding]] = {
                 Key(LM, "tables/val_bits_per_byte/ordering/p_holm/*", reduce="count")),
         Binding("mean gains over seeds {}-{}, with", Key(LM, f"{_RECOVERED}/gma_k32_remedy/seeds/0"),
                 Key(LM, f"{_RECOVERED}/gma_k32_remedy/seeds/-1")),
-        Binding("with Fieller's paired {}% interval over seeds, Student's t), GMA K={} with the remedy recovers {} ({} to "
-                "{}), linear attention {} ({} to {}), GMA K={} with the default routing, whose components collapse, {} "
-                "({} to {}), the uniform average {} and the hybrid {} ({} to {}).",
+        Binding("with Fieller's paired {}% interval over seeds, Student's t), GMA K={} with the remedy recovers {} "
+                "({} to {}), linear attention {} ({} to {}), GMA K={} with the default routing, whose components "
+                "collapse, {} ({} to {}), the uniform average {} and the hybrid {} ({} to {}).",
                 100 * Key(LM, "tables/val_bits_per_byte/confidence"),
                 Key("lm_study_gma_k32_remedy.json", "spec/n_components"), *_signed(LM, f"{_RECOVERED}/gma_k32_remedy"),
                 *_signed(LM, f"{_RECOVERED}/linear"), Key("routing_collapse_default.json", "spec/n_components"),
