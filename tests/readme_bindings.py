@@ -785,6 +785,7 @@ BINDINGS: dict[str, list[Binding]] = {
                 _recall("decay_linear"), _recall("mamba"), _bytes("mamba"),
                 Computed("the mean of 1/n over the recall counts", lambda r: capacity.mean_guessing_floor(
                     r[RECALL]["table"]["design"]["kv_pairs"]), (RECALL,))),
+        Binding("recalls {} ({} bytes), under the same floor", _recall("performer"), _bytes("performer")),
         Binding("| K | {} | {} | {} | {} | {} | {} |", *(_recall_k(f"gma_k{k}") for k in RECALL_KS)),
         Binding(" ".join(f"| width {{}}: {label} | {{}} | {{}} | {{}} | {{}} | {{}} | {{}} |" for _ in (64, 128)
                          for label in ("state bytes", "default routing", "with the remedy")),
