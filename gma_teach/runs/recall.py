@@ -1,6 +1,8 @@
 """The recall study of chapter 12: multi-query associative recall (MQAR) against the size of each mixer's state.
 
-The design is declared before any run, in ``gma_teach.runs.settings.RECALL_STUDY``:
+The design is declared before any recorded run, in ``gma_teach.runs.settings.RECALL_STUDY``; its vocabulary,
+steps, learning rates, position-embedding scale and the convolution under every mixer were chosen after pilot runs
+that are not in the records:
 
 * **Task.** :func:`gma_teach.tasks.mqar` at one sequence length; every model trains on an equal mixture of the
   study's kv-pair counts and is tested on each count separately (Zoology's protocol). Train, validation and test
