@@ -65,20 +65,25 @@ PRESETS: dict[str, dict[str, dict]] = {
     },
     # ch05: the layer shown, the Lipschitz sweep over variance floors, and the training runs on the synthetic tasks
     # of gma_teach.tasks (majority: counting; recall: n_pairs pairs drawn from n_keys keys, n_keys >> K).
+    # exercise_recall: the recall task of Exercise 5.3's answer, which trains GMA up to K = n_keys (at tiny and
+    # small fewer keys than the chapter's, so that K = n_keys costs about what the chapter's K does).
     "ch05": {
         "tiny": dict(d_model=32, n_heads=2, n_components=8, d_probe=16, init_stds=[0.3, 1.0, 3.0],
                      min_variances=[1.0, 0.1, 0.01, 0.001],
                      n_probe=512, seq_len=32, n_pairs=12, n_keys=64, n_values=8, n_train=4096, n_test=1024,
-                     batch_size=64, n_steps=300, lr=3e-3),
+                     batch_size=64, n_steps=300, lr=3e-3, exercise_recall=dict(n_keys=16, n_pairs=8)),
         "small": dict(d_model=64, n_heads=4, n_components=16, d_probe=16, init_stds=[0.3, 1.0, 3.0],
                       min_variances=[1.0, 0.1, 0.01, 0.001, 0.0001], n_probe=4096, seq_len=64, n_pairs=24,
-                      n_keys=256, n_values=16, n_train=16384, n_test=2048, batch_size=64, n_steps=600, lr=2e-3),
+                      n_keys=256, n_values=16, n_train=16384, n_test=2048, batch_size=64, n_steps=600, lr=2e-3,
+                      exercise_recall=dict(n_keys=32, n_pairs=16)),
         "medium": dict(d_model=128, n_heads=4, n_components=32, d_probe=32, init_stds=[0.3, 1.0, 3.0],
                        min_variances=[1.0, 0.1, 0.01, 0.001, 0.0001], n_probe=8192, seq_len=128, n_pairs=48,
-                       n_keys=1024, n_values=32, n_train=32768, n_test=4096, batch_size=128, n_steps=3000, lr=1e-3),
+                       n_keys=1024, n_values=32, n_train=32768, n_test=4096, batch_size=128, n_steps=3000, lr=1e-3,
+                       exercise_recall=dict(n_keys=1024, n_pairs=48)),
         "full": dict(d_model=128, n_heads=4, n_components=32, d_probe=32, init_stds=[0.3, 1.0, 3.0],
                      min_variances=[1.0, 0.1, 0.01, 0.001, 0.0001], n_probe=16384, seq_len=128, n_pairs=48,
-                     n_keys=1024, n_values=32, n_train=65536, n_test=4096, batch_size=128, n_steps=5000, lr=1e-3),
+                     n_keys=1024, n_values=32, n_train=65536, n_test=4096, batch_size=128, n_steps=5000, lr=1e-3,
+                     exercise_recall=dict(n_keys=1024, n_pairs=48)),
     },
     # ch06: the causal memory sweep (cumsum materializes (N, K, d_v); each form stops at its *_max_len), chunk sizes,
     # the recurrent decoding demo, and the from-scratch example (demo).
