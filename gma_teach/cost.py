@@ -437,17 +437,26 @@ def _ch04(p, on_cuda):
     return points
 
 
+def _task_run(p, label, mixer, seq_len, n_components, n_evals, on_cuda):
+    """One run of chapter 5's one-block ``TaskModel`` on one thread, evaluated ``n_evals`` times on the test split. A
+    run whose largest activation fits :data:`CPU_CACHE_BYTES` (the chapter's at small: a (B, H, N, K) or (B, H, N, N)
+    tensor of 1-4 MiB) reads it back from the caches, as the recall model does: no streamed bytes."""
+    work = training_work(n_steps=p.n_steps, batch_size=p.batch_size, seq_len=seq_len, d_model=p.d_model, n_layers=1,
+                         d_ff=0, n_heads=p.n_heads, mixer=mixer, output_size=max(p.n_values, 2),
+                         n_eval_tokens=n_evals * p.n_test * seq_len, n_components=n_components)
+    widest = max(p.d_model, p.n_heads * (n_components if mixer == "gma" else seq_len))
+    if FLOAT32 * p.batch_size * seq_len * widest <= CPU_CACHE_BYTES:
+        work = Work(work.flops, 0.0, work.ops, work.peak)
+    return Point(label, work, single_thread=True, amp=on_cuda)
+
+
 def _ch05(p, on_cuda):
     points = [Point("Lipschitz sweep", Work(60 * p.n_probe * p.n_components * p.d_probe, 0, 400)
                     * len(p.min_variances), on="host", single_thread=True)]
     tasks = {"majority": p.seq_len, "recall": 2 * p.n_pairs + 1}
     for task, seq_len in tasks.items():
-        for mixer in ("gma", "softmax"):
-            evals = 6 * p.n_test * seq_len
-            work = training_work(n_steps=p.n_steps, batch_size=p.batch_size, seq_len=seq_len, d_model=p.d_model,
-                                 n_layers=1, d_ff=0, n_heads=p.n_heads, mixer=mixer, output_size=max(p.n_values, 2),
-                                 n_eval_tokens=evals, n_components=p.n_components)
-            points.append(Point(f"train {mixer} ({task})", work, single_thread=True, amp=on_cuda))
+        for mixer in ("gma", "softmax"):  # evaluated every sixth of the run
+            points.append(_task_run(p, f"train {mixer} ({task})", mixer, seq_len, p.n_components, 6, on_cuda))
     return points
 
 
@@ -654,11 +663,14 @@ def _ch09(p, on_cuda):
 LM_VOCAB = {"stdlib": 13_000, "wikitext-103": 50_257, "wikitext-2": 50_257}  # compacted stdlib: ~13k GPT-2 ids
 TOKENIZE_SECONDS_PER_TOKEN = 2e-6  # GPT-2 BPE (tiktoken) and packing, one core
 LM_TRAIN_TOKENS = {"stdlib": 1_200_000, "wikitext-103": 118_000_000, "wikitext-2": 2_400_000}
+LM_VAL_TOKENS = {"stdlib": 25_000, "wikitext-103": 250_000, "wikitext-2": 250_000}
+"""Tokens of a corpus's validation split, each evaluation's forward passes (stdlib: 196 blocks of 128; WikiText's
+validation text, 218k words, in GPT-2 tokens)."""
 
 
 def _lm_points(q, runs, on_cuda, *, cached_first=False):
     vocab = LM_VOCAB.get(q.source, 50_257)
-    val_tokens = q.max_val_tokens or LM_TRAIN_TOKENS.get(q.source, 1_000_000) // 20
+    val_tokens = q.max_val_tokens or LM_VAL_TOKENS.get(q.source, 250_000)
     evals = (q.n_steps // q.eval_every + 1) * val_tokens
     tokenize = Work(seconds=LM_TRAIN_TOKENS.get(q.source, 1e6) * TOKENIZE_SECONDS_PER_TOKEN)
     points = [Point("tokenize the corpus", tokenize, on="host")]
