@@ -184,8 +184,8 @@ def test_every_chapter_notebook_has_its_key_in_the_model():
     notebooks = time_chapters.chapter_notebooks()
     keys = {time_chapters.chapter_name(path) for path in notebooks}
     assert {"ch07b", "ch12"} <= keys and keys <= set(cost.CHAPTERS), sorted(keys - set(cost.CHAPTERS))
-    assert [build_book.chapter_key(path) for path in notebooks] == [time_chapters.chapter_name(path)
-                                                                    for path in notebooks]
+    assert [build_book.page_key(path) for path in notebooks] == [time_chapters.chapter_name(path)
+                                                                 for path in notebooks]
 
 
 @pytest.mark.parametrize("chapter", ["ch07b", "ch12"])
