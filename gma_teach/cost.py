@@ -881,11 +881,9 @@ def _page(name, sized=None):
     return points
 
 
-PAGES = {name: _page(name, sized) for name, sized in (
-    ("statistics_primer", None), ("part_iv_findings", None), ("answers01", _answers01), ("answers02", None),
-    ("answers03", None), ("answers04", None), ("answers05", _answers05), ("answers06", _answers06),
-    ("answers07", None), ("answers08", _answers08), ("answers09", None), ("answers10", _answers10),
-    ("answers11", None), ("answers12", None))}
+SIZED_WORK = {"answers01": _answers01, "answers05": _answers05, "answers06": _answers06, "answers08": _answers08,
+              "answers10": _answers10}
+PAGES = {name: _page(name, SIZED_WORK.get(name)) for name in PAGE_SECONDS}
 """The pages the book executes besides the chapters, by key: ``"answersNN"`` for ``book/answers/NN_answers.ipynb``
 (it reads chapter NN's preset, :data:`PRESET_OF`), and the notebook's name for the other pages."""
 
