@@ -29,10 +29,11 @@ record's load matters as much as its hardware: two OpenMP threads on an oversubs
 parallel region, so a run that shares the machine uses one thread. The GPU profiles are spec-sheet rates times fixed
 efficiencies until a GPU record exists.
 
-API: :func:`predict` (a chapter of :data:`CHAPTERS` -- ``"ch01"`` ... ``"ch12"``, ``"ch07b"`` -- or one run of an
-experiment, ``"listops"``, ``"text"``, ``"lm"``, ``"recall"``, at a scale on a device profile), :func:`fits` (within the
-profile's memory and a time budget), :func:`point_fits` (would one sweep point fit: for skipping it before it runs
-out of memory), :func:`current_profile` (the profile closest to this machine).
+API: :func:`predict` (a chapter of :data:`CHAPTERS` -- ``"ch01"`` ... ``"ch12"``, ``"ch07b"`` --, another page the
+book executes, :data:`PAGES` -- ``"answers01"`` ... ``"answers12"``, ``"statistics_primer"``, ``"part_iv_findings"``
+--, or one run of an experiment, ``"listops"``, ``"text"``, ``"lm"``, ``"recall"``, at a scale on a device
+profile), :func:`fits` (within the profile's memory and a time budget), :func:`point_fits` (would one sweep point
+fit: for skipping it before it runs out of memory), :func:`current_profile` (the profile closest to this machine).
 """
 from __future__ import annotations
 
@@ -213,7 +214,7 @@ class Prediction:
         chapter, scale, profile: what was predicted, on which :class:`DeviceProfile` name.
         peak_bytes: the largest peak of any point on the device (the GPU's memory on a GPU).
         host_peak_bytes: the largest peak of the points on the host CPU beside a GPU (0 on a CPU).
-        seconds: the chapter's fixed cost plus every point not ``cached``.
+        seconds: the chapter's fixed cost (a page's, :data:`PAGE_FIXED_SECONDS`) plus every point not ``cached``.
         points: one :class:`PointPrediction` each.
     """
 
@@ -437,17 +438,26 @@ def _ch04(p, on_cuda):
     return points
 
 
+def _task_run(p, label, mixer, seq_len, n_components, n_evals, on_cuda):
+    """One run of chapter 5's one-block ``TaskModel`` on one thread, evaluated ``n_evals`` times on the test split. A
+    run whose largest activation fits :data:`CPU_CACHE_BYTES` (the chapter's at small: a (B, H, N, K) or (B, H, N, N)
+    tensor of 1-4 MiB) reads it back from the caches, as the recall model does: no streamed bytes."""
+    work = training_work(n_steps=p.n_steps, batch_size=p.batch_size, seq_len=seq_len, d_model=p.d_model, n_layers=1,
+                         d_ff=0, n_heads=p.n_heads, mixer=mixer, output_size=max(p.n_values, 2),
+                         n_eval_tokens=n_evals * p.n_test * seq_len, n_components=n_components)
+    widest = max(p.d_model, p.n_heads * (n_components if mixer == "gma" else seq_len))
+    if FLOAT32 * p.batch_size * seq_len * widest <= CPU_CACHE_BYTES:
+        work = Work(work.flops, 0.0, work.ops, work.peak)
+    return Point(label, work, single_thread=True, amp=on_cuda)
+
+
 def _ch05(p, on_cuda):
     points = [Point("Lipschitz sweep", Work(60 * p.n_probe * p.n_components * p.d_probe, 0, 400)
                     * len(p.min_variances), on="host", single_thread=True)]
     tasks = {"majority": p.seq_len, "recall": 2 * p.n_pairs + 1}
     for task, seq_len in tasks.items():
-        for mixer in ("gma", "softmax"):
-            evals = 6 * p.n_test * seq_len
-            work = training_work(n_steps=p.n_steps, batch_size=p.batch_size, seq_len=seq_len, d_model=p.d_model,
-                                 n_layers=1, d_ff=0, n_heads=p.n_heads, mixer=mixer, output_size=max(p.n_values, 2),
-                                 n_eval_tokens=evals, n_components=p.n_components)
-            points.append(Point(f"train {mixer} ({task})", work, single_thread=True, amp=on_cuda))
+        for mixer in ("gma", "softmax"):  # evaluated every sixth of the run
+            points.append(_task_run(p, f"train {mixer} ({task})", mixer, seq_len, p.n_components, 6, on_cuda))
     return points
 
 
@@ -654,11 +664,14 @@ def _ch09(p, on_cuda):
 LM_VOCAB = {"stdlib": 13_000, "wikitext-103": 50_257, "wikitext-2": 50_257}  # compacted stdlib: ~13k GPT-2 ids
 TOKENIZE_SECONDS_PER_TOKEN = 2e-6  # GPT-2 BPE (tiktoken) and packing, one core
 LM_TRAIN_TOKENS = {"stdlib": 1_200_000, "wikitext-103": 118_000_000, "wikitext-2": 2_400_000}
+LM_VAL_TOKENS = {"stdlib": 25_000, "wikitext-103": 250_000, "wikitext-2": 250_000}
+"""Tokens of a corpus's validation split, each evaluation's forward passes (stdlib: 196 blocks of 128; WikiText's
+validation text, 218k words, in GPT-2 tokens)."""
 
 
 def _lm_points(q, runs, on_cuda, *, cached_first=False):
     vocab = LM_VOCAB.get(q.source, 50_257)
-    val_tokens = q.max_val_tokens or LM_TRAIN_TOKENS.get(q.source, 1_000_000) // 20
+    val_tokens = q.max_val_tokens or LM_VAL_TOKENS.get(q.source, 250_000)
     evals = (q.n_steps // q.eval_every + 1) * val_tokens
     tokenize = Work(seconds=LM_TRAIN_TOKENS.get(q.source, 1e6) * TOKENIZE_SECONDS_PER_TOKEN)
     points = [Point("tokenize the corpus", tokenize, on="host")]
@@ -796,6 +809,86 @@ def _ch12(p, on_cuda):
     return points
 
 
+# ----------------------------------------------------------------------------------------------------------------
+# The other pages the book executes: the answers, the statistics primer, Part IV's findings
+# ----------------------------------------------------------------------------------------------------------------
+PAGE_FIXED_SECONDS = 2.0
+"""Fixed cost of a page that is not a chapter: a kernel start and the imports, few figures (the lightest pages of
+build_seconds_cpu_small.json: 2.2-2.6 s)."""
+PAGE_SECONDS = {"statistics_primer": 1.8, "part_iv_findings": 0.6, "answers01": 0.4, "answers02": 0.6,
+                "answers03": 1.6, "answers04": 1.8, "answers05": 0.5, "answers06": 2.3, "answers07": 1.2,
+                "answers08": 0.2, "answers09": 1.5, "answers10": 0.5, "answers11": 0.2, "answers12": 1.0}
+"""Seconds of each page's fixed-size work beyond :data:`PAGE_FIXED_SECONDS`: checkers on their own small inputs, the
+records read and plotted, the same at every scale (build_seconds_cpu_small.json's time less the fixed cost and the
+page's sized work below)."""
+ANSWER_10_KS = (4, 8, 16)  # the values of K answers/10 passes to ch10.check_k_sweep
+
+
+def _answers01(p, on_cuda):
+    """Exercise 1.3: eager softmax timed (a warm-up and three repeats) and its peak measured at the three lengths
+    below chapter 1's longest."""
+    return [_sweep_point(f"softmax N={n}", attention_work("softmax", p.batch_size, p.n_heads, n, p.d_head, p.d_head),
+                         1 + 3 + 1, single_thread=False) for n in p.seq_lens[-4:-1]]
+
+
+def _answers05(p, on_cuda):
+    """Exercise 5.3: GMA at K = n_keys / 8, n_keys / 2, n_keys and softmax on ``exercise_recall``'s task, chapter 5's
+    model, steps and one thread, each evaluated once."""
+    n_keys, seq_len = p.exercise_recall["n_keys"], 2 * p.exercise_recall["n_pairs"] + 1
+    runs = [("gma", k) for k in (max(2, n_keys // 8), n_keys // 2, n_keys)] + [("softmax", p.n_components)]
+    return [_task_run(p, f"train {mixer} K={k}" if mixer == "gma" else f"train {mixer}", mixer, seq_len, k, 1,
+                      on_cuda) for mixer, k in runs]
+
+
+def _answers06(p, on_cuda):
+    """Exercise 6.3's measurement: the chunked causal form's peak at chapter 6's longest length, each chunk size."""
+    return [Point(f"chunk size {c}", attention_work("gma_chunked", p.batch_size, p.n_heads, p.seq_lens[-1], p.d_route,
+                                                    p.d_value, p.n_components, chunk_size=c), single_thread=False)
+            for c in p.chunk_sizes]
+
+
+def _answers08(p, on_cuda):
+    """Exercises 8.2 and 8.3: chapter 8's protocol for Performer over its lengths and for GMA over its K (one timed
+    call each, with a warm-up and the peak), and GMA at K = 256 and twice the K sweep's length."""
+    sizes = dict(d_model=p.d_model, n_heads=p.n_heads, batch_size=p.batch_size)
+    points = [Point(f"performer N={n}", block_work("performer", seq_len=n, n_features=p.n_features, **sizes) * 3)
+              for n in p.seq_lens]
+    points += [Point(f"gma K={k}", block_work("gma", seq_len=p.k_sweep_len, n_components=k, **sizes) * 3)
+               for k in p.k_values]
+    return points + [Point("gma K=256 at 2N", block_work("gma", seq_len=2 * p.k_sweep_len, n_components=256,
+                                                         **sizes) * 3)]
+
+
+def _answers10(p, on_cuda):
+    """Exercise 10.2: one LM a value of :data:`ANSWER_10_KS` at ``exercise_lm``'s sizes on chapter 10's data (tokenized
+    there), each evaluated once more by the checker."""
+    q = preset_sizes("lm", p.live_scale, **p.exercise_lm)
+    tokenize, *runs = _lm_points(q, [(f"lm gma K={k}", "gma", k) for k in ANSWER_10_KS], on_cuda)
+    tokenize.cached = True
+    val_tokens = q.max_val_tokens or LM_VAL_TOKENS.get(q.source, 250_000)
+    checks = [training_work(n_steps=0, batch_size=q.batch_size, seq_len=q.seq_len, d_model=q.d_model,
+                            n_layers=q.n_layers, d_ff=q.d_ff, n_heads=q.n_heads, mixer="gma",
+                            vocab_size=LM_VOCAB.get(q.source, 50_257), n_eval_tokens=val_tokens, n_components=k)
+              for k in ANSWER_10_KS]
+    return [tokenize, *runs, Point("the checker's evaluations", sum(checks, Work()), amp=on_cuda)]
+
+
+def _page(name, sized=None):
+    """A page's points: its sized work (``sized(p, on_cuda)``, if any) and its fixed-size work of
+    :data:`PAGE_SECONDS`."""
+    def points(p, on_cuda):
+        fixed = Point("checkers, records and figures", Work(seconds=PAGE_SECONDS[name]), on="host")
+        return [*(sized(p, on_cuda) if sized is not None else []), fixed]
+    return points
+
+
+SIZED_WORK = {"answers01": _answers01, "answers05": _answers05, "answers06": _answers06, "answers08": _answers08,
+              "answers10": _answers10}
+PAGES = {name: _page(name, SIZED_WORK.get(name)) for name in PAGE_SECONDS}
+"""The pages the book executes besides the chapters, by key: ``"answersNN"`` for ``book/answers/NN_answers.ipynb``
+(it reads chapter NN's preset, :data:`PRESET_OF`), and the notebook's name for the other pages."""
+
+
 def _experiment(name):
     def points(q, on_cuda):
         if name == "lm":
@@ -807,18 +900,20 @@ def _experiment(name):
 CHAPTERS = {"ch01": _ch01, "ch02": _ch02, "ch03": _ch03, "ch04": _ch04, "ch05": _ch05, "ch06": _ch06, "ch07": _ch07,
             "ch07b": _ch07b,
             "ch08": _ch08, "ch09": _ch09, "ch10": _ch10, "ch11": _ch11, "ch12": _ch12,
-            "listops": _experiment("listops"), "text": _experiment("text"), "lm": _experiment("lm"),
+            **PAGES, "listops": _experiment("listops"), "text": _experiment("text"), "lm": _experiment("lm"),
             "recall": _recall}
 """Everything the model predicts, by key, namely the chapters ``"ch01"`` ... ``"ch12"`` with ``"ch07b"`` (the keys
 ``tools/build_book.py`` and ``tools/time_chapters.py`` derive from the notebooks' names; chapter 7b reads chapter 7's
-preset, see :data:`PRESET_OF`); one GMA run (one seed) of each experiment preset, ``"listops"``, ``"text"`` and
-``"lm"``; and ``"recall"``, one run of the recall study (one arm, seed and learning rate: :data:`RECALL_RUN`, the
-same at every scale)."""
+preset, see :data:`PRESET_OF`) and every other page the book executes (:data:`PAGES`); one GMA run (one seed) of
+each experiment preset, ``"listops"``, ``"text"`` and ``"lm"``; and ``"recall"``, one run of the recall study (one
+arm, seed and learning rate: :data:`RECALL_RUN`, the same at every scale)."""
 
 
-PRESET_OF = {"ch07b": "ch07", "recall": None}
+PRESET_OF = {"ch07b": "ch07", "recall": None, "statistics_primer": None, "part_iv_findings": None,
+             **{f"answers{n:02d}": f"ch{n:02d}" for n in range(1, 13)}}
 """The preset an entry of :data:`CHAPTERS` reads when it is not the entry's own name: chapter 7b runs on chapter 7's
-sizes; ``None``: the entry has no preset (the recall study's one setting, :data:`RECALL_RUN`)."""
+sizes and an answers page on its chapter's; ``None``: the entry has no preset (the recall study's one setting,
+:data:`RECALL_RUN`; the primer and Part IV's findings, which read records)."""
 
 
 def points(chapter: str, scale: str, on_cuda: bool) -> list[Point]:
@@ -836,7 +931,8 @@ def predict(chapter: str, scale: str, device_profile="cpu-2core") -> Prediction:
     """Predicted time and peak memory of ``chapter`` at ``scale`` on ``device_profile``.
 
     Args:
-        chapter: a key of :data:`CHAPTERS`: ``"ch01"`` ... ``"ch12"`` or ``"ch07b"``, or an experiment
+        chapter: a key of :data:`CHAPTERS`: ``"ch01"`` ... ``"ch12"`` or ``"ch07b"``, a page of :data:`PAGES`
+            (``"answers05"``, ``"statistics_primer"``, ...), or an experiment
             (``"listops"``, ``"text"``, ``"lm"``: one GMA run of the preset; ``"recall"``: one run of the recall
             study, :data:`RECALL_RUN`, whatever the scale).
         scale: one of ``gma_teach.environment.SCALES``.
@@ -853,7 +949,7 @@ def predict(chapter: str, scale: str, device_profile="cpu-2core") -> Prediction:
         predicted.append(PointPrediction(point.label, point_seconds(point, device), point.work.peak,
                                          point.work.peak <= budget, point.on if device.is_cuda else "device",
                                          point.cached))
-    fixed = CHAPTER_FIXED_SECONDS if chapter.startswith("ch") else 0.0
+    fixed = CHAPTER_FIXED_SECONDS if chapter.startswith("ch") else PAGE_FIXED_SECONDS if chapter in PAGES else 0.0
     on_device = [q.peak_bytes for q in predicted if q.on == "device"]
     on_host = [q.peak_bytes for q in predicted if q.on == "host"]
     return Prediction(chapter, scale, device.name, max(on_device, default=0.0), max(on_host, default=0.0),

@@ -65,20 +65,26 @@ PRESETS: dict[str, dict[str, dict]] = {
     },
     # ch05: the layer shown, the Lipschitz sweep over variance floors, and the training runs on the synthetic tasks
     # of gma_teach.tasks (majority: counting; recall: n_pairs pairs drawn from n_keys keys, n_keys >> K).
+    # exercise_recall: the recall task of Exercise 5.3's answer, which trains GMA up to K = n_keys (at tiny and
+    # small fewer keys than the chapter's, so that K = n_keys costs about what the chapter's K does). small trains
+    # 400 steps: majority is solved by both mixers within 100, and on recall softmax leads GMA by 0.68 (0.52 at 600).
     "ch05": {
         "tiny": dict(d_model=32, n_heads=2, n_components=8, d_probe=16, init_stds=[0.3, 1.0, 3.0],
                      min_variances=[1.0, 0.1, 0.01, 0.001],
                      n_probe=512, seq_len=32, n_pairs=12, n_keys=64, n_values=8, n_train=4096, n_test=1024,
-                     batch_size=64, n_steps=300, lr=3e-3),
+                     batch_size=64, n_steps=300, lr=3e-3, exercise_recall=dict(n_keys=16, n_pairs=8)),
         "small": dict(d_model=64, n_heads=4, n_components=16, d_probe=16, init_stds=[0.3, 1.0, 3.0],
                       min_variances=[1.0, 0.1, 0.01, 0.001, 0.0001], n_probe=4096, seq_len=64, n_pairs=24,
-                      n_keys=256, n_values=16, n_train=16384, n_test=2048, batch_size=64, n_steps=600, lr=2e-3),
+                      n_keys=256, n_values=16, n_train=16384, n_test=2048, batch_size=64, n_steps=400, lr=2e-3,
+                      exercise_recall=dict(n_keys=32, n_pairs=16)),
         "medium": dict(d_model=128, n_heads=4, n_components=32, d_probe=32, init_stds=[0.3, 1.0, 3.0],
                        min_variances=[1.0, 0.1, 0.01, 0.001, 0.0001], n_probe=8192, seq_len=128, n_pairs=48,
-                       n_keys=1024, n_values=32, n_train=32768, n_test=4096, batch_size=128, n_steps=3000, lr=1e-3),
+                       n_keys=1024, n_values=32, n_train=32768, n_test=4096, batch_size=128, n_steps=3000, lr=1e-3,
+                       exercise_recall=dict(n_keys=1024, n_pairs=48)),
         "full": dict(d_model=128, n_heads=4, n_components=32, d_probe=32, init_stds=[0.3, 1.0, 3.0],
                      min_variances=[1.0, 0.1, 0.01, 0.001, 0.0001], n_probe=16384, seq_len=128, n_pairs=48,
-                     n_keys=1024, n_values=32, n_train=65536, n_test=4096, batch_size=128, n_steps=5000, lr=1e-3),
+                     n_keys=1024, n_values=32, n_train=65536, n_test=4096, batch_size=128, n_steps=5000, lr=1e-3,
+                     exercise_recall=dict(n_keys=1024, n_pairs=48)),
     },
     # ch06: the causal memory sweep (cumsum materializes (N, K, d_v); each form stops at its *_max_len), chunk sizes,
     # the recurrent decoding demo, and the from-scratch example (demo).
@@ -101,7 +107,8 @@ PRESETS: dict[str, dict[str, dict]] = {
                      demo=dict(n_tokens=9, n_components=3, d_value=2)),
     },
     # ch07: the Triton chapter. demo = the step-by-step kernels; cases = odd (n_q, n_k, d, d_v, K, causal) sizes
-    # checked against chapter 3's spec; precision = the cancellation table; timing = the live comparison.
+    # checked against chapter 3's spec; precision = the cancellation table; timing = the live comparison (at small,
+    # on a CPU, it times Triton's interpreter: N up to 512 and two repeats show its constants in under a minute).
     "ch07": {
         "tiny": dict(vector_len=1000, vector_block=256,
                      demo=dict(batch_size=1, n_heads=2, n_tokens=100, d_route=16, d_value=16, n_components=40,
@@ -117,8 +124,8 @@ PRESETS: dict[str, dict[str, dict]] = {
                       cases=[(17, 17, 5, 7, 3, False), (1, 100, 16, 5, 40, False), (100, 17, 5, 16, 3, False),
                              (17, 17, 16, 7, 40, True), (100, 100, 5, 16, 3, True), (300, 300, 16, 16, 40, True)],
                       precision=dict(n_tokens=4096, d_route=64, n_components=128),
-                      timing=dict(seq_lens=[256, 512, 1024], batch_size=1, n_heads=2, d_route=32, d_value=32,
-                                  n_components=64, repeat=3)),
+                      timing=dict(seq_lens=[128, 256, 512], batch_size=1, n_heads=2, d_route=32, d_value=32,
+                                  n_components=64, repeat=2)),
         "medium": dict(vector_len=1000, vector_block=256,
                        demo=dict(batch_size=2, n_heads=4, n_tokens=1000, d_route=64, d_value=64, n_components=128,
                                  chunk_size=64),
@@ -139,14 +146,15 @@ PRESETS: dict[str, dict[str, dict]] = {
                                  n_components=128, repeat=10)),
     },
     # ch08: the Table 1 protocol (gma_teach.profiling): one block of width d_model, forward + backward, every mixer
-    # over seq_lens (GMA with n_components), GMA over k_values at k_sweep_len; full = the paper's width 768.
+    # over seq_lens (GMA with n_components), GMA over k_values at k_sweep_len; full = the paper's width 768. small
+    # stops at N = 4096 (a minute on two cores); the recorded sweep profiling_cpu_small.json reaches 8192.
     "ch08": {
         "tiny": dict(d_model=64, n_heads=2, batch_size=1, seq_lens=[128, 256, 512], n_components=16,
                      k_values=[8, 32, 64], k_sweep_len=256, n_features=32, linformer_k=32, softmax_max_len=512,
                      repeat=1, mixers=["softmax", "sdpa", "linear", "performer", "linformer", "mamba", "gma"]),
-        "small": dict(d_model=256, n_heads=4, batch_size=1, seq_lens=[512, 1024, 2048, 4096, 8192], n_components=64,
+        "small": dict(d_model=256, n_heads=4, batch_size=1, seq_lens=[512, 1024, 2048, 4096], n_components=64,
                       k_values=[16, 32, 128, 256], k_sweep_len=2048, n_features=256, linformer_k=256,
-                      softmax_max_len=8192, repeat=3,
+                      softmax_max_len=4096, repeat=3,
                       mixers=["softmax", "sdpa", "linear", "performer", "linformer", "mamba", "gma"]),
         "medium": dict(d_model=512, n_heads=8, batch_size=2, seq_lens=[1024, 2048, 4096, 8192], n_components=128,
                        k_values=[32, 64, 256, 512], k_sweep_len=4096, n_features=256, linformer_k=256,
@@ -165,14 +173,15 @@ PRESETS: dict[str, dict[str, dict]] = {
     #       --out book/results/listops_M_full.json
     # for M in gma sdpa linformer linear performer mamba (and the same with text). live_listops / live_text: preset
     # entries the live runs replace (at small: fewer trees and epochs than the recorded runs, so that a cell takes
-    # minutes on a CPU; the recorded runs and studies show the longer training).
+    # about a minute on a CPU: Text's stand-in leaves its majority class by the third epoch; the recorded runs and
+    # studies show the longer training).
     "ch09": {
         "tiny": dict(mixers=["gma", "softmax", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
                      demo_args=4, demo_seed=1, n_stats=300, live_scale="tiny", live_listops={}, live_text={},
                      recorded_runs=["listops_*_small.json", "text_*_small.json"]),
         "small": dict(mixers=["gma", "softmax"], seeds=[0], text_seeds=[0], demo_depth=3,
-                      demo_args=4, demo_seed=1, n_stats=2000, live_scale="small",
-                      live_listops=dict(n_train=2000, epochs=2), live_text={},
+                      demo_args=4, demo_seed=1, n_stats=1000, live_scale="small",
+                      live_listops=dict(n_train=2000, epochs=2), live_text=dict(epochs=3),
                       recorded_runs=["listops_*_small.json", "text_*_small.json"]),
         "medium": dict(mixers=["gma", "sdpa", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
                        demo_args=4, demo_seed=1, n_stats=2000, live_scale="medium", live_listops={}, live_text={},
@@ -230,14 +239,16 @@ PRESETS: dict[str, dict[str, dict]] = {
     # loaded, recorded with python -m gma_teach.experiments lm --mixer M --scale full --out
     # book/results/lm_M_full.json for M in gma sdpa linear performer mamba. live_lm: preset entries the live runs
     # replace (at small: 150 steps instead of the recorded runs' 400, so that a run takes minutes on a CPU);
-    # exercise_lm: the same for each of the three models of Exercise 10.2's answer.
+    # exercise_lm: the same for each of the three models of Exercise 10.2's answer (at small: 20 steps of 8 blocks,
+    # a trained model for the state and speed columns in seconds; telling the losses apart needs the recorded study).
     "ch10": {
         "tiny": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=24,
                      memory_steps=64, temperature=0.8, top_k=20, live_scale="tiny", live_lm={},
                      exercise_lm={}, recorded_runs=["lm_*_small.json"]),
         "small": dict(mixers=["sdpa"], seeds=[0], prompt="The Python", n_generate=48,
                       memory_steps=128, temperature=0.8, top_k=40, live_scale="small",
-                      live_lm=dict(n_steps=150, eval_every=50), exercise_lm=dict(n_steps=50, eval_every=50),
+                      live_lm=dict(n_steps=150, eval_every=50),
+                      exercise_lm=dict(n_steps=20, eval_every=20, batch_size=8),
                       recorded_runs=["lm_*_small.json"]),
         "medium": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=64,
                        memory_steps=256, temperature=0.8, top_k=40, live_scale="medium", live_lm={},
@@ -285,7 +296,8 @@ PRESETS: dict[str, dict[str, dict]] = {
     # ch12: what the memory holds -- the exact demo (n_slots slots, pairs up to max_pairs; forgetting with decays and
     # a router's leak; the recency horizon at horizon_slots; Monte Carlo trials of random routing), the state-byte
     # table (state_width, state_seq_lens, gma_ks), and the live MQAR run: sdpa and GMA K=live_gma_k at live_width,
-    # trained by gma_teach.runs.recall.train_run on RECALL_STUDY with the sizes of `live` (tiny: < 30 s on one core).
+    # trained by gma_teach.runs.recall.train_run on RECALL_STUDY with the sizes of `live` (tiny: < 30 s on one core;
+    # small: 400 steps, 20 s a run, where SDPA already recalls every pair and GMA K=32 a small share).
     "ch12": {
         "tiny": dict(seed=0, n_slots=16, max_pairs=48, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
                      mc_trials=400, state_width=64, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
@@ -295,7 +307,7 @@ PRESETS: dict[str, dict[str, dict]] = {
         "small": dict(seed=0, n_slots=32, max_pairs=96, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
                       mc_trials=2000, state_width=64, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],
                       live=dict(seq_len=64, vocab_size=256, kv_pairs=[4, 8, 16], n_train=16384, n_val=200,
-                                n_test=500, steps=800, batch_size=64, warmup=50),
+                                n_test=500, steps=400, batch_size=64, warmup=25),
                       live_width=64, live_lr=3e-3, live_gma_k=32),
         "medium": dict(seed=0, n_slots=32, max_pairs=96, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],
                        mc_trials=4000, state_width=128, state_seq_lens=[64, 1024], gma_ks=[8, 32, 128],

@@ -108,12 +108,21 @@ def test_toc_notebooks_are_the_book_in_reading_order():
     assert len(names) == len(set(names)) == len(list((ROOT / "book").rglob("*.ipynb")))  # every notebook, once
 
 
-def test_expected_seconds_come_from_the_cost_model_where_it_has_the_chapter():
+def test_every_page_of_the_book_has_an_expected_time_from_the_cost_model(tmp_path):
     from gma_teach import cost
 
-    seconds, modelled = build_book.expected_seconds(ROOT / "book" / "09_long_range_arena.ipynb", "tiny")
-    assert modelled and seconds == pytest.approx(cost.predict("ch09", "tiny", cost.current_profile()).seconds)
-    seconds, modelled = build_book.expected_seconds(ROOT / "book" / "answers" / "09_answers.ipynb", "tiny")
+    keys = {}
+    for path in build_book.toc_notebooks():
+        keys[path.relative_to(ROOT).as_posix()] = key = build_book.page_key(path)
+        seconds, modelled = build_book.expected_seconds(path, "small")
+        assert modelled, f"{path.relative_to(ROOT)} has no estimate"
+        assert seconds == pytest.approx(cost.predict(key, "small", cost.current_profile()).seconds)
+    assert keys["book/09_long_range_arena.ipynb"] == "ch09" and keys["book/07b_gma_kernels.ipynb"] == "ch07b"
+    assert keys["book/answers/09_answers.ipynb"] == "answers09"
+    assert keys["book/statistics_primer.ipynb"] == "statistics_primer"
+    assert keys["book/part_iv_findings.ipynb"] == "part_iv_findings"
+    assert sorted(keys.values()) == sorted({*cost.PAGES, *(key for key in cost.CHAPTERS if key.startswith("ch"))})
+    seconds, modelled = build_book.expected_seconds(throwaway_book(tmp_path), "small")  # a notebook of no book
     assert not modelled and seconds == cost.CHAPTER_FIXED_SECONDS
 
 
@@ -222,3 +231,18 @@ def test_command_1_at_the_default_scale_is_measured_and_the_front_door_quotes_it
     loads = [record["load"][0], *(n["load_after"] for n in notebooks)]
     assert f"{record['hardware']['logical_cores']} cores at load average {min(loads):.1f}-{max(loads):.1f}" in row
     assert "build_seconds_cpu_small.json" in row
+
+
+def test_command_1_leaves_headroom_and_every_page_had_an_estimate_within_twice_its_time():
+    """Command 1 at ``small`` within 13 minutes on the recording machine's two cores, so that a laptop 1.5 times
+    slower stays within the 20 minutes README promises; and every notebook's estimate on the build's bar (the cost
+    model on the recording machine) within a factor 2 of its measured seconds, either way. The record states the
+    range of measured / expected seconds over its notebooks."""
+    record = json.loads(BUILD_RECORD.read_text())
+    assert record["total_seconds"] <= 13 * 60, f"command 1 took {record['total_seconds'] / 60:.1f} min"
+    notebooks = record["notebooks"]
+    assert all(n["modelled"] for n in notebooks), [n["notebook"] for n in notebooks if not n["modelled"]]
+    ratios = {n["notebook"]: round(n["seconds"] / n["expected_seconds"], 2) for n in notebooks}
+    outside = {name: ratio for name, ratio in ratios.items() if not 0.5 <= ratio <= 2.0}
+    assert not outside, f"measured / expected seconds outside (0.5, 2): {outside}"
+    assert record["measured_over_expected"] == build_book.measured_over_expected(notebooks)

@@ -9,10 +9,11 @@ README's command 1 runs it from the repository root::
 Every notebook of ``_toc.yml`` is executed by the same myst-nb client that ``jupyter-book build .`` uses, into the same
 jupyter-cache folder (``_build/.jupyter_cache``), so the rendering that follows finds every notebook cached and
 executes nothing. A notebook whose code has not changed since its last run is taken from the cache. While a notebook
-runs, a bar counts the expected seconds of the whole book (each chapter's expected time from
-:func:`gma_teach.cost.predict` on this machine's profile) and shows the time left; a chapter the model does not cover
-counts the model's fixed cost of a chapter. Notebook cells show no output while a batch build runs, so this bar is
-the progress a reader sees.
+runs, a bar counts the expected seconds of the whole book (each page's expected time from
+:func:`gma_teach.cost.predict` on this machine's profile: the chapters, the answers, the primer and Part IV's
+findings) and shows the time left; a notebook the model does not cover (none of the book's) counts the model's fixed
+cost of a chapter. Notebook cells show no output while a batch build runs, so this bar is the progress a reader sees.
+``--record`` keeps, beside each notebook's measured seconds, the seconds the bar expected.
 
 The reader's build has no per-cell time limit and records a cell's error on its page (``execute.allow_errors`` in
 ``_config.yml``); ``--strict`` executes with ``allow_errors`` off and a per-cell limit, stops before rendering when
@@ -56,12 +57,20 @@ def toc_notebooks(root: Path = ROOT) -> list[Path]:
     return [root / f"{name}.ipynb" for name in names if (root / f"{name}.ipynb").exists()]
 
 
-def chapter_key(path: Path) -> str | None:
-    """``"chNN"`` for a chapter notebook ``book/NN_*.ipynb`` the cost model covers, else ``None``."""
+def page_key(path: Path) -> str | None:
+    """The cost model's key of a notebook of the book (a key of :data:`gma_teach.cost.CHAPTERS`): ``"chNN"`` for a
+    chapter ``book/NN_*.ipynb``, ``"answersNN"`` for ``book/answers/NN_answers.ipynb``, the notebook's name for
+    another page (``"statistics_primer"``); ``None`` for a notebook the model does not cover."""
     from gma_teach import cost
 
-    key = f"ch{path.name.split('_')[0]}"
-    return key if path.parent.name == "book" and key in cost.CHAPTERS else None
+    number = path.name.split("_")[0]
+    if path.parent.name == "answers" and path.parent.parent.name == "book":
+        key = f"answers{number}"
+    elif path.parent.name == "book":
+        key = f"ch{number}" if number[:1].isdigit() else path.stem
+    else:
+        return None
+    return key if key in cost.CHAPTERS else None
 
 
 def expected_seconds(path: Path, scale: str) -> tuple[float, bool]:
@@ -69,7 +78,7 @@ def expected_seconds(path: Path, scale: str) -> tuple[float, bool]:
     notebook the model does not cover, counted at the model's fixed cost of a chapter)."""
     from gma_teach import cost
 
-    key = chapter_key(path)
+    key = page_key(path)
     if key is None:
         return cost.CHAPTER_FIXED_SECONDS, False
     return cost.predict(key, scale, cost.current_profile()).seconds, True
@@ -171,6 +180,13 @@ def execute_all(notebooks: list[Path], scale: str, *, strict: bool, cache_path: 
     return failures
 
 
+def measured_over_expected(timings: list[dict]) -> list[float]:
+    """The smallest and the largest ratio of a notebook's measured seconds to the seconds the bar expected, over
+    ``timings`` (:func:`execute_all`'s list)."""
+    ratios = [timing["seconds"] / timing["expected_seconds"] for timing in timings]
+    return [round(min(ratios), 3), round(max(ratios), 3)]
+
+
 def main(argv=None) -> int:
     parser = argparse.ArgumentParser(description=__doc__.split("\n\n")[0])
     parser.add_argument("--strict", action="store_true",
@@ -218,9 +234,12 @@ def main(argv=None) -> int:
     returncode = subprocess.run(command, cwd=ROOT).returncode
     if args.record is not None:
         record.update(render_seconds=round(time.perf_counter() - rendered, 1), render_returncode=returncode,
-                      total_seconds=round(time.perf_counter() - started, 1))
+                      total_seconds=round(time.perf_counter() - started, 1),
+                      measured_over_expected=measured_over_expected(record["notebooks"]))
         write_record(args.record, record)
-        print(f"recorded the times in {args.record}: {record['total_seconds'] / 60:.1f} min in all", flush=True)
+        low, high = record["measured_over_expected"]
+        print(f"recorded the times in {args.record}: {record['total_seconds'] / 60:.1f} min in all; each notebook "
+              f"took {low:.2f} to {high:.2f} times the seconds the bar expected", flush=True)
     return returncode
 
 
