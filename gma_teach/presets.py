@@ -238,7 +238,7 @@ PRESETS: dict[str, dict[str, dict]] = {
     # lengths, and recorded_runs (as in ch09). At full the paper's WikiText-103 runs (20k steps at context 1024) are
     # loaded, recorded with python -m gma_teach.experiments lm --mixer M --scale full --out
     # book/results/lm_M_full.json for M in gma sdpa linear performer mamba. live_lm: preset entries the live runs
-    # replace (at small: 150 steps instead of the recorded runs' 400, so that a run takes minutes on a CPU);
+    # replace (at small: 100 steps instead of the recorded runs' 400, so that a run takes about a minute on a CPU);
     # exercise_lm: the same for each of the three models of Exercise 10.2's answer (at small: 20 steps of 8 blocks,
     # a trained model for the state and speed columns in seconds; telling the losses apart needs the recorded study).
     "ch10": {
@@ -247,7 +247,7 @@ PRESETS: dict[str, dict[str, dict]] = {
                      exercise_lm={}, recorded_runs=["lm_*_small.json"]),
         "small": dict(mixers=["sdpa"], seeds=[0], prompt="The Python", n_generate=48,
                       memory_steps=128, temperature=0.8, top_k=40, live_scale="small",
-                      live_lm=dict(n_steps=150, eval_every=50),
+                      live_lm=dict(n_steps=100, eval_every=50),
                       exercise_lm=dict(n_steps=20, eval_every=20, batch_size=8),
                       recorded_runs=["lm_*_small.json"]),
         "medium": dict(mixers=["sdpa", "linear", "performer"], seeds=[0], prompt="The Python", n_generate=64,
