@@ -673,7 +673,7 @@ LM_VOCAB = {"stdlib": 13_000, "wikitext-103": 50_257, "wikitext-2": 50_257}  # c
 TOKENIZE_SECONDS_PER_TOKEN = 2e-6  # GPT-2 BPE (tiktoken) and packing, one core
 LM_TRAIN_TOKENS = {"stdlib": 1_200_000, "wikitext-103": 118_000_000, "wikitext-2": 2_400_000}
 LM_VAL_TOKENS = {"stdlib": 25_000, "wikitext-103": 250_000, "wikitext-2": 250_000}
-"""Tokens of a corpus's validation split, each evaluation's forward passes (stdlib: 196 blocks of 128; WikiText's
+"""Tokens of a corpus's validation split, each evaluation's forward passes (stdlib 196 blocks of 128; WikiText's
 validation text, 218k words, in GPT-2 tokens)."""
 
 
@@ -821,8 +821,8 @@ def _ch12(p, on_cuda):
 # The other pages the book executes: the answers, the statistics primer, Part IV's findings
 # ----------------------------------------------------------------------------------------------------------------
 PAGE_FIXED_SECONDS = 2.0
-"""Fixed cost of a page that is not a chapter: a kernel start and the imports, few figures (the lightest pages of
-build_seconds_cpu_small.json: 2.2-2.6 s)."""
+"""The fixed cost of a page that is not a chapter, a kernel start and the imports and few figures (the lightest pages
+of build_seconds_cpu_small.json took 2.2-2.6 s)."""
 PAGE_SECONDS = {"statistics_primer": 6.3, "part_iv_findings": 0.6, "answers01": 0.4, "answers02": 0.6,
                 "answers03": 1.6, "answers04": 1.8, "answers05": 0.5, "answers06": 2.3, "answers07": 1.2,
                 "answers08": 0.2, "answers09": 1.5, "answers10": 0.5, "answers11": 0.2, "answers12": 1.0}
@@ -893,8 +893,8 @@ def _page(name, sized=None):
 SIZED_WORK = {"answers01": _answers01, "answers05": _answers05, "answers06": _answers06, "answers08": _answers08,
               "answers10": _answers10}
 PAGES = {name: _page(name, SIZED_WORK.get(name)) for name in PAGE_SECONDS}
-"""The pages the book executes besides the chapters, by key: ``"answersNN"`` for ``book/answers/NN_answers.ipynb``
-(it reads chapter NN's preset, :data:`PRESET_OF`), and the notebook's name for the other pages."""
+"""The pages the book executes besides the chapters, keyed ``"answersNN"`` for ``book/answers/NN_answers.ipynb``
+(it reads chapter NN's preset, :data:`PRESET_OF`) and by the notebook's name for the other pages."""
 
 
 def _experiment(name):

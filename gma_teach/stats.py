@@ -351,7 +351,7 @@ def ratio_of_means_interval(numerators, denominators, *, n_boot: int, seed: int)
     ratio of the numerators' sign. With 3 seeds there are only 10 distinct resamples, and at 3 or 5 seeds the
     interval covers the true ratio far less often than 95% (it cannot reach beyond the seeds it resamples, and
     knows nothing of Student's t): read it as "how far the seeds alone move the ratio". The interval with a stated
-    coverage is :func:`fieller_ratio_interval`; this one stays to show the difference.
+    coverage is ``fieller_ratio_interval``; this one stays to show the difference.
 
     Args:
         numerators, denominators: one value per seed each, in the same seed order (n >= 2).
@@ -540,7 +540,7 @@ def paired_t_power(mean: float, std: float, n: int, *, alpha: float) -> float:
     The test rejects when ``|T| > c = t_{1 - alpha/2, n-1}``. With a true mean difference ``T`` follows the
     *noncentral* t with ``n - 1`` degrees of freedom and noncentrality ``delta = sqrt(n) |mean| / std`` (the
     difference in units of its standard error), so the power is ``P(|T| > c)`` under that law
-    (:func:`_two_sided_noncentral_t`). It equals ``alpha`` at mean 0 and grows with ``n`` and with ``|mean| /
+    (``_two_sided_noncentral_t``). It equals ``alpha`` at mean 0 and grows with ``n`` and with ``|mean| /
     std``. Note what it is not: at the ``n`` where ``delta`` just equals ``c`` -- where the *observed* t of a
     study whose estimates came out exactly true would just pass -- the power is only about one half.
 

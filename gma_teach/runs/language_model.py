@@ -163,7 +163,7 @@ def load_or_train_lm(scale_name: str | None = None, *, mixer: str = "gma", n_com
     A saved model is reused only if its preset (overrides included), options and tokenizer match the current ones;
     otherwise it is retrained. ``data``: the preset's data, if already loaded (:func:`lm_data`). ``gma_options``:
     extra :class:`~gma_teach.GaussianMixtureAttention` options, such as the routing remedy
-    :data:`gma_teach.LM_ROUTING_REMEDY` (chapter 11 reads a model trained with it); such a model is kept in a file
+    ``gma_teach.LM_ROUTING_REMEDY`` (chapter 11 reads a model trained with it); such a model is kept in a file
     of its own (:func:`lm_checkpoint_path`).
     """
     chosen = scale_name or scale()

@@ -58,7 +58,7 @@ def memory_crossing(gma_memory: dict, softmax_memory: float, seq_len: int) -> di
 
 
 def paper_memory_crossing(seq_len: int) -> dict | None:
-    """:func:`memory_crossing` of the paper's Table 1 (:data:`PAPER_TABLE_1`) at ``N = seq_len`` (1000, 2000 or
+    """:func:`memory_crossing` of the paper's Table 1 (``PAPER_TABLE_1``) at ``N = seq_len`` (1000, 2000 or
     4000): where the paper's GMA block, between its rows ``K = 64 ... 512``, uses as much memory as its eager
     softmax block."""
     gma = {int(label[len("gma (K="):-1]): points[seq_len][0] for label, points in PAPER_TABLE_1.items()
