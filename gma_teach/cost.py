@@ -411,7 +411,7 @@ def _ch01(p, on_cuda):
 SKLEARN_SECONDS = 3.0
 """Importing scikit-learn (2 s) and its first diagonal mixture fit (0.8 s), chapter 2's agreement check, on a CPU."""
 ADAM_STEP_OPS = 250
-"""Eager ops of one of chapter 2's Adam steps on the mixture's log-likelihood: its forward and backward, the
+"""The eager ops of one of chapter 2's Adam steps on the mixture's log-likelihood, its forward and backward, the
 optimizer's loop over three tensors and a ``.item()`` (1.3 ms a step measured at small, 2.0 s for 1,500 steps)."""
 
 
