@@ -3,7 +3,7 @@
 Multi-query associative recall asks a model to find, for a query key, the value that *followed* the same key
 earlier. A mixer that compares the query with every position must first learn to carry each key into the next
 position (the value's) -- attention needs a whole layer for that "previous token" head. The recall study's model
-(:func:`gma_teach.runs.recall.build_model`) is therefore a two-block decoder: this short convolution, then the mixer
+(:func:`gma_teach.study.build_model`) is therefore a two-block decoder: this short convolution, then the mixer
 under study (one mixer layer), so that the mixer only has to match and read. That is the layout of the two-layer
 MQAR models that Zoology's code trains for the Based paper's recall-memory sweep (Arora, Eyuboglu et al., 2023 and
 2024) for attention, Based and the sliding window: each layer's mixer is ``Hybrid([BaseConv, mixer])``, whose layer

@@ -2,13 +2,14 @@
 
 The code lives in ``gma_teach.runs.experiments`` (over ``options``, ``classification`` and ``language_model`` of
 the run wing; ``gma_teach.runs.reproduce`` for
-``python -m gma_teach.experiments reproduce RECORD``); this module keeps the command and the names at the path the
-book and the records use, with the model, training and summary helpers the chapters reach through it.
+``python -m gma_teach.experiments reproduce RECORD``); this module is the one public path to the experiments' names
+and keeps the command the records use. The model, training and summary names it once passed on under second names
+still import, with a ``DeprecationWarning`` naming their one path (:mod:`gma_teach.models`, :mod:`gma_teach.train`,
+:mod:`gma_teach.stats`, :mod:`gma_teach.baselines`) and the date they go.
 """
 from __future__ import annotations
 
-from .baselines import MIXER_NAMES
-from .models import DecoderLM, EncoderClassifier, parameter_counts
+from ._aliases import deprecated_getattr
 from .runs.experiments import (
     CLASSIFIER_MIXERS,
     EXPERIMENTS,
@@ -33,15 +34,18 @@ from .runs.experiments import (
     validation_bytes,
 )
 from .runs.reproduce import RECORDING_MODULES, REPRODUCED_FILE, compare_seed, reproduce, reproduce_command
-from .stats import mean_std
-from .train import History, evaluate, fit, save_atomically
 
-__all__ = ["CLASSIFIER_MIXERS", "DecoderLM", "EXPERIMENTS", "EncoderClassifier", "History", "LMRun", "LM_MIXERS",
-           "MIXER_NAMES", "RECORDING_MODULES", "REPRODUCED_FILE", "build_classifier", "build_lm", "compare_seed",
-           "decoding_state_bytes", "evaluate", "fit", "listops_data", "lm_checkpoint_path", "lm_data",
-           "load_or_train_lm", "load_results", "main", "majority_accuracy", "mean_std", "mixer_options",
-           "parameter_counts", "reproduce", "reproduce_command", "routing_monitor", "run", "run_classification",
-           "run_lm", "save_atomically", "text_data", "validation_bytes"]
+__all__ = ["CLASSIFIER_MIXERS", "EXPERIMENTS", "LMRun", "LM_MIXERS", "RECORDING_MODULES", "REPRODUCED_FILE",
+           "build_classifier", "build_lm", "compare_seed", "decoding_state_bytes", "listops_data", "lm_checkpoint_path",
+           "lm_data", "load_or_train_lm", "load_results", "main", "majority_accuracy", "mixer_options", "reproduce",
+           "reproduce_command", "routing_monitor", "run", "run_classification", "run_lm", "text_data",
+           "validation_bytes"]
+
+__getattr__ = deprecated_getattr(__name__, {
+    "MIXER_NAMES": "gma_teach.baselines", "DecoderLM": "gma_teach.models", "EncoderClassifier": "gma_teach.models",
+    "parameter_counts": "gma_teach.models", "History": "gma_teach.train", "evaluate": "gma_teach.train",
+    "fit": "gma_teach.train", "save_atomically": "gma_teach.train", "mean_std": "gma_teach.stats",
+})
 
 
 if __name__ == "__main__":

@@ -41,7 +41,7 @@ LM_ROUTING_REMEDY = {"init_variance": "d_route", "balance_weight": 0.01}
 variances started at ``d_route`` and a usage-balancing loss of weight 0.01. Use them as
 ``GaussianMixtureAttention(..., causal=True, **LM_ROUTING_REMEDY)`` and add the model's ``auxiliary_loss()`` to the
 training loss (:func:`gma_teach.train.fit` does). In the recorded collapse study (the small LM of
-``gma_teach.study.LM_SETTING``, K=64, 5 seeds: ``routing_collapse_*.json``) the balance loss is what reliably
+``gma_teach.designs.LM_SETTING``, K=64, 5 seeds: ``routing_collapse_*.json``) the balance loss is what reliably
 restores usage: with it 0.92-0.97 of the components win tokens at the end of training, against 0.16 with the
 default. On validation bits per byte this pair is not told apart from the default after Holm's correction; of the
 four remedies only the variance change alone is, lower by 0.04, and it leaves most components unused (0.28)."""

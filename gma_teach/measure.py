@@ -51,7 +51,7 @@ from .records import (  # provenance lives in gma_teach.records; its names stay 
     results_folder,
 )
 
-__all__ = ["PAGE_WIDTH", "PROVENANCE_KEYS", "RECORDS_IN_THE_CLONE", "SlopeCheck", "check_slope",
+__all__ = ["PAGE_WIDTH", "TERMINAL_WIDTH", "PROVENANCE_KEYS", "RECORDS_IN_THE_CLONE", "SlopeCheck", "check_slope",
            "checked_slopes", "compare_timings", "crossover", "format_note", "git_commit", "hardware",
            "is_out_of_memory", "load_average", "loglog_slope", "peak_memory", "provenance",
            "results_folder", "run_point", "time_call"]
@@ -359,6 +359,10 @@ PAGE_WIDTH = 75
 """The characters a printed line may use, which is what a code block of the book shows at the theme's default
 width. It is defined once here; the exercise checkers wrap their messages at it and ``.ci/check_book.py`` holds
 every printed line of the built book to it."""
+
+TERMINAL_WIDTH = 120
+"""The characters a line printed by a command (``python -m gma_teach.study ... --summary``) may use: a terminal,
+wider than the book's page (:data:`PAGE_WIDTH`)."""
 
 
 def format_note(note: str, *, width: int = PAGE_WIDTH) -> str:

@@ -1,19 +1,27 @@
-"""The recorded studies of Part IV: ``python -m gma_teach.study ...`` and the names the chapters read.
+"""The studies of Part IV: ``python -m gma_teach.study ...`` and the names the chapters read.
 
-The code lives in the run wing, split by job: ``gma_teach.runs.settings`` (the declared designs),
-``gma_teach.runs.arm`` (running an arm), ``gma_teach.runs.arm_records`` (reading an arm's record),
-``gma_teach.runs.study_values`` (a metric's values by seed), ``gma_teach.runs.tables`` (the per-study tables),
-``gma_teach.runs.verdicts`` (the declared comparisons and what they found), ``gma_teach.runs.analyses`` (the
-exploratory analyses), ``gma_teach.runs.speed``, ``gma_teach.runs.init_scan`` and ``gma_teach.runs.study_cli``
-(the command line, whose help describes the studies); the statistics are :mod:`gma_teach.stats`. This module keeps
-the command and the names at the path the book and the records use.
+Every study is a :class:`gma_teach.designs.Study` (the designs are data, in :mod:`gma_teach.designs`), run by one
+runner (:func:`run_arm`), one training loop (:func:`gma_teach.train.fit`) and one path to its tables and verdicts
+(:func:`declared_comparisons`, at :data:`gma_teach.designs.ALPHA`). This module is the one public path to the
+run wing's study names; the code lives in ``gma_teach.runs``, split by job: ``arm`` (the runner), ``arm_records``
+(where an arm's record lives, reading and summarizing it), ``study_values`` (a metric's values by seed),
+``tables`` (the per-study tables), ``verdicts`` (the declared comparisons and what they found), ``analyses``
+(the exploratory analyses), ``recall`` and ``recall_tables`` (chapter 12's recall study: its data, model and
+table), ``synthesis`` (Part IV at a glance), ``speed``, ``init_scan`` and ``study_cli`` (the command line, whose
+help describes the studies). The statistics are :mod:`gma_teach.stats`.
+
+The designs and statistics this module once passed on under second names (``study.LM_STUDY``, ``study.holm``, ...)
+still import, with a ``DeprecationWarning`` naming their one path (:mod:`gma_teach.designs`,
+:mod:`gma_teach.stats`) and the date they go.
 """
 from __future__ import annotations
 
+from ._aliases import deprecated_getattr
 from .runs.analyses import context_recovered, gma_against_baselines, left_plateau, seeds_needed
-from .runs.arm import run_arm, study_data
+from .runs.arm import SEED_TRAINERS, RunConfig, resolve, run_arm, study_data
 from .runs.arm_records import (
     CURVES,
+    chosen_lr,
     final_health,
     health_curve,
     load_arm,
@@ -27,43 +35,41 @@ from .runs.arm_records import (
 from .runs.classification import listops_data, run_classification, text_data
 from .runs.init_scan import scan_initial_routing
 from .runs.language_model import lm_data, run_lm
-from .runs.settings import (
-    CAUSE_STUDY,
-    COLLAPSE_STUDY,
-    INIT_SCAN,
-    KMEANS_BLOCKS,
-    LISTOPS_LRA_STUDY,
-    LM_SETTING,
-    LM_STUDY,
-    PREPARATIONS,
-    REMEDY,
-    STUDIES,
-    TEXT_STUDY,
-)
+from .runs.recall import accuracy_by_count, build_model, recall_data, split, state_bytes, train_run
+from .runs.recall_tables import exploratory_comparison, format_recall_table, recall_table
 from .runs.speed import measure_training_speed
 from .runs.study_cli import main
-from .runs.study_values import METRIC_PATHS, declared_metrics, metric_by_seed
+from .runs.study_values import METRIC_PATHS, declared_metrics, kept_runs, metric_by_seed
+from .runs.synthesis import (
+    STUDY_CHAPTERS,
+    WHAT,
+    format_claims,
+    format_synthesis,
+    gma_claims,
+    part_iv_synthesis,
+    standing_family,
+)
 from .runs.tables import format_study_table, ordering_at_last_evaluations, study_table, study_tables
 from .runs.verdicts import declared_comparisons, findings_summary, format_declared, study_findings
-from .stats import (
-    fisher_exact_p,
-    holm,
-    mean_interval,
-    paired_difference,
-    paired_t_p,
-    ratio_of_means_interval,
-    t_quantile_975,
-)
 
-__all__ = ["CAUSE_STUDY", "COLLAPSE_STUDY", "CURVES", "INIT_SCAN", "KMEANS_BLOCKS", "LISTOPS_LRA_STUDY", "LM_SETTING",
-           "LM_STUDY", "METRIC_PATHS", "PREPARATIONS", "REMEDY", "STUDIES", "TEXT_STUDY", "context_recovered",
-           "declared_comparisons", "declared_metrics", "final_health", "findings_summary", "fisher_exact_p",
-           "format_declared", "format_study_table", "gma_against_baselines", "health_curve", "holm", "left_plateau",
-           "listops_data", "lm_data", "load_arm", "load_speed", "main", "mean_interval", "measure_training_speed",
-           "metric_by_seed", "ordering_at_last_evaluations", "paired_difference", "paired_t_p",
-           "ratio_of_means_interval", "record_path", "recorded_under", "run_arm", "run_classification", "run_lm",
-           "scan_initial_routing", "seeds_needed", "speed_path", "study_data", "study_findings", "study_table",
-           "study_tables", "summarize_arm", "t_quantile_975", "tables_path", "text_data"]
+__all__ = ["CURVES", "METRIC_PATHS", "RunConfig", "SEED_TRAINERS", "STUDY_CHAPTERS", "WHAT", "accuracy_by_count",
+           "build_model", "chosen_lr", "context_recovered", "declared_comparisons", "declared_metrics",
+           "exploratory_comparison", "final_health", "findings_summary", "format_claims", "format_declared",
+           "format_recall_table", "format_study_table", "format_synthesis", "gma_against_baselines", "gma_claims",
+           "health_curve", "kept_runs", "left_plateau", "listops_data", "lm_data", "load_arm", "load_speed", "main",
+           "measure_training_speed", "metric_by_seed", "ordering_at_last_evaluations", "part_iv_synthesis",
+           "recall_data", "recall_table", "record_path", "recorded_under", "resolve", "run_arm", "run_classification",
+           "run_lm", "scan_initial_routing", "seeds_needed", "speed_path", "split", "standing_family", "state_bytes",
+           "study_data", "study_findings", "study_table", "study_tables", "summarize_arm", "tables_path", "text_data",
+           "train_run"]
+
+__getattr__ = deprecated_getattr(__name__, {
+    **{name: "gma_teach.designs" for name in ("CAUSE_STUDY", "COLLAPSE_STUDY", "INIT_SCAN", "KMEANS_BLOCKS",
+                                              "LISTOPS_LRA_STUDY", "LM_SETTING", "LM_STUDY", "PREPARATIONS",
+                                              "RECALL_STUDY", "REMEDY", "STUDIES", "TEXT_STUDY")},
+    **{name: "gma_teach.stats" for name in ("fisher_exact_p", "holm", "mean_interval", "paired_difference",
+                                            "paired_t_p", "ratio_of_means_interval", "t_quantile_975")},
+})
 
 
 if __name__ == "__main__":

@@ -1,9 +1,12 @@
 """The one training loop of the book (chapters 9 and 10): ``fit`` and ``evaluate``.
 
-* Data. ``task="classify"``: a pair ``(tokens (S, N) int64, labels (S,))`` or a ``Dataset`` of such pairs; the model
-  maps tokens to logits ``(B, n_classes)``. ``task="lm"``: blocks ``(S, N + 1)`` (inputs ``[:-1]``, targets
-  ``[1:]``, as :func:`gma_teach.data.wikitext.pack` makes them) or a ``Dataset`` of 1-D blocks; the model maps
-  ``(B, N)`` to logits ``(B, N, V)``.
+* Data and the step. The task names what one step computes (:data:`TASKS`). ``task="classify"``: a pair
+  ``(tokens (S, N) int64, labels (S,))`` or a ``Dataset`` of such pairs; the model maps tokens to logits
+  ``(B, n_classes)``. ``task="lm"``: blocks ``(S, N + 1)`` (inputs ``[:-1]``, targets ``[1:]``, as
+  :func:`gma_teach.data.wikitext.pack` makes them) or a ``Dataset`` of 1-D blocks; the model maps ``(B, N)`` to
+  logits ``(B, N, V)``. ``task="queries"``: a pair ``(tokens (S, N), labels (S, N))`` whose labels are
+  ``-100`` except at the positions scored (the queries of associative recall); the model's
+  ``logits_at(tokens, where)`` gives the logits of those positions only (:meth:`gma_teach.models.DecoderLM.logits_at`).
 * Optimization. AdamW (weight decay on the weights of ``nn.Linear`` layers only), linear warmup then cosine decay
   to ``min_lr_ratio * lr`` (:func:`~gma_teach.train.lr_at`), gradient clipping, mixed precision on CUDA (bf16
   where the GPU has it, else fp16 with a gradient scaler: a Colab T4 has no bf16).
@@ -34,7 +37,12 @@ from tqdm.auto import tqdm
 from . import _checks
 from .environment import seed_everything
 
-TASKS = ("classify", "lm")
+TASKS = ("classify", "lm", "queries")
+"""What one training step computes: a classifier's loss, a language model's next-token loss, or a language model's
+loss at marked positions only (``queries``)."""
+
+IGNORED_LABEL = -100
+"""The label of a position ``task="queries"`` does not score (``torch.nn.functional.cross_entropy``'s default)."""
 
 
 @dataclass
@@ -42,7 +50,7 @@ class History:
     """What :func:`fit` measured.
 
     Attributes:
-        task, metric_name: ``"classify"``/``"accuracy"`` or ``"lm"``/``"perplexity"``.
+        task, metric_name: ``"classify"``/``"accuracy"``, ``"queries"``/``"accuracy"`` or ``"lm"``/``"perplexity"``.
         steps, epochs: optimizer steps and (fractional) epochs at each evaluation.
         train_loss: mean training loss since the previous evaluation.
         val_loss, val_metric: validation loss and metric at each evaluation (empty without ``val_data``).
@@ -108,6 +116,14 @@ class _PairDataset(torch.utils.data.Dataset):
 def _as_dataset(data, task, name):
     if isinstance(data, torch.utils.data.Dataset):
         return data
+    if task == "queries":
+        if not (isinstance(data, (tuple, list)) and len(data) == 2 and all(isinstance(t, torch.Tensor) for t in data)
+                and data[0].dim() == 2 and data[0].shape == data[1].shape):
+            got = (tuple(tuple(t.shape) for t in data) if isinstance(data, (tuple, list))
+                   and all(isinstance(t, torch.Tensor) for t in data) else type(data).__name__)
+            raise ValueError(f"{name} for task='queries' must be (tokens (S, N), labels (S, N)) tensors or a "
+                             f"Dataset, got {got}")
+        return _PairDataset(*data)
     if task == "classify":
         if not (isinstance(data, (tuple, list)) and len(data) == 2 and all(isinstance(t, torch.Tensor) for t in data)):
             raise TypeError(f"{name} for task='classify' must be (tokens (S, N), labels (S,)) tensors or a Dataset, "
@@ -180,6 +196,12 @@ def _loss_and_count(model, batch, task, device):
         logits = model(tokens)
         loss = F.cross_entropy(logits.float(), labels)
         return loss, labels.numel(), int((logits.argmax(-1) == labels).sum()), tokens.numel()
+    if task == "queries":
+        tokens, labels = (t.to(device) for t in batch)
+        where = labels != IGNORED_LABEL
+        logits, targets = model.logits_at(tokens, where), labels[where]
+        loss = F.cross_entropy(logits.float(), targets)
+        return loss, targets.numel(), int((logits.argmax(-1) == targets).sum()), tokens.numel()
     blocks = batch.to(device)
     logits = model(blocks[:, :-1])
     loss = F.cross_entropy(logits.float().flatten(0, 1), blocks[:, 1:].flatten())
@@ -206,7 +228,8 @@ def evaluate(model, data, *, task="classify", batch_size=64, device=None, amp=No
     lengths vary.
 
     Returns:
-        ``{"loss": mean loss per prediction, "accuracy": ...}`` (classify) or ``{"loss", "perplexity"}`` (lm).
+        ``{"loss": mean loss per prediction, "accuracy": ...}`` (classify, queries) or ``{"loss", "perplexity"}``
+        (lm).
     """
     if task not in TASKS:
         raise ValueError(f"task must be one of {TASKS}, got {task!r}")
@@ -236,7 +259,7 @@ def evaluate(model, data, *, task="classify", batch_size=64, device=None, amp=No
     if total_count == 0:
         raise ValueError("data is empty")
     loss = total_loss / total_count
-    if task == "classify":
+    if task in ("classify", "queries"):
         return {"loss": loss, "accuracy": total_correct / total_count}
     return {"loss": loss, "perplexity": math.exp(min(loss, 50.0))}
 
@@ -287,7 +310,7 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
         seed: seeds dropout and the batch order.
         checkpoint_path: save a checkpoint at every evaluation (and at the end).
         resume: continue from ``checkpoint_path`` if it exists.
-        task: ``"classify"`` or ``"lm"``.
+        task: one of :data:`TASKS` (``"classify"``, ``"lm"`` or ``"queries"``).
         progress: tqdm progress bar (off when ``CI`` is set).
         device: default: where the model's parameters are.
         label: a name stored in the history (for plots).
@@ -353,7 +376,7 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
         optimizer, lambda s: lr_at(s, total_steps=total_steps, warmup=warmup, base_lr=1.0, min_lr_ratio=min_lr_ratio))
     dtype = _autocast_dtype(device, torch.cuda.is_available() if amp is None else amp)
     scaler = torch.amp.GradScaler("cuda", enabled=dtype == torch.float16)
-    metric_name = "accuracy" if task == "classify" else "perplexity"
+    metric_name = "perplexity" if task == "lm" else "accuracy"
     history = History(task=task, metric_name=metric_name, label=label)
     best_state, step = None, 0
 
@@ -427,7 +450,7 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
                 history.val_loss.append(result["loss"])
                 history.val_metric.append(result[metric_name])
                 better = (history.best_metric is None or
-                          (result[metric_name] > history.best_metric if task == "classify"
+                          (result[metric_name] > history.best_metric if task != "lm"
                            else result[metric_name] < history.best_metric))
                 if better:
                     history.best_metric, history.best_step = result[metric_name], step

@@ -13,8 +13,8 @@ import pytest
 import torch
 
 from gma_teach import make_mixer, mixers, preset
+from gma_teach.designs import LISTOPS_LRA_STUDY, LM_SETTING, RECALL_STUDY, TEXT_STUDY
 from gma_teach.runs.options import mixer_options
-from gma_teach.runs.settings import LISTOPS_LRA_STUDY, LM_SETTING, RECALL_STUDY, TEXT_STUDY
 
 SPREAD = 1e-2
 """Smallest standard deviation across sequences of an alive mixer's output on unit-variance input, averaged over

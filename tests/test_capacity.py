@@ -13,7 +13,7 @@ from conftest import random_responsibilities
 from gma_teach import capacity
 from gma_teach.layer import LM_ROUTING_REMEDY
 from gma_teach.mixing import affinity, gma_from_responsibilities, write_memory
-from gma_teach.study import t_quantile_975
+from gma_teach.stats import t_quantile_975
 
 EPS = 1e-6
 

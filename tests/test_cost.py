@@ -9,8 +9,8 @@ import pytest
 import torch
 
 from gma_teach import baselines, cost, measure
+from gma_teach.designs import RECALL_STUDY
 from gma_teach.environment import SCALES
-from gma_teach.runs.settings import RECALL_STUDY
 
 ROOT = Path(__file__).resolve().parents[1]
 sys.path.insert(0, str(ROOT / "tools"))

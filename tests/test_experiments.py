@@ -7,7 +7,7 @@ from types import SimpleNamespace
 import pytest
 import torch
 
-from gma_teach import LM_ROUTING_REMEDY, GaussianMixtureAttention, diagnostics, experiments, measure, preset
+from gma_teach import LM_ROUTING_REMEDY, GaussianMixtureAttention, diagnostics, experiments, measure, models, preset
 from gma_teach.runs import classification, language_model  # the code behind gma_teach.experiments, patched here
 from gma_teach.runs import experiments as runner
 
@@ -145,8 +145,8 @@ def test_gma_options_reach_the_layer_and_are_refused_elsewhere():
 
 
 def test_decoding_state_bytes_constant_for_gma_linear_for_kv_cache():
-    gma = experiments.DecoderLM(50, 16, 2, 2, mixer="gma", max_seq_len=32, mixer_options={"n_components": 4})
-    sdpa = experiments.DecoderLM(50, 16, 2, 2, mixer="sdpa", max_seq_len=32)
+    gma = models.DecoderLM(50, 16, 2, 2, mixer="gma", max_seq_len=32, mixer_options={"n_components": 4})
+    sdpa = models.DecoderLM(50, 16, 2, 2, mixer="sdpa", max_seq_len=32)
     gma_sizes = experiments.decoding_state_bytes(gma, 20)
     assert len(set(gma_sizes)) == 1
     sdpa_sizes = experiments.decoding_state_bytes(sdpa, 20)

@@ -23,6 +23,9 @@ The rules, each a test below:
    tables; they never train.
 6. **Statistics and records are leaves**: ``gma_teach.stats`` and ``gma_teach.records`` import nothing of the
    package above them (:data:`LEAVES` lists what each may import).
+7. **Designs are data**: the design room (``gma_teach.designs``, the declared studies) imports nothing above the
+   core (:data:`CORE`): no runner, no preset, no record, no view; so a study is read, costed and drawn without
+   running anything.
 
 The last test runs the same checks on a small package written for the purpose, so each rule is seen to fail.
 """
@@ -219,16 +222,19 @@ def test_private_modules_stay_in_their_package():
     assert not found, "private modules imported from outside their package:\n" + "\n".join(found)
 
 
-RUN_READERS = {"gma_teach.runs", "gma_teach.runs.settings", "gma_teach.runs.arm_records", "gma_teach.runs.study_values",
+RUN_READERS = {"gma_teach.runs", "gma_teach.runs.arm_records", "gma_teach.runs.study_values",
                "gma_teach.runs.tables", "gma_teach.runs.verdicts", "gma_teach.runs.analyses",
                "gma_teach.runs.profile_tables", "gma_teach.runs.recall_tables"}
-"""The run wing's modules that only read records or declare settings: what the views may import."""
+"""The run wing's modules that only read records: what the views may import."""
 COMMAND_MODULES = {"gma_teach.study", "gma_teach.experiments", "gma_teach.profiling", "gma_teach.bench",
                    "gma_teach.record_gpu", "gma_teach.routing_record"}
 """The thin modules at the old paths that the records' commands name (``python -m gma_teach.study``...)."""
 VIEWS = ("gma_teach.plots", "gma_teach.widgets")
 LEAVES = {"gma_teach.stats": {"gma_teach._checks"}, "gma_teach.records": set()}
 """Each leaf module and the package modules it may import."""
+CORE = {"gma_teach._checks", "gma_teach.gmm", "gma_teach.mixing", "gma_teach.layer"}
+"""The core the designs may import (``layer`` holds the routing remedy a design names)."""
+DESIGNS = "gma_teach.designs"
 
 
 def reachable(edges, start: str) -> dict[str, str]:
@@ -267,6 +273,23 @@ def test_the_views_never_reach_the_runner():
     assert "gma_teach.runs.study_cli" in MODULES and RUN_READERS <= set(MODULES) and COMMAND_MODULES <= set(MODULES)
     found = views_reaching_the_runner(EDGES, MODULES)
     assert not found, "plots/widgets import the run wing's runner:\n" + "\n".join(found)
+
+
+def designs_importing_above(edges, room=DESIGNS, core=CORE):
+    inside = [e for e in edges if e.source == room or e.source.startswith(room + ".")]
+    return sorted(f"{e.where}: {e.source} imports {e.target}" for e in inside
+                  if not (e.target == room or e.target.startswith(room + ".")) and e.target not in core)
+
+
+def test_designs_are_data():
+    assert any(name.startswith(DESIGNS) for name in MODULES)
+    found = designs_importing_above(EDGES)
+    assert not found, "the designs import the package above the core:\n" + "\n".join(found)
+    edges = [Edge("p.designs._studies", "p.designs._types", None, "p/designs/_studies.py:1"),
+             Edge("p.designs._studies", "p.layer", None, "p/designs/_studies.py:2"),
+             Edge("p.designs", "p.presets", None, "p/designs/__init__.py:3")]
+    assert designs_importing_above(edges, room="p.designs", core={"p.layer"}) == [
+        "p/designs/__init__.py:3: p.designs imports p.presets"]
 
 
 def test_stats_and_records_are_leaves():

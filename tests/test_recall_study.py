@@ -6,17 +6,18 @@ import json
 import pytest
 import torch
 
+from gma_teach import study as studies
+from gma_teach.designs import RECALL_STUDY
 from gma_teach.runs import recall
-from gma_teach.runs.settings import RECALL_STUDY
 from gma_teach.tasks import IGNORE_INDEX
 
 
-def tiny_study(**changes) -> dict:
-    study = dict(RECALL_STUDY)
-    study.update(seq_len=16, vocab_size=32, kv_pairs=(2, 3), n_train=64, n_val=16, n_test=16, steps=3, warmup=1,
-                 batch_size=8, learning_rates=(1e-3, 3e-3), seeds=(0, 1), widths=(16,))
-    study.update(changes)
-    return study
+def tiny_study(**setting):
+    """The recall study's design at a few steps of a 16-token task (``setting``: sizes to change)."""
+    sizes = dict(seq_len=16, vocab_size=32, kv_pairs=(2, 3), n_train=64, n_val=16, n_test=16, steps=3, warmup=1,
+                 batch_size=8)
+    return RECALL_STUDY.with_changes(setting={**sizes, **setting}, learning_rates=(1e-3, 3e-3), seeds=(0, 1),
+                                     widths=(16,))
 
 
 def test_the_splits_come_from_different_seeds_and_mix_the_kv_counts_equally():
@@ -58,7 +59,7 @@ def test_state_bytes_grow_with_the_sequence_for_attention_and_not_for_gma():
 @pytest.mark.slow
 def test_an_arm_sweeps_the_rates_on_seed_0_then_trains_the_other_seeds_at_the_kept_rate(tmp_path):
     study = tiny_study()
-    record = recall.run_recall_arm(study, "linear", 16, folder=tmp_path, command="test")
+    record = studies.run_arm(study, "linear", width=16, folder=tmp_path, command="test")
     runs = record["runs"]
     assert [(r["seed"], r["lr"]) for r in runs[:2]] == [(0, 1e-3), (0, 3e-3)]
     best = max(runs[:2], key=lambda r: r["val_mean"])["lr"]
@@ -66,13 +67,13 @@ def test_an_arm_sweeps_the_rates_on_seed_0_then_trains_the_other_seeds_at_the_ke
     for run in runs:
         assert set(run["test_accuracy"]) == {2, 3} and 0 <= run["test_mean"] <= 1
         assert run["state_bytes"] > 0
-    saved = json.loads(recall.recall_record_path(study, "linear", 16, tmp_path).read_text())
+    saved = json.loads(studies.record_path(study, "linear", tmp_path, width=16).read_text())
     assert saved["runs"] == json.loads(json.dumps(runs)) and saved["command"] == "test"
     # Resuming trains nothing new; another design refuses the old record.
-    again = recall.run_recall_arm(study, "linear", 16, folder=tmp_path, command="test")
+    again = studies.run_arm(study, "linear", width=16, folder=tmp_path, command="test")
     assert len(again["runs"]) == 3
-    with pytest.raises(ValueError, match="another design"):
-        recall.run_recall_arm(tiny_study(steps=4), "linear", 16, folder=tmp_path)
+    with pytest.raises(ValueError, match="another setting"):
+        studies.run_arm(tiny_study(steps=4), "linear", width=16, folder=tmp_path)
 
 
 def test_a_run_can_hand_back_its_trained_model_to_read_the_routing():

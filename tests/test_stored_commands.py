@@ -12,9 +12,8 @@ from types import SimpleNamespace
 import pytest
 
 from gma_teach import bench, experiments, measure, profiling, record_gpu, routing_record, study
-from gma_teach.runs import recall
+from gma_teach.designs import RECALL_STUDY, STUDIES
 from gma_teach.runs import reproduce as reproducing
-from gma_teach.runs.settings import RECALL_STUDY, STUDIES
 
 ROOT = Path(__file__).resolve().parents[1]
 
@@ -165,9 +164,10 @@ def test_a_recall_record_is_reproduced_number_for_number(tmp_path, monkeypatch):
     """The path `experiments reproduce` takes for a recall record, end to end, on a tiny copy of the design (3 steps,
     a 16-token task): the re-run command narrowed to the record's arm and width runs in this process, through the
     study's command line, and every compared number comes back equal."""
-    tiny = dict(RECALL_STUDY, seq_len=16, vocab_size=32, kv_pairs=(2, 3), n_train=64, n_val=16, n_test=16, steps=3,
-                warmup=1, batch_size=8, learning_rates=(1e-3, 3e-3), seeds=(0, 1), widths=(16,))
-    monkeypatch.setattr(recall, "RECALL_STUDY", tiny)
+    tiny = RECALL_STUDY.with_changes(setting=dict(seq_len=16, vocab_size=32, kv_pairs=(2, 3), n_train=64, n_val=16,
+                                                  n_test=16, steps=3, warmup=1, batch_size=8),
+                                     learning_rates=(1e-3, 3e-3), seeds=(0, 1), widths=(16,))
+    monkeypatch.setitem(STUDIES, "recall", tiny)
     records = tmp_path / "records"
     study.main(["recall", "--arms", "linear", "sdpa", "--widths", "16", "--out-dir", str(records)])
     ran = []
@@ -178,11 +178,11 @@ def test_a_recall_record_is_reproduced_number_for_number(tmp_path, monkeypatch):
         study.main(command[3:])
 
     monkeypatch.setattr(reproducing, "subprocess", SimpleNamespace(run=run_here))
-    path = recall.recall_record_path(tiny, "linear", 16, records)
+    path = study.record_path(tiny, "linear", records, width=16)
     result = reproducing.reproduce(path, seed=1, out_dir=tmp_path / "again")
     assert ran == [["recall", "--arms", "linear", "--widths", "16", "--seeds", "1", "--out-dir",
                     str(tmp_path / "again")]]
-    assert not (tmp_path / "again" / recall.recall_record_path(tiny, "sdpa", 16).name).exists()  # only the record's arm
+    assert not (tmp_path / "again" / study.record_path(tiny, "sdpa", width=16).name).exists()  # only the record's arm
     names = [row["name"] for row in result["rows"]]
     assert "test_mean" in names and "test_accuracy 2" in names
     assert all(row["difference"] == 0 for row in result["rows"]), result["rows"]

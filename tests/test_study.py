@@ -6,7 +6,7 @@ import statistics
 
 import pytest
 
-from gma_teach import preset, stats, study
+from gma_teach import designs, preset, stats, study
 from gma_teach.runs import study_cli
 
 TINY_STUDY = {
@@ -29,19 +29,19 @@ def _cache(tmp_path, monkeypatch):
 @pytest.mark.parametrize("dof", [1, 2, 3, 5, 10, 29, 30, 31, 45, 100, 1000])
 def test_t_quantile_matches_scipy(dof):
     scipy_stats = pytest.importorskip("scipy.stats")
-    assert study.t_quantile_975(dof) == pytest.approx(float(scipy_stats.t.ppf(0.975, dof)), abs=1e-4)
+    assert stats.t_quantile_975(dof) == pytest.approx(float(scipy_stats.t.ppf(0.975, dof)), abs=1e-4)
 
 
 def test_t_quantile_rejects_bad_dof():
     with pytest.raises(ValueError, match="dof"):
-        study.t_quantile_975(0)
+        stats.t_quantile_975(0)
     with pytest.raises(TypeError, match="dof"):
-        study.t_quantile_975(2.0)
+        stats.t_quantile_975(2.0)
 
 
 def test_paired_difference_by_hand_and_against_scipy():
     a, b = [3.0, 5.0, 4.0], [1.0, 2.0, 2.0]  # differences 2, 3, 2: mean 7/3, sample std sqrt(1/3)
-    result = study.paired_difference(a, b)
+    result = stats.paired_difference(a, b)
     assert result["differences"] == [2.0, 3.0, 2.0] and result["n"] == 3
     assert result["mean"] == pytest.approx(7 / 3) and result["std"] == pytest.approx(math.sqrt(1 / 3))
     half = 4.302653 * math.sqrt(1 / 3) / math.sqrt(3)
@@ -50,23 +50,23 @@ def test_paired_difference_by_hand_and_against_scipy():
     low, high = scipy_stats.t.interval(0.95, 2, loc=7 / 3, scale=statistics.stdev([2, 3, 2]) / math.sqrt(3))
     assert result["ci95"] == pytest.approx([low, high], abs=1e-5)
     with pytest.raises(ValueError, match="one value per seed"):
-        study.paired_difference([1, 2], [1, 2, 3])
+        stats.paired_difference([1, 2], [1, 2, 3])
     with pytest.raises(ValueError, match="at least 2"):
-        study.paired_difference([1], [2])
+        stats.paired_difference([1], [2])
 
 
 def test_fisher_exact_p_by_hand_and_against_scipy():
     # 5 of 5 against 1 of 5: of the C(10, 6) = 210 splits of six hits, 5 + 1 and 1 + 5 are the two least likely,
     # each C(5, 5) C(5, 1) / 210 = 5 / 210
-    assert study.fisher_exact_p(5, 5, 1, 5) == pytest.approx(10 / 210)
-    assert study.fisher_exact_p(3, 3, 3, 3) == 1.0 and study.fisher_exact_p(0, 4, 0, 7) == 1.0
+    assert stats.fisher_exact_p(5, 5, 1, 5) == pytest.approx(10 / 210)
+    assert stats.fisher_exact_p(3, 3, 3, 3) == 1.0 and stats.fisher_exact_p(0, 4, 0, 7) == 1.0
     scipy_stats = pytest.importorskip("scipy.stats")
     for runs_a, runs_b in [(3, 5), (5, 5), (2, 9), (7, 4)]:
         for hits_a in range(runs_a + 1):
             for hits_b in range(runs_b + 1):
                 table = [[hits_a, runs_a - hits_a], [hits_b, runs_b - hits_b]]
                 expected = scipy_stats.fisher_exact(table, alternative="two-sided").pvalue
-                assert study.fisher_exact_p(hits_a, runs_a, hits_b, runs_b) == pytest.approx(expected, rel=1e-9)
+                assert stats.fisher_exact_p(hits_a, runs_a, hits_b, runs_b) == pytest.approx(expected, rel=1e-9)
 
 
 @pytest.mark.parametrize("arguments, error, message", [
@@ -77,7 +77,7 @@ def test_fisher_exact_p_by_hand_and_against_scipy():
 ])
 def test_fisher_exact_p_rejects_impossible_counts(arguments, error, message):
     with pytest.raises(error, match=message):
-        study.fisher_exact_p(*arguments)
+        stats.fisher_exact_p(*arguments)
 
 
 def test_run_arm_records_each_seed_and_skips_recorded_ones(tmp_path, capsys):
@@ -137,11 +137,11 @@ def test_study_table_pairs_common_seeds(tmp_path):
 
 
 def test_study_settings_are_consistent():
-    for settings in study.STUDIES.values():
+    for settings in designs.STUDIES.values():
         assert len(settings["seeds"]) >= 3
         for spec in settings["arms"].values():
-            assert spec.get("prepare") in (None, *study.PREPARATIONS)
-    lm_arms = study.LM_STUDY["arms"]
+            assert spec.get("prepare") in (None, *designs.PREPARATIONS)
+    lm_arms = designs.LM_STUDY["arms"]
     assert {"sdpa", "linear", "performer", "none", "uniform"} <= set(lm_arms)
     assert {lm_arms[f"gma_k{k}"]["n_components"] for k in (32, 64, 128)} == {32, 64, 128}
 
@@ -157,12 +157,13 @@ def test_a_classification_study_records_test_accuracy(tmp_path):
         assert record["complete"] and 0 <= record["summary"]["test_accuracy"]["mean"] <= 1
         if arm.startswith("gma"):  # the arm's K if it names one, else the setting's
             assert {r["n_components"] for r in record["runs"]} == {3 if arm == "gma_k3" else 4}
-            assert all(r["gma_options"] == study.load_arm(tiny, arm, tmp_path)["spec"].get("gma_options", {})
+            spec = designs.Arm.from_spec(study.load_arm(tiny, arm, tmp_path)["spec"])
+            assert all(r["gma_options"] == spec.gma_options
                        for r in record["runs"])
     table = study.study_table(tiny, tmp_path)
     assert table["metric"] == "test_accuracy" and "linear" in table["paired"]
     assert "test accuracy" in study.format_study_table(table)
-    assert study.LISTOPS_LRA_STUDY["overrides"]["min_length"] == 500  # LRA's lengths
+    assert designs.LISTOPS_LRA_STUDY["overrides"]["min_length"] == 500  # LRA's lengths
 
 
 def test_recorded_study_files_are_consistent():
@@ -171,7 +172,7 @@ def test_recorded_study_files_are_consistent():
     from gma_teach import measure
 
     checked = 0
-    for settings in study.STUDIES.values():
+    for settings in designs.STUDIES.values():
         for arm in settings["arms"]:
             record = study.load_arm(settings, arm)
             if record is None:
@@ -179,7 +180,7 @@ def test_recorded_study_files_are_consistent():
             checked += 1
             owner, owner_arm = study.recorded_under(settings, arm)
             assert record["arm"] == owner_arm and record["study"] == owner["name"]
-            assert record["spec"] == json.loads(json.dumps(settings["arms"][arm]))
+            assert designs.Arm.from_spec(record["spec"]) == settings["arms"][arm]
             assert json.loads(json.dumps(study.summarize_arm(owner, owner_arm, record["runs"]))) == record["summary"]
             for run in record["runs"]:
                 assert set(measure.PROVENANCE_KEYS) <= set(run["provenance"])
@@ -190,9 +191,13 @@ def test_recorded_study_files_are_consistent():
 
 def test_recorded_tables_are_what_the_records_give():
     """A saved ``<study>_tables.json`` (README quotes its intervals) is recomputed from the arms' records."""
-    for settings in study.STUDIES.values():
+    for settings in designs.STUDIES.values():
         path = study.tables_path(settings)
-        if path.exists():
+        if path.exists() and settings.widths:  # the recall study: one table over its widths
+            saved = json.loads(path.read_text())
+            assert saved["study"] == settings["name"]
+            assert saved["table"] == json.loads(json.dumps(study.recall_table(None, settings))), path.name
+        elif path.exists():
             saved = json.loads(path.read_text())
             assert saved["study"] == settings["name"]
             assert saved["tables"] == json.loads(json.dumps(study.study_tables(settings))), path.name
@@ -210,7 +215,7 @@ def test_summary_save_records_the_tables(tmp_path, monkeypatch, capsys):
     with_sdpa = {**TINY_STUDY, "arms": {**TINY_STUDY["arms"], "sdpa": {"mixer": "sdpa"}}}
     for arm in with_sdpa["arms"]:
         study.run_arm(with_sdpa, arm, folder=tmp_path, command="test")
-    monkeypatch.setitem(study.STUDIES, "tiny", with_sdpa)
+    monkeypatch.setitem(designs.STUDIES, "tiny", with_sdpa)
     tables = study.main(["tiny", "--summary", "--save", "--out-dir", str(tmp_path)])
     saved = json.loads(study.tables_path(with_sdpa, tmp_path).read_text())
     assert set(saved["tables"]) == {"val_bits_per_byte", "active_share"} == set(tables)
@@ -244,10 +249,10 @@ def test_an_arm_shared_with_another_study_is_trained_and_recorded_once(tmp_path,
 
 
 def test_the_lm_study_reads_the_collapse_study_runs_of_the_same_setting():
-    assert study.LM_STUDY["overrides"] == study.COLLAPSE_STUDY["overrides"] == study.LM_SETTING
-    assert study.recorded_under(study.LM_STUDY, "gma_k64") == (study.COLLAPSE_STUDY, "default")
-    owner, arm = study.recorded_under(study.LM_STUDY, "gma_k64_remedy")
-    assert owner is study.COLLAPSE_STUDY and owner["arms"][arm]["gma_options"] == study.REMEDY
+    assert designs.LM_STUDY["overrides"] == designs.COLLAPSE_STUDY["overrides"] == designs.LM_SETTING
+    assert study.recorded_under(designs.LM_STUDY, "gma_k64") == (designs.COLLAPSE_STUDY, "default")
+    owner, arm = study.recorded_under(designs.LM_STUDY, "gma_k64_remedy")
+    assert owner is designs.COLLAPSE_STUDY and owner["arms"][arm]["gma_options"] == designs.REMEDY
 
 
 def test_a_recorded_seed_is_reproduced_exactly_on_the_same_machine(tmp_path):
@@ -279,7 +284,7 @@ def test_training_speed_is_measured_for_every_arm_in_one_process(tmp_path):
         assert speed["tokens_per_second"][arm] == pytest.approx(speed["tokens_per_step"] / seconds)
     assert study.load_speed(TINY_STUDY, tmp_path) is None
     with pytest.raises(ValueError, match="language-model"):
-        study.measure_training_speed(study.TEXT_STUDY)
+        study.measure_training_speed(designs.TEXT_STUDY)
 
 
 def test_the_initial_routing_scan_records_every_setting_and_seed(tmp_path, monkeypatch):
@@ -319,7 +324,7 @@ def test_context_recovered_is_the_share_of_sdpas_gain_over_no_mixing(tmp_path):
     assert gma["ci95"] == pytest.approx(fieller["ci95"]) and gma["bounded"] is True
     assert gma["ci95"][0] <= gma["mean"] <= gma["ci95"][1] and gma["method"] == fieller["method"]
     booted = study.context_recovered(three, tmp_path, method="bootstrap")["arms"]["gma"]
-    assert booted["ci95"] == pytest.approx(study.ratio_of_means_interval([0.5, 0.5, 0.4], [1.0, 0.8, 0.7],
+    assert booted["ci95"] == pytest.approx(stats.ratio_of_means_interval([0.5, 0.5, 0.4], [1.0, 0.8, 0.7],
                                                                          n_boot=10_000, seed=0)["ci95"])
     assert booted["n_boot"] == 10_000 and booted["mean"] == gma["mean"]
     # the bootstrap's interval is narrower than Fieller's at three seeds: it under-covers
@@ -351,7 +356,7 @@ def test_context_recovered_is_the_share_of_sdpas_gain_over_no_mixing(tmp_path):
     with pytest.raises(ValueError, match=r"sdpa gains nothing over none on average over seeds \[0, 1, 2\]"):
         study.context_recovered(three, tmp_path)
     with pytest.raises(ValueError, match="language-model"):
-        study.context_recovered(study.TEXT_STUDY)
+        study.context_recovered(designs.TEXT_STUDY)
 
 
 def test_the_ordering_names_the_pairs_that_swapped_between_the_last_two_evaluations():
@@ -410,21 +415,23 @@ def test_the_ordering_tells_apart_only_what_survives_holm_over_all_its_pairs():
     arms = {"a": arm([1.0, 1.0, 1.0]), "b": arm([1.10, 1.14, 1.12])}
     alone = study.ordering_at_last_evaluations(arms)
     assert alone["told_apart"] == [["a", "b"]] and alone["p_holm"]["a < b"] == pytest.approx(
-        study.paired_t_p([1.10, 1.14, 1.12], [1.0, 1.0, 1.0]))
+        stats.paired_t_p([1.10, 1.14, 1.12], [1.0, 1.0, 1.0]))
     # among six more arms far from both, noisy ones: 28 pairs, and Holm multiplies the pair's p by up to 28
     generator = random.Random(0)
     noisy = {f"n{i}": arm([3.0 + generator.uniform(-0.5, 0.5) for _ in range(3)]) for i in range(6)}
     crowded = study.ordering_at_last_evaluations({**arms, **noisy})
     assert ["a", "b"] in crowded["interval_excludes_zero"] and ["a", "b"] not in crowded["told_apart"]
     assert crowded["p_holm"]["a < b"] > 0.05 and crowded["p"]["a < b"] == alone["p"]["a < b"]
-    assert list(crowded["p_holm"].values()) == study.holm(list(crowded["p"].values()))
+    assert list(crowded["p_holm"].values()) == stats.holm(list(crowded["p"].values()))
 
 
 def test_every_study_setting_names_keys_of_its_preset():
     """A study's overrides replace preset entries (pinned on purpose, each setting's docstring says why); a key the
     preset does not have, or no longer has after a rename, fails here rather than when the study runs."""
-    for name, setting in study.STUDIES.items():
+    for name, setting in designs.STUDIES.items():
         experiment = setting.get("experiment", "lm")
+        if experiment == "recall":  # its setting is every size it trains with, no preset under it
+            continue
         known = set(vars(preset(experiment, setting["scale"])))
         unknown = sorted(set(setting["overrides"]) - known)
         assert not unknown, f"study {name!r} overrides {unknown}, which preset {experiment!r} does not have"
@@ -451,11 +458,11 @@ def test_declared_comparisons_are_holm_adjusted_over_the_whole_family(tmp_path):
     assert set(by_pair) == {("gma", "linear"), ("gma", "sdpa")}  # "none" is not recorded yet
     linear = by_pair[("gma", "linear")]
     assert linear["seeds"] == [0, 1, 2] and linear["differences"] == pytest.approx([-0.10, -0.12, -0.11])
-    raw = [study.paired_t_p([2.00, 2.10, 2.05], [2.10, 2.22, 2.16]),
-           study.paired_t_p([2.00, 2.10, 2.05], [1.90, 2.15, 1.95])]
+    raw = [stats.paired_t_p([2.00, 2.10, 2.05], [2.10, 2.22, 2.16]),
+           stats.paired_t_p([2.00, 2.10, 2.05], [1.90, 2.15, 1.95])]
     assert [linear["p"], by_pair[("gma", "sdpa")]["p"]] == pytest.approx(raw)
     # the unrecorded comparison counts as p = 1, so the family stays three tests
-    assert [linear["p_holm"], by_pair[("gma", "sdpa")]["p_holm"]] == pytest.approx(study.holm(raw + [1.0])[:2])
+    assert [linear["p_holm"], by_pair[("gma", "sdpa")]["p_holm"]] == pytest.approx(stats.holm(raw + [1.0])[:2])
     assert linear["p"] < 0.05 / 3 and linear["told_apart"] is True
     assert by_pair[("gma", "sdpa")]["told_apart"] is False
     # the table marks the declared pair with its Holm verdict and every other pair exploratory
@@ -465,7 +472,7 @@ def test_declared_comparisons_are_holm_adjusted_over_the_whole_family(tmp_path):
     table = study.study_table(declared, tmp_path, reference="sdpa")
     assert table["paired"]["gma"]["exploratory"] is False and table["paired"]["gma"]["told_apart"] is False
     assert table["paired"]["linear"]["exploratory"] is True and "p_holm" not in table["paired"]["linear"]
-    assert table["paired"]["linear"]["p"] == pytest.approx(study.paired_t_p([2.10, 2.22, 2.16], [1.90, 2.15, 1.95]))
+    assert table["paired"]["linear"]["p"] == pytest.approx(stats.paired_t_p([2.10, 2.22, 2.16], [1.90, 2.15, 1.95]))
     assert "(exploratory)" in study.format_study_table(table) and "Holm p" in study.format_study_table(table)
     assert all(len(line) <= 75 for line in study.format_declared(result))
     assert "told apart" in "\n".join(study.format_declared(result))
@@ -500,19 +507,19 @@ def test_a_declared_second_look_tests_the_family_on_every_seed_with_p_doubled(tm
     first = study.declared_comparisons(declared, tmp_path)
     assert first["looks"] == 2 and first["seeds"] == [0, 1, 2] and len(first["comparisons"]) == 2
     # the first look pays for the second too: each look at 2.5%, the two together at 5%
-    raw_first = [study.paired_t_p([gma[s] for s in (0, 1, 2)], [other[s] for s in (0, 1, 2)])
+    raw_first = [stats.paired_t_p([gma[s] for s in (0, 1, 2)], [other[s] for s in (0, 1, 2)])
                  for other in (linear, {0: 1.90, 1: 2.15, 2: 1.95})]
     assert [c["p_holm"] for c in first["comparisons"]] == pytest.approx(
-        [min(1.0, 2 * p) for p in study.holm(raw_first)])
+        [min(1.0, 2 * p) for p in stats.holm(raw_first)])
     assert first["test"].startswith("first; each adjusted p then doubled for the 2 looks")
     assert study.format_declared(first)[1] == "Holm over the family, each p x2 for 2 looks:"
     second = study.declared_comparisons(declared, tmp_path, look="second")
     assert second["looks"] == 2 and second["seeds"] == [0, 1, 2, 3, 4] and second["test"] == "second"
     (only,) = second["comparisons"]  # gma - sdpa lacks seed 4, so it is not recorded on this look
     assert (only["arm"], only["against"], only["seeds"]) == ("gma", "linear", [0, 1, 2, 3, 4])
-    raw = study.paired_t_p(list(gma.values()), list(linear.values()))
+    raw = stats.paired_t_p(list(gma.values()), list(linear.values()))
     assert only["p"] == pytest.approx(raw)
-    assert only["p_holm"] == pytest.approx(min(1.0, 2 * study.holm([raw, 1.0])[0]))
+    assert only["p_holm"] == pytest.approx(min(1.0, 2 * stats.holm([raw, 1.0])[0]))
     assert only["told_apart"] is (only["p_holm"] < 0.05)
     table = study.study_table(declared, tmp_path, reference="linear")
     assert table["paired"]["gma"]["exploratory"] is False and table["paired"]["gma"]["look"] == 2
@@ -526,37 +533,37 @@ def test_a_declared_second_look_tests_the_family_on_every_seed_with_p_doubled(tm
         study.declared_comparisons(without, tmp_path, look="second")
     once = study.declared_comparisons(without, tmp_path)  # a study that looks once is tested once, at 5%
     assert "looks" not in once and once["test"] == "first"
-    assert [c["p_holm"] for c in once["comparisons"]] == pytest.approx(study.holm(raw_first))
+    assert [c["p_holm"] for c in once["comparisons"]] == pytest.approx(stats.holm(raw_first))
 
 
 def test_last_epoch_accuracy_is_refused_where_validation_is_not_the_test_split():
     with pytest.raises(ValueError, match="validation split is its test split"):
-        study.study_table(study.LISTOPS_LRA_STUDY, metric="last_epoch_test_accuracy")
+        study.study_table(designs.LISTOPS_LRA_STUDY, metric="last_epoch_test_accuracy")
 
 
 def test_every_study_declares_its_design():
     """Arms, seeds, metric(s), the primary comparisons (between declared arms) and their test; what was added after
     seeing data is named as exploratory."""
-    for name, setting in study.STUDIES.items():
+    for name, setting in designs.STUDIES.items():
         metrics = study.declared_metrics(setting)
         assert metrics and all(metric in study.METRIC_PATHS for metric in metrics), name
         assert isinstance(setting["test"], str) and setting["seeds"], name
         for arm, against in setting["primary"]:
             assert arm in setting["arms"] and against in setting["arms"] and arm != against, (name, arm, against)
         assert "exploratory" in setting, name
-    assert study.STUDIES["cause"]["primary"] == []
-    assert {("gma_k32_remedy", "linear"), ("gma_k128", "sdpa")} <= set(study.LM_STUDY["primary"])
-    assert study.TEXT_STUDY["metric"] == "last_epoch_test_accuracy"
-    assert "post hoc" in study.LISTOPS_LRA_STUDY["exploratory"]["tests"]
+    assert designs.STUDIES["cause"]["primary"] == ()
+    assert {("gma_k32_remedy", "linear"), ("gma_k128", "sdpa")} <= set(designs.LM_STUDY["primary"])
+    assert designs.TEXT_STUDY["metric"] == "last_epoch_test_accuracy"
+    assert "post hoc" in designs.LISTOPS_LRA_STUDY["exploratory"]["tests"]
 
 
 def test_the_text_studys_last_epoch_accuracy_is_its_last_evaluation():
     """The Text stand-in evaluates on its test split after every epoch: the last of those is the test accuracy of
     the last epoch's weights, and the record's ``test`` (the best epoch's) is the largest of them."""
-    record = study.load_arm(study.TEXT_STUDY, "gma")
+    record = study.load_arm(designs.TEXT_STUDY, "gma")
     if record is None:
         pytest.skip("the Text stand-in is not recorded")
-    table = study.study_table(study.TEXT_STUDY)
+    table = study.study_table(designs.TEXT_STUDY)
     assert table["metric"] == "last_epoch_test_accuracy"
     for run in record["runs"]:
         assert run["test"]["accuracy"] == pytest.approx(max(run["history"]["val_metric"]))
@@ -574,11 +581,11 @@ def test_left_plateau_counts_seeds_above_the_majority_class_and_labels_fisher_po
             {"runs": runs, "summary": {"majority_baseline": 0.2}}))  # 0.2 itself has not left it
     result = study.left_plateau(classifier, tmp_path)
     assert result["counts"] == {"gma": [1, 5], "performer": [5, 5], "sdpa": [3, 5]} and result["exploratory"] is True
-    raw = [study.fisher_exact_p(5, 5, 1, 5), study.fisher_exact_p(3, 5, 1, 5)]
+    raw = [stats.fisher_exact_p(5, 5, 1, 5), stats.fisher_exact_p(3, 5, 1, 5)]
     assert result["fisher"]["performer"]["p"] == pytest.approx(10 / 210) == pytest.approx(raw[0])
-    assert [result["fisher"][arm]["p_holm"] for arm in ("performer", "sdpa")] == pytest.approx(study.holm(raw))
+    assert [result["fisher"][arm]["p_holm"] for arm in ("performer", "sdpa")] == pytest.approx(stats.holm(raw))
     with pytest.raises(ValueError, match="classifier study"):
-        study.left_plateau(study.LM_STUDY)
+        study.left_plateau(designs.LM_STUDY)
 
 
 def test_the_study_table_prints_the_mean_and_its_95_percent_half_width():
@@ -611,7 +618,7 @@ def test_seeds_needed_plans_each_declared_comparison_at_holms_strictest_step():
     assert stats.paired_t_power(0.06, 0.03, n - 1, alpha=0.05 / 4) < 0.80
     # and more than the seeds at which data of exactly this mean and spread would just pass (about 50% power)
     values = [0.06 + 0.03 * z for z in _standardized(n - 1)]
-    assert study.paired_t_p(values, [0.0] * (n - 1)) < 0.05 / 4
+    assert stats.paired_t_p(values, [0.0] * (n - 1)) < 0.05 / 4
     assert study.seeds_needed(declared, power=0.95, at_most=200)["comparisons"][0]["seeds"] > n
     assert zero["seeds"] is None and tiny["seeds"] is None
     assert (first["arm"], first["against"]) == ("gma", "sdpa")

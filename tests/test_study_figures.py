@@ -9,7 +9,7 @@ matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 import pytest  # noqa: E402
 
-from gma_teach import study  # noqa: E402
+from gma_teach import designs, study  # noqa: E402
 from gma_teach.plots import study_figures  # noqa: E402
 
 T_975 = {1: 12.706, 2: 4.303, 4: 2.776}  # Student-t 97.5% quantiles, from a table
@@ -72,8 +72,8 @@ def test_the_figure_grows_with_the_number_of_arms():
 
 
 def test_the_recorded_lm_study_renders_every_arm():
-    named = {arm: record for arm in study.LM_STUDY["arms"]
-             if (record := study.load_arm(study.LM_STUDY, arm)) is not None}
+    named = {arm: record for arm in designs.LM_STUDY["arms"]
+             if (record := study.load_arm(designs.LM_STUDY, arm)) is not None}
     if len(named) < 2:
         pytest.skip("the LM study is not recorded here")
     rows = study_figures.arm_rows(named)

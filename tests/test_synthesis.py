@@ -1,8 +1,8 @@
 """Part IV at a glance: each study's row counts its declared comparisons as the saved table decided them."""
 import json
 
-from gma_teach import measure
-from gma_teach.runs import settings, synthesis, tables
+from gma_teach import designs, measure
+from gma_teach.runs import synthesis, tables
 
 
 def test_every_row_counts_each_declared_comparison_once_as_its_table_decided():
@@ -12,7 +12,7 @@ def test_every_row_counts_each_declared_comparison_once_as_its_table_decided():
         assert row["wins"] + row["ties"] + row["losses"] == row["recorded"] <= row["declared"]
         if name == "recall":
             declared = json.loads((measure.results_folder() / "recall_study_tables.json").read_text())["declared"]
-            declared = {**declared, "seeds": list(settings.RECALL_STUDY["seeds"])}
+            declared = {**declared, "seeds": list(designs.RECALL_STUDY["seeds"])}
         else:
             saved = json.loads(tables_path(name).read_text())
             declared = synthesis.standing_family(saved)
@@ -24,7 +24,7 @@ def test_every_row_counts_each_declared_comparison_once_as_its_table_decided():
 
 
 def tables_path(name):
-    return measure.results_folder() / f"{settings.STUDIES[name]['name']}_tables.json"
+    return measure.results_folder() / f"{designs.STUDIES[name]['name']}_tables.json"
 
 
 def test_a_flipped_verdict_moves_a_comparison_between_the_columns(tmp_path):
@@ -39,7 +39,7 @@ def test_a_flipped_verdict_moves_a_comparison_between_the_columns(tmp_path):
     assert after["lm"]["ties"] == before["lm"]["ties"] - 1
     assert after["lm"]["wins"] + after["lm"]["losses"] == before["lm"]["wins"] + before["lm"]["losses"] + 1
     assert "| language modelling | 10 | 12 of 12 | 0-4 |" in synthesis.format_synthesis(list(after.values()))
-    found = tables.study_findings(settings.LM_STUDY, saved["second_look"])
+    found = tables.study_findings(designs.LM_STUDY, saved["second_look"])
     assert len(found["wins"]) + len(found["losses"]) == after["lm"]["wins"] + after["lm"]["losses"]
 
 

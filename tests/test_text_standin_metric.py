@@ -16,7 +16,7 @@ import matplotlib
 import nbformat
 import pytest
 
-from gma_teach import study
+from gma_teach import designs, study
 from gma_teach.stats import mean_interval
 
 matplotlib.use("Agg")
@@ -35,7 +35,7 @@ def _best_epoch(record: dict) -> dict:
 
 
 def _text_records() -> dict:
-    records = {arm: study.load_arm(study.TEXT_STUDY, arm) for arm in study.TEXT_STUDY["arms"]}
+    records = {arm: study.load_arm(designs.TEXT_STUDY, arm) for arm in designs.TEXT_STUDY["arms"]}
     records = {arm: record for arm, record in records.items() if record is not None}
     if not records:
         pytest.skip("the Text stand-in is not recorded")
@@ -43,24 +43,24 @@ def _text_records() -> dict:
 
 
 def test_the_text_standin_declares_the_last_epoch():
-    assert study.TEXT_STUDY["metric"] == "last_epoch_test_accuracy"
-    assert study.declared_metrics(study.TEXT_STUDY) == ("last_epoch_test_accuracy",)
+    assert designs.TEXT_STUDY["metric"] == "last_epoch_test_accuracy"
+    assert study.declared_metrics(designs.TEXT_STUDY) == ("last_epoch_test_accuracy",)
     assert study.METRIC_PATHS["last_epoch_test_accuracy"] == ("history", "val_metric")
 
 
 def test_metric_by_seed_reads_the_declared_metric():
     for arm, record in _text_records().items():
-        assert study.metric_by_seed(study.TEXT_STUDY, record) == _last_epoch(record), arm
-        assert study.metric_by_seed(study.TEXT_STUDY, record, "test_accuracy") == _best_epoch(record), arm
-    listops = study.load_arm(study.LISTOPS_LRA_STUDY, "gma")
+        assert study.metric_by_seed(designs.TEXT_STUDY, record) == _last_epoch(record), arm
+        assert study.metric_by_seed(designs.TEXT_STUDY, record, "test_accuracy") == _best_epoch(record), arm
+    listops = study.load_arm(designs.LISTOPS_LRA_STUDY, "gma")
     if listops is not None:  # ListOps has its own validation split: its declared metric is the record's test
-        assert study.metric_by_seed(study.LISTOPS_LRA_STUDY, listops) == _best_epoch(listops)
+        assert study.metric_by_seed(designs.LISTOPS_LRA_STUDY, listops) == _best_epoch(listops)
     with pytest.raises(ValueError, match="validation split is its test split"):
-        study.metric_by_seed(study.LISTOPS_LRA_STUDY, {"runs": []}, "last_epoch_test_accuracy")
+        study.metric_by_seed(designs.LISTOPS_LRA_STUDY, {"runs": []}, "last_epoch_test_accuracy")
 
 
 def test_left_plateau_reads_the_declared_metric(tmp_path):
-    text = {**study.TEXT_STUDY, "name": "plateau_text", "arms": {"gma": {"mixer": "gma"}, "linear": {}}}
+    text = {**designs.TEXT_STUDY, "name": "plateau_text", "arms": {"gma": {"mixer": "gma"}, "linear": {}}}
     # best epochs all above the majority class (0.5), last epochs not: only the last epoch may be counted
     for arm, last in (("gma", [0.4, 0.6, 0.4]), ("linear", [0.6, 0.6, 0.6])):
         runs = [{"seed": seed, "test": {"accuracy": 0.7}, "history": {"val_metric": [0.7, value]}}

@@ -22,7 +22,10 @@ from __future__ import annotations
 
 import math
 import statistics
+from types import MappingProxyType
 
+from ..designs import METRICS as METRIC_FACTS
+from ..designs import Arm, thawed
 from ..runs.arm_records import health_curve
 from ..stats import mean_half_width
 from ._style import COLORS, mixer_color, new_figure
@@ -44,14 +47,18 @@ __all__ = [
     "tokenizer_of",
 ]
 
-# metric -> (axis label, whether it is per token of a tokenizer, factor for display)
-METRICS = {
-    "test_accuracy": ("test accuracy (%)", False, 100.0),
-    "last_epoch_test_accuracy": ("last-epoch test accuracy (%)", False, 100.0),
-    "val_loss": ("validation loss (nats per token)", True, 1.0),
-    "val_perplexity": ("validation perplexity (per token)", True, 1.0),
-    "bits_per_byte": ("validation bits per byte", False, 1.0),
-}
+_FIGURE_METRICS = ("test_accuracy", "last_epoch_test_accuracy", "val_loss", "val_perplexity", "val_bits_per_byte")
+_ALIASES = {"bits_per_byte": "val_bits_per_byte"}
+
+METRICS = MappingProxyType({
+    **{name: (METRIC_FACTS[name].axis, METRIC_FACTS[name].per_token, METRIC_FACTS[name].factor)
+       for name in _FIGURE_METRICS},
+    **{alias: (METRIC_FACTS[name].axis, METRIC_FACTS[name].per_token, METRIC_FACTS[name].factor)
+       for alias, name in _ALIASES.items()},
+})
+"""The metrics these figures read from a record's runs, ``name -> (axis label, whether it is per token of a
+tokenizer, factor for display)``, taken from the one table of metric facts (:data:`gma_teach.designs.METRICS`).
+``bits_per_byte`` is the name chapter 10's figures used for ``val_bits_per_byte`` and reads the same."""
 
 
 def _check_metric(metric: str) -> None:
@@ -70,14 +77,13 @@ def _check_records(records) -> list:
 
 # ----------------------------------------------------------------------------------------------- reading records
 def _run_metric(run: dict, metric: str):
-    if metric == "test_accuracy":
-        value = (run.get("test") or {}).get("accuracy")
-    elif metric == "last_epoch_test_accuracy":  # the last evaluation, where the validation split is the test split
-        scores = (run.get("history") or {}).get("val_metric") or [None]
+    facts = METRIC_FACTS[_ALIASES.get(metric, metric)]
+    if facts.part == "history":  # the last evaluation, where the validation split is the test split
+        scores = (run.get("history") or {}).get(facts.key) or [None]
         value = scores[-1]
     else:
-        value = (run.get("val") or {}).get(metric.removeprefix("val_"))
-        if value is None and metric == "bits_per_byte":
+        value = (run.get(facts.part) or {}).get(facts.key)
+        if value is None and facts.name == "val_bits_per_byte":
             value = run.get("bits_per_byte")
     return None if value is None or not math.isfinite(float(value)) else float(value)
 
@@ -90,20 +96,27 @@ def record_values(record: dict, metric: str) -> list[float]:
     return [factor * v for v in values if v is not None]
 
 
+def _arm(record: dict) -> Arm | None:
+    """The arm of a study's record (either form its ``spec`` takes, :meth:`gma_teach.designs.Arm.from_spec`)."""
+    return Arm.from_spec(record["spec"]) if record.get("spec") else None
+
+
 def _mixer(record: dict):
-    return record.get("mixer") or (record.get("spec") or {}).get("mixer")
+    arm = _arm(record)
+    return record.get("mixer") or (arm.mixer if arm is not None else None)
 
 
 def _n_components(record: dict):
-    return record.get("n_components") or (record.get("spec") or {}).get("n_components")
+    arm = _arm(record)
+    return record.get("n_components") or (arm.n_components if arm is not None else None)
 
 
 def _options(record: dict) -> dict:
     """The options that make a record more than "mixer at K": a routing remedy, a preparation of the means."""
-    config, spec = record.get("config") or {}, record.get("spec") or {}
-    options = {**(config.get("mixer_options") or {}), **(spec.get("gma_options") or {})}
-    if spec.get("prepare"):
-        options["prepare"] = spec["prepare"]
+    config, arm = record.get("config") or {}, _arm(record)
+    options = {**(config.get("mixer_options") or {}), **(thawed(arm.options) if arm is not None else {})}
+    if arm is not None and arm.prepare:
+        options["prepare"] = arm.prepare
     for key in ("n_components", "n_features", "k", "max_seq_len"):
         options.pop(key, None)
     return options

@@ -1,30 +1,85 @@
-"""Running one arm of a study, seed by seed, saving its record after every seed.
+"""The one runner of every study: an arm, seed by seed, into its record.
 
-Seeds already in the record are skipped, so an interrupted study continues where it stopped. The record is written
-with :func:`gma_teach.records.write_record` (atomically) after each seed.
+A study (:class:`gma_teach.designs.Study`) is resolved once per arm and width into a :class:`RunConfig`: the
+experiment's preset at the study's scale with the study's pinned setting over it (the recall study pins every
+size itself), the arm, and the width. That frozen configuration flows down unchanged: the trainer of one seed
+(:data:`SEED_TRAINERS`, one per experiment, each through :func:`gma_teach.train.fit`) reads its sizes from it and
+from nothing else.
+
+The runner is the same for every study: seeds already in the record are skipped, so an interrupted study continues
+where it stopped; a study that sweeps learning rates (``learning_rates``) trains its first seed at each and keeps
+the one with the best validation mean, the other seeds at it (the test split never chooses); the record is written
+with :func:`gma_teach.records.write_record` (atomically) after every run.
 """
 from __future__ import annotations
 
+import json
 import sys
 import time
-from types import SimpleNamespace
+from collections.abc import Callable
+from dataclasses import dataclass
+from types import MappingProxyType, SimpleNamespace
 
+from ..designs import KMEANS_BLOCKS, Arm, Study, as_study, thawed
 from ..environment import device, preset
 from ..models import init_routing_means
 from ..records import PROVENANCE_KEYS, provenance, write_record
-from .arm_records import load_arm, record_path, recorded_under, summarize_arm
-from .classification import listops_data, run_classification, text_data
-from .language_model import lm_data, run_lm
-from .settings import KMEANS_BLOCKS, PREPARATIONS
+from .arm_records import chosen_lr, load_arm, record_path, recorded_under, summarize_arm
+from .classification import classification_seed, listops_data, text_data
+from .language_model import lm_data, lm_seed
+from .recall import recall_data, recall_seed
 
-__all__ = ["run_arm", "study_data"]
+__all__ = ["RunConfig", "SEED_TRAINERS", "resolve", "run_arm", "study_data"]
+
+
+@dataclass(frozen=True)
+class RunConfig:
+    """One arm of one study at one width, resolved: what every seed of it trains with.
+
+    Attributes:
+        study: the declared study.
+        arm_name, arm: the arm.
+        width: the model width (``None``: the sizes' ``d_model``).
+        sizes: the experiment's preset at the study's scale with the study's setting over it (read-only).
+    """
+
+    study: Study
+    arm_name: str
+    arm: Arm
+    width: int | None
+    sizes: MappingProxyType
+
+    def namespace(self) -> SimpleNamespace:
+        """The sizes as the attribute namespace the trainers read (``p.batch_size``, ...), a fresh copy."""
+        return SimpleNamespace(**thawed(self.sizes))
+
+
+def resolve(study: Study, arm: str, width: int | None = None) -> RunConfig:
+    """``arm`` of ``study`` (a :class:`~gma_teach.designs.Study`, or a dict design,
+    :func:`gma_teach.designs.as_study`) at ``width`` as a :class:`RunConfig`: the preset read once, the setting
+    over it."""
+    study = as_study(study)
+    chosen = study.arm(arm)
+    if study.experiment == "recall":
+        if width not in (study.widths or ()):
+            raise ValueError(f"width must be one of the study's widths {study.widths}, got {width!r}")
+        sizes = dict(thawed(study.setting))
+    else:
+        if width is not None and width not in (study.widths or ()):
+            raise ValueError(f"width must be None or one of the study's widths {study.widths}, got {width!r}")
+        sizes = {**vars(preset(study.experiment, study.scale)), **thawed(study.setting)}
+        unknown = sorted(set(study.setting) - set(vars(preset(study.experiment, study.scale))))
+        if unknown:
+            raise ValueError(f"study {study.name!r} pins {unknown}, which preset {study.experiment!r} does not have")
+    if width is not None:
+        sizes["d_model"] = width
+    return RunConfig(study, arm, chosen, width, MappingProxyType(sizes))
 
 
 def _prepare(name: str | None):
     if name is None:
         return None
-    if name not in PREPARATIONS:
-        raise ValueError(f"prepare must be one of {PREPARATIONS} or None, got {name!r}")
+
     def prepare(model, data):
         """Means of every GMA layer from k-means of its routing vectors on the first KMEANS_BLOCKS training
         blocks."""
@@ -34,64 +89,141 @@ def _prepare(name: str | None):
     return prepare
 
 
-def run_arm(study: dict, arm: str, *, seeds=None, folder=None, command: str | None = None, progress=False,
-            data=None) -> dict:
-    """Train every seed of ``arm`` not yet in its record, saving the record after each seed; returns it."""
-    if arm not in study["arms"]:
-        raise ValueError(f"arm must be one of {sorted(study['arms'])}, got {arm!r}")
+def _lm(config: RunConfig, seed: int, lr: float, data, progress: bool) -> dict:
+    arm = config.arm
+    return lm_seed(config.namespace(), arm.mixer, data, seed=seed, n_components=arm.n_components,
+                   gma_options=arm.gma_options if arm.mixer == "gma" else None, prepare=_prepare(arm.prepare),
+                   progress=progress)
+
+
+def _classification(config: RunConfig, seed: int, lr: float, data, progress: bool) -> dict:
+    arm = config.arm
+    return classification_seed(config.study.experiment, config.namespace(), arm.mixer, data, seed=seed,
+                               n_components=arm.n_components,
+                               gma_options=arm.gma_options if arm.mixer == "gma" else None, progress=progress)
+
+
+def _recall(config: RunConfig, seed: int, lr: float, data, progress: bool) -> dict:
+    return recall_seed(config.namespace(), config.arm, lr, seed, data, progress=progress, arm_name=config.arm_name)
+
+
+SEED_TRAINERS: dict[str, Callable] = {"lm": _lm, "listops": _classification, "text": _classification,
+                                      "recall": _recall}
+"""``experiment -> trainer(config, seed, lr, data, progress) -> run record``: the pluggable part of the runner."""
+
+
+def _describe(run: dict, experiment: str) -> str:
+    if experiment == "lm":
+        return f"val loss {run['val']['loss']:.4f}, {run['val']['bits_per_byte']:.4f} bits/byte"
+    if experiment == "recall":
+        return f"test {run['test_mean']:.3f} (val {run['val_mean']:.3f})"
+    return f"test accuracy {run['test']['accuracy']:.4f}"
+
+
+def _new_record(config: RunConfig) -> dict:
+    study = config.study
+    if study.experiment == "recall":
+        return {"study": study.name, "arm": config.arm_name, "width": config.width, "design": _recall_design(config),
+                "runs": []}
+    return {"study": study.name, "arm": config.arm_name, "spec": config.arm.as_dict(), "scale": study.scale,
+            "config": thawed(config.sizes), "runs": [], "complete": False}
+
+
+def _recall_design(config: RunConfig) -> dict:
+    """What a recall record stores of its design (and checks when it continues): the setting, the swept rates,
+    the seed they are swept on, and the arm."""
+    study = config.study
+    return json.loads(json.dumps({**thawed(study.setting), "learning_rates": list(study.learning_rates),
+                                  "lr_seed": study.seeds[0], "arm": config.arm.as_dict()}))
+
+
+def _same_setting(record: dict, config: RunConfig) -> bool:
+    """Whether a record on disk was made under ``config`` (records of either arm form, :meth:`Arm.from_spec`)."""
+    if config.study.experiment == "recall":
+        stored, design = dict(record["design"]), _recall_design(config)
+        return (Arm.from_spec(stored.pop("arm")) == Arm.from_spec(design.pop("arm"))
+                and {k: v for k, v in stored.items() if k in design} == design and set(stored) <= set(design))
+    pinned = thawed(config.study.setting)
+    return (Arm.from_spec(record["spec"]) == config.arm
+            and all(record["config"].get(key) == value for key, value in pinned.items()))
+
+
+def _plan(study: Study, seeds: tuple, record: dict) -> list[tuple[int, float | None]]:
+    """``(seed, lr)`` of every run the arm needs: the first seed at every swept rate, then the other seeds at the
+    kept rate (``None`` until the sweep is complete); without a sweep, each seed at the setting's rate."""
+    if not study.learning_rates:
+        return [(seed, None) for seed in seeds]
+    first = study.seeds[0]
+    return [(first, lr) for lr in study.learning_rates] + [(seed, None) for seed in seeds if seed != first]
+
+
+def _done(record: dict, seed: int, lr: float | None, swept: bool) -> bool:
+    return any(r["seed"] == seed and (not swept or r["lr"] == lr) for r in record["runs"])
+
+
+def run_arm(study: Study, arm: str, *, seeds=None, width: int | None = None, folder=None, command: str | None = None,
+            progress=False, data=None) -> dict:
+    """Train every run of ``arm`` (at ``width``, for a study with widths) not yet in its record, saving the record
+    after each; returns the record.
+
+    Args:
+        study: a :class:`gma_teach.designs.Study` (or a dict design, :func:`gma_teach.designs.as_study`).
+        arm: one of its arms.
+        seeds: the seeds to run (default: the study's).
+        width: the model width, one of ``study.widths`` (required when the study has widths).
+        folder: where the records live (default: the results folder).
+        command: the command stored in the provenance (default: this process's).
+        progress: show each run's progress bar.
+        data: the study's data (:func:`study_data`), to load it once for several arms.
+    """
+    study = as_study(study)
     owner, owner_arm = recorded_under(study, arm)
     if owner is not study:
-        return run_arm(owner, owner_arm, seeds=seeds if seeds is not None else study["seeds"], folder=folder,
-                       command=command, progress=progress, data=data)
-    spec = dict(study["arms"][arm])
-    seeds = tuple(study["seeds"] if seeds is None else seeds)
-    path = record_path(study, arm, folder)
-    record = load_arm(study, arm, folder)
-    experiment = study.get("experiment", "lm")
-    config = {**vars(preset(experiment, study["scale"])), **study["overrides"]}
+        return run_arm(owner, owner_arm, seeds=seeds if seeds is not None else study.seeds, width=width,
+                       folder=folder, command=command, progress=progress, data=data)
+    if study.widths and width is None:
+        raise ValueError(f"study {study.name!r} trains at widths {study.widths}: give width")
+    config = resolve(study, arm, width)
+    seeds = tuple(study.seeds if seeds is None else seeds)
+    path = record_path(study, arm, folder, width=width)
+    record = load_arm(study, arm, folder, width=width)
     if record is None:
-        record = {"study": study["name"], "arm": arm, "spec": spec, "scale": study["scale"], "config": config,
-                  "runs": [], "complete": False}
-    elif record["spec"] != spec or any(record["config"].get(key) != config[key] for key in study["overrides"]):
-        raise ValueError(f"{path} was recorded with another setting ({record['spec']}, {record['config']}); move it "
-                         "away or use --out-dir")
-    overrides = dict(study["overrides"])
-    setting_k = overrides.pop("n_components", None)
-    n_components = spec.get("n_components", setting_k)  # an arm's K wins over the setting's
-    done = {r["seed"] for r in record["runs"]}
-    for seed in seeds:
-        if seed in done:
+        record = _new_record(config)
+    elif not _same_setting(record, config):
+        raise ValueError(f"{path} was recorded with another setting; move it away or use --out-dir")
+    swept = bool(study.learning_rates)
+    for seed, lr in _plan(study, seeds, record):
+        lr = lr if lr is not None else (chosen_lr(record) if swept else config.sizes["lr"])
+        if _done(record, seed, lr, swept):
             continue
         if data is None:
             data = study_data(study)
         origin = provenance(command or "python -m gma_teach.study " + " ".join(sys.argv[1:]), device())
         started, cpu_started = time.perf_counter(), time.process_time()
-        if experiment == "lm":
-            run = run_lm(spec["mixer"], scale_name=study["scale"], seed=seed, n_components=n_components,
-                         data=data, progress=progress, gma_options=spec.get("gma_options"),
-                         prepare=_prepare(spec.get("prepare")), **overrides)
-        else:
-            run = run_classification(experiment, spec["mixer"], scale_name=study["scale"], seed=seed,
-                                     n_components=n_components, data=data, progress=progress,
-                                     gma_options=spec.get("gma_options"), **overrides)
+        run = SEED_TRAINERS[study.experiment](config, seed, lr, data, progress)
         run["wall_seconds"] = time.perf_counter() - started
         run["cpu_seconds"] = time.process_time() - cpu_started  # what the run cost, whatever the machine's load
         run["provenance"] = {**origin, "load_after": provenance(origin["command"])["load"]}
-        record["runs"] = sorted([*record["runs"], run], key=lambda r: r["seed"])
-        record["summary"] = summarize_arm(study, arm, record["runs"])
-        record["complete"] = set(study["seeds"]) <= {r["seed"] for r in record["runs"]}
+        record["runs"] = sorted([*record["runs"], run], key=lambda r: (r["seed"], r.get("lr") or 0.0))
+        if swept:
+            record["chosen_lr"] = chosen_lr(record)
+        else:
+            record["summary"] = summarize_arm(study, arm, record["runs"])
+            record["complete"] = set(study.seeds) <= {r["seed"] for r in record["runs"]}
         record.update({key: origin[key] for key in PROVENANCE_KEYS})
         write_record(path, record)
-        result = (f"val loss {run['val']['loss']:.4f}, {run['val']['bits_per_byte']:.4f} bits/byte"
-                  if experiment == "lm" else f"test accuracy {run['test']['accuracy']:.4f}")
-        print(f"{study['name']} {arm} seed {seed}: {result} ({run['wall_seconds']:.0f} s) -> {path}", flush=True)
+        at = f" d={width}" if width is not None else ""
+        print(f"{study.name} {arm}{at} seed {seed}{f' lr {lr:g}' if swept else ''}: "
+              f"{_describe(run, study.experiment)} ({run['wall_seconds']:.0f} s) -> {path}", flush=True)
     return record
 
 
-def study_data(study: dict):
+def study_data(study: Study):
     """The data every arm of ``study`` trains on (loaded once per command)."""
-    experiment = study.get("experiment", "lm")
-    q = SimpleNamespace(**{**vars(preset(experiment, study["scale"])), **study["overrides"]})
-    if experiment == "lm":
+    study = as_study(study)
+    if study.experiment == "recall":
+        return recall_data(study)
+    q = resolve(study, next(iter(study.arms))).namespace()  # the data do not depend on the arm
+    if study.experiment == "lm":
         return lm_data(q)
-    return listops_data(q) if experiment == "listops" else text_data(q)
+    return listops_data(q) if study.experiment == "listops" else text_data(q)

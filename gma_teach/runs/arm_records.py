@@ -1,7 +1,9 @@
 """Where a study arm's record lives, reading it back and summarizing its seeds: what tables and figures read.
 
 An arm of a study is recorded as ``<study name>_<arm>.json`` under :func:`gma_teach.records.results_folder` (or a
-``folder`` given), unless the study shares the arm with another study (:func:`recorded_under`). Nothing here trains.
+``folder`` given), unless the study shares the arm with another study (:func:`recorded_under`); an arm of a study
+with widths (the recall study) as ``<study name>_study_<arm>_d<width>.json``, one record per width. Nothing here
+trains.
 """
 from __future__ import annotations
 
@@ -13,8 +15,8 @@ from pathlib import Path
 from ..records import results_folder
 from ..stats import describe
 
-__all__ = ["CURVES", "final_health", "health_curve", "health_means", "load_arm", "load_speed", "record_path",
-           "recorded_under", "speed_path", "study_folder", "summarize_arm", "tables_path"]
+__all__ = ["CURVES", "chosen_lr", "final_health", "health_curve", "health_means", "load_arm", "load_speed",
+           "record_path", "recorded_under", "speed_path", "study_folder", "summarize_arm", "tables_path"]
 
 
 def study_folder(folder=None) -> Path:
@@ -34,11 +36,23 @@ def recorded_under(study: dict, arm: str) -> tuple[dict, str]:
     return study, arm
 
 
-def record_path(study: dict, arm: str, folder: str | os.PathLike | None = None) -> Path:
+def record_path(study: dict, arm: str, folder: str | os.PathLike | None = None, *, width: int | None = None) -> Path:
     """Where arm ``arm`` of ``study`` is recorded: ``<folder or results_folder()>/<study name>_<arm>.json``, with
-    the study and arm of :func:`recorded_under`."""
+    the study and arm of :func:`recorded_under`; at a ``width`` (a study with widths),
+    ``<study name>_study_<arm>_d<width>.json``."""
     study, arm = recorded_under(study, arm)
+    if width is not None:
+        return study_folder(folder) / f"{study['name']}_study_{arm}_d{int(width)}.json"
     return study_folder(folder) / f"{study['name']}_{arm}.json"
+
+
+def chosen_lr(record: dict) -> float | None:
+    """The learning rate kept for an arm of a study that sweeps rates: the best mean validation accuracy among
+    the sweep on the design's first seed (``None`` until every rate of the sweep has run)."""
+    sweep = [r for r in record["runs"] if r["seed"] == record["design"]["lr_seed"]]
+    if {r["lr"] for r in sweep} != set(record["design"]["learning_rates"]):
+        return None
+    return max(sweep, key=lambda r: r["val_mean"])["lr"]
 
 
 def final_health(run: dict) -> dict | None:
@@ -114,9 +128,9 @@ def summarize_arm(study: dict, arm: str, runs: list[dict]) -> dict:
     return summary
 
 
-def load_arm(study: dict, arm: str, folder=None) -> dict | None:
-    """The record of one arm, or ``None`` if nothing is recorded yet."""
-    path = record_path(study, arm, folder)
+def load_arm(study: dict, arm: str, folder=None, *, width: int | None = None) -> dict | None:
+    """The record of one arm (at ``width``, for a study with widths), or ``None`` if nothing is recorded yet."""
+    path = record_path(study, arm, folder, width=width)
     return json.loads(path.read_text()) if path.exists() else None
 
 
@@ -133,5 +147,8 @@ def load_speed(study: dict, folder=None) -> dict | None:
 
 def tables_path(study: dict, folder=None) -> Path:
     """Where ``python -m gma_teach.study <study> --summary --save`` records :func:`study_tables`:
-    ``<folder>/<study name>_tables.json``."""
+    ``<folder>/<study name>_tables.json`` (``<study name>_study_tables.json`` for a study with widths, whose arm
+    records are ``<study name>_study_<arm>_d<width>.json``)."""
+    if study.get("widths"):
+        return study_folder(folder) / f"{study['name']}_study_tables.json"
     return study_folder(folder) / f"{study['name']}_tables.json"

@@ -12,7 +12,8 @@ from ..models import EncoderClassifier, parameter_counts
 from ..train import evaluate, fit
 from .options import check_seed, history_summary, mixer_options
 
-__all__ = ["build_classifier", "listops_data", "majority_accuracy", "run_classification", "text_data"]
+__all__ = ["build_classifier", "classification_seed", "listops_data", "majority_accuracy", "run_classification",
+           "text_data"]
 
 
 def listops_data(p: SimpleNamespace, *, source: str | None = None) -> dict:
@@ -106,6 +107,15 @@ def run_classification(experiment: str, mixer: str, *, scale_name: str | None = 
         setattr(p, key, value)
     if data is None:
         data = listops_data(p, source=source) if experiment == "listops" else text_data(p, source=source)
+    return classification_seed(experiment, p, mixer, data, seed=seed, n_components=n_components, progress=progress,
+                               gma_options=gma_options)
+
+
+def classification_seed(experiment: str, p: SimpleNamespace, mixer: str, data: dict, *, seed: int = 0,
+                        n_components: int | None = None, progress: bool = False,
+                        gma_options: dict | None = None) -> dict:
+    """One seed of a classifier under the resolved sizes ``p`` (what :func:`run_classification` and the study
+    runner call): trains and tests it on ``data``; returns the record :func:`run_classification` describes."""
     seed_everything(check_seed(seed))
     model = build_classifier(p, mixer, data, n_components=n_components, gma_options=gma_options).to(device())
     pad_id = data["pad_id"] if p.length_buckets else None  # the encoder ignores appended padding

@@ -33,7 +33,7 @@ from pathlib import Path
 from types import SimpleNamespace
 
 from ..baselines import MIXER_NAMES
-from ..environment import device, preset, scale
+from ..environment import SCALES, device, preset, scale
 from ..records import provenance, results_folder, write_record
 from ..stats import mean_std
 from .classification import build_classifier, listops_data, majority_accuracy, run_classification, text_data
@@ -129,7 +129,7 @@ def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m gma_teach.experiments", description=__doc__.split("\n\n")[0])
     parser.add_argument("experiment", choices=EXPERIMENTS)
     parser.add_argument("--mixer", default="gma", choices=MIXER_NAMES)
-    parser.add_argument("--scale", default=None, choices=("tiny", "small", "full"),
+    parser.add_argument("--scale", default=None, choices=SCALES,
                         help="preset scale (default: GMA_TEACH_SCALE, else full on a GPU and small on a CPU)")
     parser.add_argument("--seeds", type=int, default=1, help="run seeds 0 .. N-1")
     parser.add_argument("--n-components", type=int, default=None, help="GMA's K (default: the preset's)")

@@ -7,12 +7,12 @@ import statistics
 import torch
 
 from .. import diagnostics
+from ..designs import INIT_SCAN
 from ..environment import device, preset, seed_everything
 from ..records import provenance
 from ..stats import describe
 from .arm_records import health_means
 from .language_model import build_lm, lm_data
-from .settings import INIT_SCAN
 
 __all__ = ["scan_initial_routing"]
 

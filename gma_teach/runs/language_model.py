@@ -17,7 +17,7 @@ from ..models import DecoderLM, parameter_counts
 from ..train import History, evaluate, fit, save_atomically
 from .options import check_seed, history_summary, mixer_options
 
-__all__ = ["LMRun", "build_lm", "decoding_state_bytes", "lm_checkpoint_path", "lm_data", "load_or_train_lm",
+__all__ = ["LMRun", "build_lm", "decoding_state_bytes", "lm_checkpoint_path", "lm_data", "lm_seed", "load_or_train_lm",
            "routing_monitor", "run_lm", "validation_bytes"]
 
 
@@ -99,6 +99,15 @@ def run_lm(mixer: str, *, scale_name: str | None = None, seed: int = 0, n_compon
             raise ValueError(f"unknown override {key!r} for preset 'lm'; known: {sorted(vars(p))}")
         setattr(p, key, value)
     data = data if data is not None else lm_data(p, source=source)
+    return lm_seed(p, mixer, data, seed=seed, n_components=n_components, progress=progress,
+                   return_model=return_model, gma_options=gma_options, prepare=prepare, track_routing=track_routing)
+
+
+def lm_seed(p: SimpleNamespace, mixer: str, data, *, seed: int = 0, n_components: int | None = None,
+            progress: bool = False, return_model: bool = False, gma_options: dict | None = None, prepare=None,
+            track_routing: bool = True):
+    """One seed of a causal LM under the resolved sizes ``p`` (what :func:`run_lm` and the study runner call):
+    trains it on ``data`` and returns the record :func:`run_lm` describes (and the model if ``return_model``)."""
     monitor = routing_monitor(data) if track_routing and mixer == "gma" else None
     model, history, initial = _train_lm(p, mixer, data, n_components=n_components, seed=seed, progress=progress,
                                         gma_options=gma_options, prepare=prepare, monitor=monitor)

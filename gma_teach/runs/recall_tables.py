@@ -2,7 +2,8 @@
 
 :func:`recall_table` reads the records that ``gma_teach.runs.recall`` writes and returns the one dict the
 chapter's figures and sentences read (see its docstring). The primary comparisons are those the design declares
-(``gma_teach.runs.settings.RECALL_STUDY`` ``["primary"]``); their p-values are Holm-adjusted over the *whole*
+(:data:`gma_teach.designs.RECALL_STUDY` ``.primary``, at every width), tested by the one verdict path of every
+study (:func:`gma_teach.study.declared_comparisons`): their p-values are Holm-adjusted over the *whole*
 declared family, a comparison not recorded yet counting as ``p = 1``, so a partial study never gets a smaller
 correction than the full one would. :func:`exploratory_comparison` pairs any two arms and says so.
 """
@@ -10,22 +11,17 @@ from __future__ import annotations
 
 import json
 import re
+import textwrap
 from pathlib import Path
 
 from .. import stats
+from ..designs import RECALL_STUDY
+from ..measure import PAGE_WIDTH
 from ..records import results_folder
-from .settings import RECALL_STUDY
+from .arm_records import chosen_lr
+from .verdicts import declared_comparisons
 
 RECORD_NAME = re.compile(r"^(?P<study>[a-z]+)_study_(?P<arm>\w+)_d(?P<width>\d+)\.json$")
-
-
-def chosen_lr(record: dict) -> float | None:
-    """The learning rate kept for an arm: the best mean validation accuracy among seed 0's sweep (``None`` until
-    every rate of the sweep has run)."""
-    sweep = [r for r in record["runs"] if r["seed"] == record["design"]["lr_seed"]]
-    if {r["lr"] for r in sweep} != set(record["design"]["learning_rates"]):
-        return None
-    return max(sweep, key=lambda r: r["val_mean"])["lr"]
 
 
 def _arm_entry(record: dict) -> dict | None:
@@ -68,7 +64,7 @@ def recall_table(folder=None, study: dict = RECALL_STUDY) -> dict:
                           "seeds"}],
          "family_size": the number of declared primary comparisons (all widths)}
 
-    ``told_apart`` means the Holm-adjusted p-value is below 0.05.
+    ``told_apart`` means the Holm-adjusted p-value is below :data:`gma_teach.designs.ALPHA`.
     """
     folder = Path(folder) if folder is not None else results_folder()
     arms: dict = {}
@@ -79,21 +75,13 @@ def recall_table(folder=None, study: dict = RECALL_STUDY) -> dict:
         entry = _arm_entry(json.loads(path.read_text()))
         if entry is not None:
             arms.setdefault(match["arm"], {})[int(match["width"])] = entry
-    declared = [(arm, base, width) for width in study["widths"] for arm, base in study["primary"]]
-    comparisons = []
-    for arm, base, width in declared:
-        if width in arms.get(arm, {}) and width in arms.get(base, {}):
-            pair = _pair(arms[arm][width], arms[base][width])
-            if pair is not None:
-                comparisons.append({"arm": arm, "against": base, "width": width, "metric": "test_mean", **pair})
-    if comparisons:
-        missing = len(declared) - len(comparisons)
-        adjusted = stats.holm([c["p"] for c in comparisons] + [1.0] * missing)
-        for comparison, p_holm in zip(comparisons, adjusted):
-            comparison.update(p_holm=p_holm, told_apart=p_holm < 0.05)
+    declared = declared_comparisons(study, folder)
+    comparisons = [{"arm": c["arm"], "against": c["against"], "width": c["width"], "metric": c["metric"],
+                    "difference": c["mean"], "ci95": c["ci95"], "p": c["p"], "seeds": c["seeds"],
+                    "p_holm": c["p_holm"], "told_apart": c["told_apart"]} for c in declared["comparisons"]]
     design = {"seq_len": study["seq_len"], "vocab_size": study["vocab_size"], "kv_pairs": list(study["kv_pairs"]),
               "widths": list(study["widths"])}
-    return {"design": design, "arms": arms, "comparisons": comparisons, "family_size": len(declared)}
+    return {"design": design, "arms": arms, "comparisons": comparisons, "family_size": declared["family_size"]}
 
 
 def exploratory_comparison(table: dict, arm: str, against: str, width: int) -> dict | None:
@@ -106,9 +94,11 @@ def exploratory_comparison(table: dict, arm: str, against: str, width: int) -> d
     return None if pair is None else {"arm": arm, "against": against, "width": width, "exploratory": True, **pair}
 
 
-def format_recall_table(table: dict) -> list[str]:
-    """Lines of at most 75 characters: each arm's mean test accuracy (mean over the kv counts, then the lowest
-    count's and the highest's) and state bytes at each width, then the declared comparisons with Holm's p."""
+def format_recall_table(table: dict, *, width: int = PAGE_WIDTH) -> list[str]:
+    """Lines of at most ``width`` characters (default the book's page, :data:`gma_teach.measure.PAGE_WIDTH`; a
+    comparison too long for it is wrapped, never cut): each arm's mean test accuracy (mean over the kv counts,
+    then the lowest count's and the highest's) and state bytes at each width, then the declared comparisons with
+    Holm's p."""
     counts = table["design"]["kv_pairs"]
     lines = [f"{'arm':<17}{'d':>4}{'seeds':>6}{'acc':>7}{f'@{counts[0]}':>7}{f'@{counts[-1]}':>7}{'state B':>10}"]
     for arm, widths in table["arms"].items():
@@ -121,6 +111,7 @@ def format_recall_table(table: dict) -> list[str]:
                  "test accuracy:")
     for c in table["comparisons"]:
         verdict = "told apart" if c["told_apart"] else "not told apart"
-        lines.append(f"  {c['arm']} - {c['against']} d={c['width']}: {c['difference']:+.3f} "
-                     f"[{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}] Holm p {c['p_holm']:.3f}, {verdict}")
+        lines += textwrap.wrap(f"  {c['arm']} - {c['against']} d={c['width']}: {c['difference']:+.3f} "
+                               f"[{c['ci95'][0]:+.3f}, {c['ci95'][1]:+.3f}] Holm p {c['p_holm']:.3f}, {verdict}",
+                               width=width, subsequent_indent="    ", break_long_words=False)
     return lines

@@ -14,7 +14,7 @@ import tempfile
 from pathlib import Path
 
 from .. import _checks
-from .settings import STUDIES
+from ..designs import STUDIES
 
 __all__ = ["RECORDING_MODULES", "REPRODUCED_FILE", "compare_seed", "reproduce", "reproduce_command", "reproduce_main"]
 
@@ -86,7 +86,7 @@ def reproduce_command(record: dict, seed: int, out_dir: str | os.PathLike) -> li
 
 
 RECALL_NUMBERS = ("final_train_loss", "val_mean", "test_mean", "val_accuracy", "test_accuracy")
-"""The numbers of a recall study's run (:mod:`gma_teach.runs.recall`, which keeps no history) that a reproduction
+"""The numbers of a recall study's run (``gma_teach.runs.recall``, which keeps no history) that a reproduction
 compares; ``val_accuracy`` and ``test_accuracy`` hold one accuracy per kv-pair count."""
 
 

@@ -1,14 +1,12 @@
 """Training speed of every arm of a language-model study, measured together in one process."""
 from __future__ import annotations
 
-from types import SimpleNamespace
-
 import torch
 
 from .. import _checks, measure
-from ..environment import preset
+from ..designs import as_study
 from ..train import fit
-from .arm import study_data
+from .arm import resolve, study_data
 from .language_model import build_lm
 
 __all__ = ["measure_training_speed"]
@@ -24,11 +22,12 @@ def measure_training_speed(study: dict, *, steps: int = 3, repeat: int = 3, warm
     Returns:
         ``{"steps_per_call", "tokens_per_step", "seconds_per_step": {arm: s}, "tokens_per_second": {arm: ...}}``.
     """
+    study = as_study(study)
     if study.get("experiment", "lm") != "lm":
         raise ValueError(f"study must be a language-model study, got experiment {study.get('experiment')!r}")
     steps = _checks.positive_int("steps", steps)
     data = data if data is not None else study_data(study)
-    q = SimpleNamespace(**{**vars(preset("lm", study["scale"])), **study["overrides"]})
+    q = resolve(study, next(iter(study.arms))).namespace()  # the sizes do not depend on the arm
     blocks = data.train[: q.batch_size * steps]
 
     def one_call(model):
@@ -36,11 +35,11 @@ def measure_training_speed(study: dict, *, steps: int = 3, repeat: int = 3, warm
                            task="lm", progress=False, seed=0)
 
     calls = {}
-    for arm, spec in study["arms"].items():
+    for name, arm in study.arms.items():
         torch.manual_seed(0)
-        model = build_lm(q, spec["mixer"], data.tokenizer.n_vocab, n_components=spec.get("n_components"),
-                         gma_options=spec.get("gma_options"))
-        calls[arm] = one_call(model)
+        model = build_lm(q, arm.mixer, data.tokenizer.n_vocab, n_components=arm.n_components,
+                         gma_options=arm.gma_options if arm.mixer == "gma" else None)
+        calls[name] = one_call(model)
     seconds = measure.compare_timings(calls, repeat=repeat, warmup=warmup, threads=1)
     tokens_per_step = q.batch_size * q.seq_len
     return {"steps_per_call": steps, "tokens_per_step": tokens_per_step,

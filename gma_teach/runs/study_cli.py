@@ -27,12 +27,15 @@ Studies:
   options equal an arm of the study it names in ``shared_with`` is trained and recorded once, under that study.
 * ``listops-lra`` (:data:`LISTOPS_LRA_STUDY`): ListOps at LRA's lengths (500-2000 tokens, depth 10) with a model
   small enough for a CPU; ``text`` (:data:`TEXT_STUDY`): the offline stand-in for LRA Text.
+* ``recall`` (:data:`RECALL_STUDY`): chapter 12's multi-query associative recall against each mixer's state,
+  every arm at each width (``--widths``), its learning rate kept from a sweep on the first seed's validation
+  accuracy; one record per arm and width, its table saved as ``recall_study_tables.json``.
 * ``init-scan`` (:data:`INIT_SCAN`, not a study of arms): the untrained LM's routing under several routing widths
   and initialisations, one record.
 
 Every LM record reports validation **bits per byte** (tokenizer-independent) next to the per-token loss, and names
 the tokenizer. :func:`paired_difference` gives, for two arms, the per-seed differences with a 95% t-interval; each
-study declares its primary comparisons (``gma_teach.runs.settings``), and only those, Holm-adjusted over their
+study declares its primary comparisons (:mod:`gma_teach.designs`), and only those, Holm-adjusted over their
 family, can be "told apart" (:func:`gma_teach.study.declared_comparisons`); every other pair is exploratory.
 """
 from __future__ import annotations
@@ -42,14 +45,15 @@ import sys
 
 import torch
 
+from ..designs import INIT_SCAN, STUDIES, as_study, thawed
 from ..environment import device
+from ..measure import TERMINAL_WIDTH
 from ..records import provenance, write_record
-from . import recall
 from .analyses import context_recovered, gma_against_baselines, left_plateau
 from .arm import run_arm, study_data
 from .arm_records import speed_path, study_folder, tables_path
 from .init_scan import scan_initial_routing
-from .settings import INIT_SCAN, STUDIES
+from .recall_tables import format_recall_table, recall_table
 from .speed import measure_training_speed
 from .tables import format_study_table, study_tables
 from .verdicts import declared_comparisons, format_declared
@@ -61,19 +65,32 @@ def _design(study: dict) -> dict:
     """The declared design a saved table was computed under (JSON-ready): seeds, metric(s), primary comparisons,
     test and what is exploratory."""
     keys = ("seeds", "metric", "metrics", "primary", "test", "second_look", "reruns", "exploratory")
-    return {key: study[key] for key in keys if key in study}
+    return {key: thawed(study[key]) for key in keys if key in study}
+
+
+def _recall_summary(study, folder, command: str, save: bool) -> dict:
+    """The summary of a study with widths (the recall study): its table, printed, and saved with ``save``."""
+    table = recall_table(folder, study)
+    for line in format_recall_table(table, width=TERMINAL_WIDTH):
+        print(line)
+    if save:
+        declared = {"comparisons": table["comparisons"], "family_size": table["family_size"], "test": study["test"],
+                    "metric": study["metric"]}
+        path = write_record(tables_path(study, folder), {"study": study["name"], "design": _design(study),
+                                                         "declared": declared, "table": table,
+                                                         **provenance(command, device())})
+        print(f"-> {path}")
+    return table
 
 
 def main(argv=None) -> dict:
-    """Command line: run (or summarize) a study; ``recall`` hands over to :func:`gma_teach.runs.recall.main`."""
-    given = list(argv if argv is not None else sys.argv[1:])
-    if given[:1] == ["recall"]:
-        return recall.main(given[1:], command="python -m gma_teach.study " + " ".join(given))
+    """Command line: run (or summarize) a study."""
     parser = argparse.ArgumentParser(prog="python -m gma_teach.study", description=__doc__.split("\n\n")[0])
-    parser.add_argument("study", choices=[*sorted(STUDIES), "init-scan", "recall"],
-                        help="a study, or init-scan: the untrained routing under several initialisations, or recall "
-                             "(chapter 12; `python -m gma_teach.study recall --help` lists its options)")
+    parser.add_argument("study", choices=[*sorted(STUDIES), "init-scan"],
+                        help="a study, or init-scan: the untrained routing under several initialisations")
     parser.add_argument("--arms", nargs="*", default=None, help="arms to run (default: all)")
+    parser.add_argument("--widths", nargs="*", type=int, default=None,
+                        help="widths to run, for a study with widths (recall; default: all)")
     parser.add_argument("--seeds", nargs="*", type=int, default=None, help="seeds (default: the study's)")
     parser.add_argument("--out-dir", default=None,
                         help="folder of the records (default: measure.results_folder(), book/results in a clone)")
@@ -95,16 +112,21 @@ def main(argv=None) -> dict:
             print(f"{name:<40} active {setting['active_share']['mean']:.3f}  usage entropy "
                   f"{setting['usage_entropy']['mean']:.3f}  logit spread {setting['logit_spread']['mean']:.2f}")
         return record
-    study = STUDIES[args.study]
+    study = as_study(STUDIES[args.study])
+    widths = args.widths or list(study.widths or [])
+    if args.widths and not set(args.widths) <= set(study.widths or ()):
+        raise SystemExit(f"unknown widths {args.widths}; study {args.study!r} has {list(study.widths or [])}")
+    if args.summary and study.widths:
+        return _recall_summary(study, args.out_dir, command, args.save)
     if args.summary:
         tables = study_tables(study, args.out_dir)
         for table in tables.values():
             print(format_study_table(table))
         declared = declared_comparisons(study, args.out_dir)
-        for line in format_declared(declared, width=120):
+        for line in format_declared(declared, width=TERMINAL_WIDTH):
             print(line)
         second = declared_comparisons(study, args.out_dir, look="second") if "second_look" in study else None
-        for line in format_declared(second, width=120) if second is not None else ():
+        for line in format_declared(second, width=TERMINAL_WIDTH) if second is not None else ():
             print(line)
         context = None
         if {"none", "sdpa"} <= set(study["arms"]) and study.get("experiment", "lm") == "lm":
@@ -157,7 +179,10 @@ def main(argv=None) -> dict:
     if unknown:
         raise SystemExit(f"unknown arms {unknown}; known: {sorted(study['arms'])}")
     data = study_data(study)
-    records = {arm: run_arm(study, arm, seeds=args.seeds, folder=args.out_dir, command=command,
-                            progress=args.progress, data=data) for arm in arms}
-    return records
+    if widths:
+        return {(arm, width): run_arm(study, arm, seeds=args.seeds, width=width, folder=args.out_dir,
+                                      command=command, progress=args.progress, data=data)
+                for width in widths for arm in arms}
+    return {arm: run_arm(study, arm, seeds=args.seeds, folder=args.out_dir, command=command, progress=args.progress,
+                         data=data) for arm in arms}
 

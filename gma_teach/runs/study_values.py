@@ -5,21 +5,20 @@ in common. The tables (``tables``), the declared comparisons (``verdicts``) and 
 """
 from __future__ import annotations
 
-from ..stats import paired_difference
-from .arm_records import final_health
+from types import MappingProxyType
 
-__all__ = ["METRIC_PATHS", "declared_metrics", "metric_by_seed", "metric_of", "paired_on_common_seeds",
+from ..designs import METRICS
+from ..stats import paired_difference
+from .arm_records import chosen_lr, final_health
+
+__all__ = ["METRIC_PATHS", "declared_metrics", "kept_runs", "metric_by_seed", "metric_of", "paired_on_common_seeds",
            "seed_values"]
 
-METRIC_PATHS = {"val_bits_per_byte": ("val", "bits_per_byte"), "val_loss": ("val", "loss"),
-                "val_perplexity": ("val", "perplexity"), "test_accuracy": ("test", "accuracy"),
-                "last_epoch_test_accuracy": ("history", "val_metric"),
-                "active_share": ("health", "active_share"), "usage_entropy": ("health", "usage_entropy")}
-"""What :func:`study_table` can pair: a run's validation or test numbers, or (GMA arms) its routing health at the
-last evaluation (:func:`final_health`). ``test_accuracy`` is what a classifier's record calls its test accuracy:
-that of the best epoch on the validation split. ``last_epoch_test_accuracy`` is the accuracy on the validation
-split after the last epoch, which is the test accuracy of the last epoch's weights only for a study whose
-validation split is its test split (the Text stand-in); it is refused for any other."""
+METRIC_PATHS = MappingProxyType({name: (facts.part, facts.key) for name, facts in METRICS.items()})
+"""Where each metric of :data:`gma_teach.designs.METRICS` sits in a run's record, ``name -> (part, key)``: a run's
+validation or test numbers, (GMA arms) its routing health at the last evaluation (:func:`final_health`), or a
+recall run's own ``test_mean``. ``last_epoch_test_accuracy`` is refused for a study whose validation split is not
+its test split."""
 
 _LAST_EPOCH_EXPERIMENTS = ("text",)
 """Experiments whose validation split is their test split (``gma_teach.runs.experiments.text_data``)."""
@@ -28,6 +27,8 @@ _LAST_EPOCH_EXPERIMENTS = ("text",)
 def declared_metrics(study: dict) -> tuple[str, ...]:
     """The metrics ``study`` declares (``"metric"`` or ``"metrics"``); for a study without a declaration, bits per
     byte for a language-model study and test accuracy for a classifier."""
+    if hasattr(study, "declared_metrics"):
+        return study.declared_metrics()
     if "metrics" in study:
         return tuple(study["metrics"])
     if "metric" in study:
@@ -53,12 +54,24 @@ def _run_value(run: dict, part: str, key: str):
         return None if health is None else health[key]
     if part == "history":
         return run["history"][key][-1]
+    if part == "run":
+        return run.get(key)
     return run[part][key]
 
 
+def kept_runs(record: dict) -> list[dict]:
+    """The runs of one arm's record that its numbers are read from: every run, or in a record of a study that
+    sweeps learning rates, the runs at the kept rate (:func:`gma_teach.study.chosen_lr`; none until
+    the sweep is complete)."""
+    if "design" in record and record["design"].get("learning_rates"):
+        lr = chosen_lr(record)
+        return [r for r in record["runs"] if lr is not None and r["lr"] == lr]
+    return list(record["runs"])
+
+
 def seed_values(record: dict, part: str, key: str) -> dict:
-    """``{seed: value}`` of one arm's record, leaving out seeds without the value."""
-    values = {r["seed"]: _run_value(r, part, key) for r in record["runs"]}
+    """``{seed: value}`` of one arm's record (its :func:`kept_runs`), leaving out seeds without the value."""
+    values = {r["seed"]: _run_value(r, part, key) for r in kept_runs(record)}
     return {seed: value for seed, value in values.items() if value is not None}
 
 

@@ -14,10 +14,10 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+from ..designs import RECALL_STUDY, STUDIES
 from ..records import results_folder
 from ..stats import largest_difference_allowed
 from .arm_records import tables_path
-from .settings import RECALL_STUDY, STUDIES
 from .verdicts import LOWER_IS_BETTER
 
 STUDY_CHAPTERS = {"listops-lra": 9, "text": 9, "lm": 10, "collapse": 11, "recall": 12}
@@ -148,7 +148,7 @@ def _profiling_claims(folder: Path) -> list[dict]:
 def _state_claim() -> dict:
     """GMA's decoding state against the KV cache, at the LM study's model (one layer, batch 1, float32)."""
     from ..baselines import make_mixer, mixer_state_bytes  # the registry: builds the two mixers whose bytes count
-    from .settings import LM_SETTING
+    from ..designs import LM_SETTING
 
     d, h, k = LM_SETTING["d_model"], LM_SETTING["n_heads"], LM_SETTING["n_components"]
     gma = mixer_state_bytes(make_mixer("gma", d, h, causal=True, n_components=k), 0)

@@ -3,9 +3,10 @@ p-values (:func:`declared_comparisons`), the verdict on any paired difference (:
 as sentences (:func:`study_findings`, :func:`findings_summary`) and as printed lines (:func:`format_declared`).
 Nothing here trains.
 
-"Told apart" means one thing everywhere: a comparison of the study's declared primary family
-(``study["primary"]``, see ``gma_teach.runs.settings``) whose paired t-test over the declared seeds has a
-Holm-adjusted p-value below 0.05 (:func:`declared_comparisons`). A study that declares a ``"second_look"`` (more
+"Told apart" means one thing everywhere: a comparison of the study's declared primary family (``study["primary"]``,
+see :mod:`gma_teach.designs`) whose paired t-test over the declared seeds has a Holm-adjusted p-value below
+:data:`gma_teach.designs.ALPHA`, 0.05 (:func:`declared_comparisons`). A study with widths (the recall study)
+declares its family at every width, one family over all of them. A study that declares a ``"second_look"`` (more
 seeds for every arm, decided after the first look) tests the same family again over all its seeds, and pays for
 looking twice at both looks: each adjusted p is doubled at the first look and at the second, so each look is tested
 at 2.5% and the chance of any false "told apart" over the two together stays within 5%. Every other paired
@@ -14,15 +15,16 @@ finding.
 """
 from __future__ import annotations
 
+import textwrap
+
+from ..designs import ALPHA, METRICS, metric_facts
+from ..measure import PAGE_WIDTH
 from ..stats import holm, paired_t_p
 from .arm_records import load_arm
 from .study_values import declared_metrics, metric_of, paired_on_common_seeds, seed_values
 
 __all__ = ["ALPHA", "LOOKS", "LOWER_IS_BETTER", "declared_comparisons", "declared_looks", "findings_summary",
            "format_declared", "study_findings", "with_verdict"]
-
-ALPHA = 0.05
-"""The family-wise level: a declared comparison is told apart when its Holm-adjusted p-value is below it."""
 
 LOOKS = 2
 """How many times a study with a declared ``"second_look"`` has been tested: its first seeds, then all of them.
@@ -58,6 +60,10 @@ def declared_comparisons(study: dict, folder=None, *, look: str = "first", _reco
     Bonferroni over the looks, capped at 1), so each look is tested at 2.5% and the two together at 5%. A study
     without a ``"second_look"`` is tested once, at 5%, and refuses ``look="second"``.
 
+    A study with widths declares its family at each width (the family is every width times every metric times
+    every primary pair), and each comparison carries its ``"width"``; a study that sweeps learning rates is read
+    at each arm's kept rate (``gma_teach.runs.study_values.seed_values``).
+
     Returns:
         ``{"test", "seeds", "family_size", "alpha", "comparisons": [{"arm", "against", "metric", "seeds",
         "differences", "mean", "std", "n", "ci95", "p", "p_holm", "told_apart"}]}`` and, at either look of a study
@@ -68,22 +74,27 @@ def declared_comparisons(study: dict, folder=None, *, look: str = "first", _reco
         raise ValueError(f"look must be 'first' or 'second', got {look!r}")
     if look == "second" and "second_look" not in study:
         raise ValueError(f"look='second' needs a study that declares a second look; {study['name']!r} does not")
-    declared = [(metric, arm, against) for metric in declared_metrics(study)
+    widths = list(study.get("widths") or [None])
+    declared = [(metric, arm, against, width) for width in widths for metric in declared_metrics(study)
                 for arm, against in study.get("primary", [])]
-    records = _records if _records is not None else {arm: load_arm(study, arm, folder) for arm in study["arms"]}
+    records = _records if _records is not None else {
+        (arm, width): load_arm(study, arm, folder, width=width) for arm in study["arms"] for width in widths}
     seeds = set(study["seeds"] if look == "first" else study["second_look"]["seeds"])
     looks = LOOKS if "second_look" in study else 1
     comparisons = []
-    for metric, arm, against in declared:
+    for metric, arm, against, width in declared:
         _, (part, key) = metric_of(study, metric)
-        if records.get(arm) is None or records.get(against) is None:
+        first, second = (records.get((name, width)) if width is not None else records.get(name, records.get(
+            (name, None))) for name in (arm, against))
+        if first is None or second is None:
             continue
-        first, second = (seed_values(records[name], part, key) for name in (arm, against))
+        first, second = (seed_values(record, part, key) for record in (first, second))
         paired = paired_on_common_seeds({s: v for s, v in first.items() if s in seeds},
                                         {s: v for s, v in second.items() if s in seeds})
         if paired is not None and (look == "first" or set(paired["seeds"]) == seeds):
             p = paired_t_p(paired["differences"], [0.0] * len(paired["differences"]))
-            comparisons.append({"arm": arm, "against": against, "metric": metric, **paired, "p": p})
+            at = {"width": width} if width is not None else {}
+            comparisons.append({"arm": arm, "against": against, **at, "metric": metric, **paired, "p": p})
     if comparisons:
         adjusted = holm([c["p"] for c in comparisons] + [1.0] * (len(declared) - len(comparisons)))
         for comparison, p_holm in zip(comparisons, adjusted):
@@ -105,14 +116,8 @@ def declared_looks(study: dict, folder, records: dict) -> list[dict]:
     return looks
 
 
-LOWER_IS_BETTER = ("val_bits_per_byte", "val_loss", "val_perplexity")
-"""Metrics for which a lower value is better; for every other metric of :data:`METRIC_PATHS`, higher is."""
-
-_UNITS = {"val_bits_per_byte": (1.0, 4, "", "bits/byte"), "val_loss": (1.0, 4, "", "val loss"),
-          "val_perplexity": (1.0, 2, "", "perplexity"), "test_accuracy": (100.0, 2, " points", "test accuracy"),
-          "last_epoch_test_accuracy": (100.0, 2, " points", "last-epoch accuracy"),
-          "active_share": (1.0, 3, "", "active share"), "usage_entropy": (1.0, 3, "", "usage entropy")}
-"""Per metric: the scale a difference is printed at, its decimals, its unit and its short name."""
+LOWER_IS_BETTER = tuple(name for name, facts in METRICS.items() if facts.lower_is_better)
+"""Metrics for which a lower value is better (from :data:`gma_teach.designs.METRICS`); for every other, higher is."""
 
 
 def _gma_first(study: dict, comparison: dict) -> tuple[str, str, float, list]:
@@ -146,11 +151,13 @@ def study_findings(study: dict, declared: dict) -> dict:
     found = {"wins": [], "ties": [], "losses": []}
     for comparison in declared["comparisons"]:
         metric = comparison["metric"]
-        scale, digits, unit, name = _UNITS[metric]
+        facts = metric_facts(metric)
+        scale, digits, unit, name = facts.factor, facts.digits, facts.unit, facts.label
         subject, other, difference, (low, high) = _gma_first(study, comparison)
-        better = difference < 0 if metric in LOWER_IS_BETTER else difference > 0
+        better = difference < 0 if facts.lower_is_better else difference > 0
         group = "ties" if not comparison["told_apart"] else "wins" if better else "losses"
-        found[group].append(f"{subject} vs {other}, {name}: "
+        at = f" (d={comparison['width']})" if comparison.get("width") is not None else ""
+        found[group].append(f"{subject} vs {other}{at}, {name}: "
                             f"{scale * difference:+.{digits}f}{unit} [{scale * low:+.{digits}f}, "
                             f"{scale * high:+.{digits}f}], Holm p {comparison['p_holm']:.3f}")
     seeds = declared["seeds"]
@@ -173,7 +180,8 @@ def findings_summary(found: dict, declared: dict) -> list[str]:
     looks = declared.get("looks", 1)
     for c in declared["comparisons"]:
         if looks > 1 and c["told_apart"] and c["p_holm"] >= ALPHA / looks:
-            lines.append(f"The verdict on {c['arm']} vs {c['against']} ({_UNITS[c['metric']][3]}) rests on testing "
+            name = metric_facts(c["metric"]).label
+            lines.append(f"The verdict on {c['arm']} vs {c['against']} ({name}) rests on testing "
                          f"each of the {looks} looks at {ALPHA / looks:.1%}: its Holm p, {c['p_holm']:.3f}, lies "
                          f"between {ALPHA / looks:g} and {ALPHA:g}.")
     if found["ties"]:
@@ -183,18 +191,23 @@ def findings_summary(found: dict, declared: dict) -> list[str]:
     return lines
 
 
-def format_declared(declared: dict, *, width: int = 75) -> list[str]:
-    """Lines of at most ``width`` characters: each declared comparison, its difference and 95% interval, Holm's p
-    and the verdict."""
+def format_declared(declared: dict, *, width: int = PAGE_WIDTH) -> list[str]:
+    """Lines of at most ``width`` characters (default the book's page, :data:`gma_teach.measure.PAGE_WIDTH`):
+    each declared comparison, its difference and 95% interval, Holm's p and the verdict. A line too long for the
+    page is wrapped, never cut, so a verdict is always read whole."""
     looks = declared.get("looks", 1)
     lines = [f"declared comparisons ({len(declared['comparisons'])} of {declared['family_size']} recorded), "
              f"seeds {declared['seeds'][0]}-{declared['seeds'][-1]},",
              "Holm over the family" + (f", each p x{looks} for {looks} looks:" if looks > 1 else ":")]
     for c in declared["comparisons"]:
-        scale, digits, unit, name = _UNITS[c["metric"]]
+        facts = metric_facts(c["metric"])
+        scale, digits, unit, name = facts.factor, facts.digits, facts.unit, facts.label
         verdict = "told apart" if c["told_apart"] else "not told apart"
         low, high = (scale * bound for bound in c["ci95"])
-        lines.append(f"  {c['arm']} - {c['against']} ({name}{',' + unit if unit else ''})")
+        at = f" d={c['width']}" if c.get("width") is not None else ""
+        lines.append(f"  {c['arm']} - {c['against']}{at} ({name}{',' + unit if unit else ''})")
         lines.append(f"    {scale * c['mean']:+.{digits}f} [{low:+.{digits}f}, {high:+.{digits}f}] "
                      f"p {c['p']:.3f}, Holm p {c['p_holm']:.3f}: {verdict}")
-    return [line[:width] for line in lines]
+    return [part for line in lines
+            for part in textwrap.wrap(line, width=width, subsequent_indent=" " * (len(line) - len(line.lstrip()) + 2),
+                                      break_long_words=False, drop_whitespace=True) or [""]]
