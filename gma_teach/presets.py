@@ -172,16 +172,17 @@ PRESETS: dict[str, dict[str, dict]] = {
     #   python -m gma_teach.experiments listops --mixer M --scale full --seeds 3 \
     #       --out book/results/listops_M_full.json
     # for M in gma sdpa linformer linear performer mamba (and the same with text). live_listops / live_text: preset
-    # entries the live runs replace (at small: fewer trees and epochs than the recorded runs, so that a cell takes
-    # about a minute on a CPU: Text's stand-in leaves its majority class by the third epoch; the recorded runs and
-    # studies show the longer training).
+    # entries the live runs replace (at small: fewer trees and epochs than the recorded runs, in batches of similar
+    # lengths, so that a cell takes well under a minute on a CPU: Text's stand-in leaves its majority class by the
+    # third epoch; the recorded runs and studies show the longer training).
     "ch09": {
         "tiny": dict(mixers=["gma", "softmax", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
                      demo_args=4, demo_seed=1, n_stats=300, live_scale="tiny", live_listops={}, live_text={},
                      recorded_runs=["listops_*_small.json", "text_*_small.json"]),
         "small": dict(mixers=["gma", "softmax"], seeds=[0], text_seeds=[0], demo_depth=3,
                       demo_args=4, demo_seed=1, n_stats=1000, live_scale="small",
-                      live_listops=dict(n_train=2000, epochs=2), live_text=dict(epochs=3),
+                      live_listops=dict(n_train=2000, epochs=2, length_buckets=8),
+                      live_text=dict(epochs=3, length_buckets=8),
                       recorded_runs=["listops_*_small.json", "text_*_small.json"]),
         "medium": dict(mixers=["gma", "sdpa", "linear", "performer"], seeds=[0], text_seeds=[0], demo_depth=3,
                        demo_args=4, demo_seed=1, n_stats=2000, live_scale="medium", live_listops={}, live_text={},
