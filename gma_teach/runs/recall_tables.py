@@ -102,13 +102,13 @@ def format_recall_table(table: dict, *, width: int = PAGE_WIDTH) -> list[str]:
     counts = table["design"]["kv_pairs"]
     lines = [f"{'arm':<17}{'d':>4}{'seeds':>6}{'acc':>7}{f'@{counts[0]}':>7}{f'@{counts[-1]}':>7}{'state B':>10}"]
     for arm, widths in table["arms"].items():
-        for width, e in sorted(widths.items()):
+        for d_model, e in sorted(widths.items()):
             mean = sum(e["test_mean"]) / len(e["test_mean"])
             low, high = (sum(e["by_count"][n]) / len(e["by_count"][n]) for n in (counts[0], counts[-1]))
-            lines.append(f"{arm:<17}{width:>4}{len(e['seeds']):>6}{mean:>7.3f}{low:>7.3f}{high:>7.3f}"
+            lines.append(f"{arm:<17}{d_model:>4}{len(e['seeds']):>6}{mean:>7.3f}{low:>7.3f}{high:>7.3f}"
                          f"{e['state_bytes']:>10,}")
-    lines.append(f"declared comparisons ({len(table['comparisons'])} of {table['family_size']} recorded), "
-                 "test accuracy:")
+    lines += textwrap.wrap(f"declared comparisons ({len(table['comparisons'])} of {table['family_size']} "
+                           "recorded), test accuracy:", width=width, break_long_words=False)
     for c in table["comparisons"]:
         verdict = "told apart" if c["told_apart"] else "not told apart"
         lines += textwrap.wrap(f"  {c['arm']} - {c['against']} d={c['width']}: {c['difference']:+.3f} "
