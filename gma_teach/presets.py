@@ -147,7 +147,8 @@ PRESETS: dict[str, dict[str, dict]] = {
     },
     # ch08: the Table 1 protocol (gma_teach.profiling): one block of width d_model, forward + backward, every mixer
     # over seq_lens (GMA with n_components), GMA over k_values at k_sweep_len; full = the paper's width 768. small
-    # stops at N = 4096 (a minute on two cores); the recorded sweep profiling_cpu_small.json reaches 8192.
+    # stops at N = 4096 (a minute on two cores); the recorded sweep profiling_cpu_small.json reaches 8192 (its command
+    # gives --seq-lens and --softmax-max-len).
     "ch08": {
         "tiny": dict(d_model=64, n_heads=2, batch_size=1, seq_lens=[128, 256, 512], n_components=16,
                      k_values=[8, 32, 64], k_sweep_len=256, n_features=32, linformer_k=32, softmax_max_len=512,

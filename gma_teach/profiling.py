@@ -15,11 +15,20 @@ from .runs.profile_tables import (
     n_sweep,
     paper_memory_crossing,
 )
-from .runs.profiling import DEFAULT_MIXERS, block_fits, main, profile_mixer, run_recorded, sweep, table1_options
+from .runs.profiling import (
+    DEFAULT_MIXERS,
+    block_fits,
+    main,
+    profile_mixer,
+    run_recorded,
+    sweep,
+    sweep_config,
+    table1_options,
+)
 
 __all__ = ["DEFAULT_MIXERS", "PAPER_TABLE_1", "block_fits", "fit_slopes", "format_table", "label_of", "load_recorded",
            "main", "memory_crossing", "n_sweep", "paper_memory_crossing", "profile_mixer", "run_recorded", "sweep",
-           "table1_options"]
+           "sweep_config", "table1_options"]
 
 
 if __name__ == "__main__":

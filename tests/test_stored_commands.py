@@ -186,3 +186,15 @@ def test_a_recall_record_is_reproduced_number_for_number(tmp_path, monkeypatch):
     names = [row["name"] for row in result["rows"]]
     assert "test_mean" in names and "test_accuracy 2" in names
     assert all(row["difference"] == 0 for row in result["rows"]), result["rows"]
+
+
+def test_the_profiling_records_command_gives_the_sizes_it_recorded(parse_only):
+    """The sweep a profiling record's stored command runs today is the sweep the record holds (its lengths beyond
+    the chapter's live cell given on the command line)."""
+    for path, record in stored_records():
+        if not record.get("command", "").startswith("python -m gma_teach.profiling"):
+            continue
+        args = parse_only(shlex.split(record["command"]))
+        config = profiling.sweep_config(args.scale, mixers=args.mixers, seq_lens=args.seq_lens,
+                                        softmax_max_len=args.softmax_max_len)
+        assert config == record["config"], path.name

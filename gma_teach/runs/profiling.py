@@ -30,7 +30,7 @@ import sys
 import torch
 from tqdm.auto import tqdm
 
-from .. import cost
+from .. import _checks, cost
 from .. import mixers as mixer_registry  # `mixers` is sweep()'s argument
 from ..baselines import MIXER_NAMES, make_mixer
 from ..environment import SCALES, preset, seed_everything
@@ -40,7 +40,7 @@ from ..records import provenance, write_record
 from .profile_tables import PAPER_TABLE_1, fit_slopes, format_table, label_of, load_recorded, n_sweep
 
 __all__ = ["DEFAULT_MIXERS", "PAPER_TABLE_1", "block_fits", "fit_slopes", "format_table", "label_of", "load_recorded",
-           "main", "n_sweep", "profile_mixer", "run_recorded", "sweep", "table1_options"]
+           "main", "n_sweep", "profile_mixer", "run_recorded", "sweep", "sweep_config", "table1_options"]
 
 #: The mixers the sweep measures by default -- those of the paper's Table 1, in the package's order of mixers
 #: (:data:`gma_teach.baselines.MIXER_NAMES`; its controls ``uniform`` and ``none`` are not in the table).
@@ -175,19 +175,33 @@ def block_fits(point: dict) -> bool:
 
 
 # -------------------------------------------------------------------------------------------- recording
-def run_recorded(scale_name=None, *, device=None, mixers=None, command=None, printer=None) -> dict:
-    """Run the sweep of preset ``"ch08"`` at a scale and return a record with its provenance; a point the cost model
-    says will not fit this machine (:func:`block_fits`) is recorded as a gap instead of run.
+def sweep_config(scale_name=None, *, mixers=None, seq_lens=None, softmax_max_len=None) -> dict:
+    """The sizes of the sweep :func:`run_recorded` runs (and records as its ``"config"``): preset ``"ch08"`` at a
+    scale, with ``mixers``, ``seq_lens`` and ``softmax_max_len`` replacing the preset's where given (a record
+    sweeps further than the chapter's live cell)."""
+    p = preset("ch08", scale_name)
+    config = {key: getattr(p, key) for key in ("d_model", "n_heads", "batch_size", "seq_lens", "n_components",
+                                               "k_values", "k_sweep_len", "n_features", "linformer_k",
+                                               "softmax_max_len", "repeat")}
+    config["mixers"] = list(mixers or p.mixers)
+    if seq_lens is not None:
+        config["seq_lens"] = [_checks.positive_int("seq_lens", n) for n in seq_lens]
+    if softmax_max_len is not None:
+        config["softmax_max_len"] = _checks.positive_int("softmax_max_len", softmax_max_len)
+    return config
+
+
+def run_recorded(scale_name=None, *, device=None, mixers=None, command=None, printer=None, seq_lens=None,
+                 softmax_max_len=None) -> dict:
+    """Run the sweep of :func:`sweep_config` and return a record with its provenance; a point the cost model says
+    will not fit this machine (:func:`block_fits`) is recorded as a gap instead of run.
 
     Returns:
         ``{"hardware", "date", "commit", "command", "scale", "config", "results", "memory_slopes"}``.
     """
     p = preset("ch08", scale_name)
     device = torch.device(device) if device is not None else torch.device("cpu")
-    config = {key: getattr(p, key) for key in ("d_model", "n_heads", "batch_size", "seq_lens", "n_components",
-                                               "k_values", "k_sweep_len", "n_features", "linformer_k",
-                                               "softmax_max_len", "repeat")}
-    config["mixers"] = list(mixers or p.mixers)
+    config = sweep_config(scale_name, mixers=mixers, seq_lens=seq_lens, softmax_max_len=softmax_max_len)
     origin = provenance(command or "gma_teach.profiling.run_recorded", device)  # before the run: its code
     results = sweep(device=device, printer=printer, fits=block_fits, **config)
     return {**origin, "scale": p.scale, "config": config, "results": results,
@@ -204,6 +218,10 @@ def main(argv=None):
     parser.add_argument("--threads", type=int, default=None,
                         help="torch CPU threads (default: torch's choice); 1 avoids stalls on a busy shared machine")
     parser.add_argument("--note", default="", help="a remark stored in the record (e.g. why --threads was set)")
+    parser.add_argument("--seq-lens", nargs="+", type=int, default=None,
+                        help="sequence lengths of the sweep (default: the preset's)")
+    parser.add_argument("--softmax-max-len", type=int, default=None,
+                        help="longest sequence the explicit N x N softmax runs at (default: the preset's)")
     args = parser.parse_args(argv)
     if args.threads is not None:
         if args.threads < 1:
@@ -212,7 +230,8 @@ def main(argv=None):
     device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     command = "python -m gma_teach.profiling " + shlex.join(argv if argv is not None else sys.argv[1:])
     record = run_recorded(args.scale, device=device, mixers=args.mixers, command=command,
-                          printer=lambda row: print(format_table([row]).splitlines()[1], flush=True))
+                          printer=lambda row: print(format_table([row]).splitlines()[1], flush=True),
+                          seq_lens=args.seq_lens, softmax_max_len=args.softmax_max_len)
     record["note"] = args.note
     write_record(args.out, record)
     print(format_table(record["results"]))
