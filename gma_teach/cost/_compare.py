@@ -1,0 +1,79 @@
+"""The model against measurement: :func:`compare_with_record` sets the model's prediction beside each measurement
+of a recorded result file (a profiling sweep, an experiment's runs, an arm of the recall study).
+"""
+from __future__ import annotations
+
+from types import SimpleNamespace
+
+from ._chapters import classification_points, lm_points
+from ._devices import PROFILES, DeviceProfile, profile
+from ._recall import recall_run_point
+from ._work import Point, block_work, point_seconds
+
+
+def compare_with_record(record: dict, device_profile=None) -> list[dict]:
+    """The model beside a recorded result file, one row per measurement.
+
+    Args:
+        record: a loaded record of :func:`gma_teach.measure.results_folder`: a profiling sweep (``"results"`` rows
+            of chapter 8's protocol), an experiment (``"experiment"``, ``"config"``, ``"runs"``) or an arm of the
+            recall study (``"design"``, ``"width"``, ``"runs"``: each run's training on one core, its
+            ``cpu_seconds``, against the model's single-threaded time; the mixer needs a cost-model entry).
+        device_profile: the profile to predict with; default: ``"cpu-2core"`` for a CPU record, else the GPU
+            profile whose name appears in the record's GPU name (``"t4"``, ``"a100"``, ...), else ``"h200"``.
+
+    Returns:
+        rows ``{"label", "measured_seconds", "predicted_seconds", "measured_bytes", "predicted_bytes"}``
+        (bytes ``None`` where the record has none).
+    """
+    if not isinstance(record, dict):
+        raise TypeError(f"record must be a dict (a loaded result file), got {type(record).__name__}")
+    device = profile(device_profile) if device_profile is not None else _record_profile(record)
+    if "results" in record:
+        rows = []
+        for r in record["results"]:
+            work = block_work(r["mixer"], d_model=r["d_model"], n_heads=r["n_heads"], seq_len=r["seq_len"],
+                              batch_size=r["batch_size"], n_components=r.get("n_components") or 64,
+                              **{k: record["config"][k] for k in ("n_features", "linformer_k")
+                                 if k in record.get("config", {})})
+            rows.append({"label": f"{r['label']} N={r['seq_len']}", "measured_seconds": r["seconds"],
+                         "predicted_seconds": point_seconds(Point("", work, single_thread=True), device),
+                         "measured_bytes": r.get("peak_memory_bytes"), "predicted_bytes": work.peak})
+        return rows
+    if "experiment" in record and "runs" in record:
+        config = SimpleNamespace(**record["config"])
+        for old, new in (("steps", "n_steps"), ("block_size", "seq_len")):  # records made before the key rename
+            if not hasattr(config, new) and hasattr(config, old):
+                setattr(config, new, getattr(config, old))
+        name, mixer = record["experiment"], record["mixer"]
+        if name == "lm":
+            k = record.get("n_components") or config.n_components
+            point = lm_points(config, [(f"lm {mixer}", mixer, k)], device.is_cuda)[-1]
+        else:
+            point = classification_points(name, config, [mixer], [0], device.is_cuda,
+                                          10 if name == "listops" else 4)[-1]
+        predicted = point_seconds(point, device)
+        return [{"label": f"{name} {mixer} seed {run['seed']}", "measured_seconds": run["train_seconds"],
+                 "predicted_seconds": predicted, "measured_bytes": None, "predicted_bytes": point.work.peak}
+                for run in record["runs"]]
+    if "design" in record and "runs" in record and "arm" in record["design"]:
+        design = record["design"]
+        point = recall_run_point(design, design["arm"], record["width"], evaluate=False)
+        predicted = point_seconds(point, device)
+        return [{"label": f"{record.get('study', 'recall')} {record['arm']} d={record['width']} lr={run['lr']:g} "
+                          f"seed {run['seed']}", "measured_seconds": run["cpu_seconds"],
+                 "predicted_seconds": predicted, "measured_bytes": None, "predicted_bytes": point.work.peak}
+                for run in record["runs"]]
+    raise ValueError("record must be a profiling sweep (with 'results'), an experiment record (with 'experiment' "
+                     f"and 'runs') or a recall study record (with 'design' and 'runs'); got keys {sorted(record)}")
+
+
+def _record_profile(record: dict) -> DeviceProfile:
+    hardware = record.get("hardware")
+    text = str(hardware).lower()
+    if (isinstance(hardware, dict) and hardware.get("device", "cpu") == "cpu") or text.startswith("cpu"):
+        return PROFILES["cpu-2core"]
+    for name in ("t4", "a100", "h100", "h200"):
+        if name in text:
+            return PROFILES[name]
+    return PROFILES["h200"]

@@ -1,0 +1,102 @@
+"""The recall model (chapter 12 and the recall study): one training run of the recall study's two-block model, the
+MQAR data it trains on, chapter 12's live runs and demos, and the ``"recall"`` entry, one run of the study. The
+constants' docstrings are in the package's ``__init__``, where the API page reads them.
+"""
+from __future__ import annotations
+
+from ._devices import CPU_CACHE_BYTES, FLOAT32
+from ._work import Point, Work, block_cost, block_sizes, mixer_flops, mixer_peak_values
+
+MQAR_SECONDS_PER_TOKEN = 2e-7  # gma_teach.tasks.mqar on one core: 0.24 s for the study's 21,500 examples of 64 tokens
+CONV_BLOCK_FLOPS_PER_TOKEN_WIDTH = 2 * 3 + 1  # the short convolution's three taps and its gate (projections apart)
+CONV_BLOCK_OPS = 20  # pad, two projections, the depthwise convolution, the gate: forward + backward
+OPTIMIZER_OPS_PER_TENSOR = 15  # AdamW's per-tensor loop on a CPU, the gradient clipping and zeroing
+
+RECALL_RUN = dict(seq_len=64, vocab_size=256, kv_pairs=(4, 6, 8, 12, 16), n_train=20_000, n_val=500, n_test=1_000,
+                  n_heads=1, batch_size=64, steps=1_000, width=64,
+                  arm={"mixer": "gma", "options": {"n_components": 256}})  # a copy of the study's sizes, see __init__
+
+
+def recall_run_work(*, seq_len: int, vocab_size: int, kv_pairs, batch_size: int, n_steps: int, d_model: int,
+                    n_heads: int, mixer: str, n_components: int = 64, n_features: int = 64, n_eval_examples: int = 0,
+                    n_parameter_tensors: int = 24) -> Work:
+    """One training run of the recall model (:func:`gma_teach.runs.recall.build_model`): two blocks without an FFN,
+    a short convolution then ``mixer``, logits only at the queries (an example at ``n`` kv pairs has ``n``).
+
+    FLOPs: the six ``D x D`` projections (two in the convolution block, four around the mixer) on every token, the
+    mixer's core (its :class:`~gma_teach.mixers.BlockCost`), the output layer at the queries; three times that for a
+    training step, once for each of the ``n_eval_examples``. Bytes: the activations' passes when they outgrow
+    :data:`CPU_CACHE_BYTES`, none when they stay in the caches. Ops: both blocks' forward + backward, the optimizer
+    over ``n_parameter_tensors`` tensors, 60 for the batch, the loss and the step. Peak: the model, its gradients
+    and AdamW's moments, and the activations of a batch."""
+    queries = sum(kv_pairs) / len(kv_pairs)
+    sizes = dict(n_components=n_components, n_features=n_features, linformer_k=64)
+    tokens = batch_size * seq_len
+    per_batch = (tokens * (12 * d_model**2 + CONV_BLOCK_FLOPS_PER_TOKEN_WIDTH * d_model)
+                 + mixer_flops(mixer, batch_size, seq_len, d_model, n_heads, **sizes)
+                 + batch_size * queries * 2 * d_model * vocab_size)
+    mixer_values = mixer_peak_values(mixer, batch_size, seq_len, d_model, n_heads, **sizes)
+    activations = FLOAT32 * (mixer_values + 16 * tokens * d_model)  # + the convolution block, norms, residuals
+    extra = block_cost(mixer).extra_peak_values(block_sizes(batch_size, seq_len, d_model, n_heads, **sizes))
+    largest = FLOAT32 * max(tokens * d_model, extra / 2)  # extra: two or more tensors (softmax 2, GMA 3.2)
+    streamed = 0.0 if largest <= CPU_CACHE_BYTES else 3 * activations
+    eval_batches = n_eval_examples / batch_size
+    ops_per_step = (block_cost(mixer).ops + 30) + (CONV_BLOCK_OPS + 30) \
+        + OPTIMIZER_OPS_PER_TENSOR * n_parameter_tensors + 60
+    parameters = 6 * d_model**2 + d_model * (vocab_size + seq_len)
+    return Work(per_batch * (3 * n_steps + eval_batches), streamed * (n_steps + eval_batches / 3),
+                ops_per_step * n_steps + 60 * eval_batches, 16 * parameters + activations)
+
+
+def recall_run_point(design: dict, arm: dict, width: int, *, evaluate: bool) -> Point:
+    """One run of the recall model: ``design`` holds a study's sizes (``RECALL_RUN``, a study's design such as a
+    record's ``"design"``), ``arm`` its mixer and options (``{"mixer", "options", "n_heads"}``)."""
+    options = arm.get("options") or {}
+    work = recall_run_work(seq_len=design["seq_len"], vocab_size=design["vocab_size"], kv_pairs=design["kv_pairs"],
+                           batch_size=design["batch_size"], n_steps=design["steps"], d_model=width,
+                           n_heads=arm.get("n_heads", design["n_heads"]), mixer=arm["mixer"],
+                           n_components=options.get("n_components", 64), n_features=options.get("n_features", 64),
+                           n_eval_examples=design["n_val"] + design["n_test"] if evaluate else 0)
+    label = f"recall {arm['mixer']}" + "".join(f" {key}={value}" for key, value in options.items()) + f" d={width}"
+    return Point(label, work, single_thread=True)  # the study and chapter 12 train on one CPU thread
+
+
+def mqar_point(design: dict) -> Point:
+    """Generating the MQAR splits of ``design`` (its train, validation and test examples), on the host."""
+    examples = design["n_train"] + design["n_val"] + design["n_test"]
+    return Point("generate the MQAR splits", Work(seconds=examples * design["seq_len"] * MQAR_SECONDS_PER_TOKEN),
+                 on="host")
+
+
+
+def recall(p, on_cuda):
+    """One run of the recall study (one arm, seed and learning rate, training and its evaluation) at
+    ``RECALL_RUN``; the study has one declared setting, not a preset per scale, so every scale predicts it."""
+    return [mqar_point(RECALL_RUN), recall_run_point(RECALL_RUN, RECALL_RUN["arm"], RECALL_RUN["width"],
+                                                     evaluate=True)]
+
+
+RECALL_DEMO_OPS = 30  # one float64 store-and-recall of chapter 12's exact demo (routing, write, read, scoring)
+
+
+def ch12(p, on_cuda):
+    """Chapter 12: the exact demos and the Monte Carlo in float64, the state-byte table (each mixer decodes its
+    tokens one step at a time), then the live MQAR run: SDPA and GMA K=``live_gma_k`` at ``live_width`` on the
+    recall study's model, shrunk to ``live`` (one head, one thread on a CPU); the study's records are only read."""
+    k = p.n_slots
+    pairs = range(1, p.max_pairs + 1)
+    curves = (2 + 2 + 2 * len(p.decays)) * len(pairs)  # two scorings, demo and formula, and each decay's curve
+    demo = Work(sum(4 * n * n * k for n in pairs) * (2 + len(p.decays)), 0, curves * RECALL_DEMO_OPS)
+    carlo = sum((Work(4 * p.mc_trials * n * n * k, 8 * 4 * p.mc_trials * n * k, RECALL_DEMO_OPS)
+                for n in (k // 2, k, 2 * k)), Work())
+    horizon = Work(sum(4 * s**3 for s in p.horizon_slots) * len(p.decays), 0,
+                   sum(5 * s for s in p.horizon_slots) * len(p.decays))  # decayed writes: one step a key
+    decoded = 2 * len(p.state_seq_lens) * p.state_seq_lens[-1] + 12 * p.state_seq_lens[0]  # steps of the table
+    states = Work(decoded * 4 * p.state_width**2, 0, decoded * 20)
+    points = [Point("exact demos and the Monte Carlo", demo + carlo + horizon, on="host"),
+              Point("state-byte table", states, on="host")]
+    live = dict(p.live, n_heads=1)  # the recall study's one head
+    points.append(mqar_point(live))
+    for arm in ({"mixer": "sdpa"}, {"mixer": "gma", "options": {"n_components": p.live_gma_k}}):
+        points.append(recall_run_point(live, arm, p.live_width, evaluate=True))
+    return points
