@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import torch
 
-from gma_teach import baselines, cost, measure
+from gma_teach import baselines, cost, designs, measure
 from gma_teach.designs import RECALL_STUDY
 from gma_teach.environment import SCALES
 
@@ -242,16 +242,43 @@ RECALL_SECONDS_MEASURED = (1.02, 1.07)
 to 1.073 (sdpa). Margin 10%: band (0.93, 1.18)."""
 
 
-def test_the_recall_run_is_the_declared_study():
-    run = cost.RECALL_RUN
-    for key in ("seq_len", "vocab_size", "n_train", "n_val", "n_test", "n_heads", "batch_size", "steps"):
-        assert run[key] == RECALL_STUDY[key], key
-    assert tuple(run["kv_pairs"]) == tuple(RECALL_STUDY["kv_pairs"]) and run["width"] == RECALL_STUDY["widths"][0]
-    gma_arms = {name: arm for name, arm in RECALL_STUDY["arms"].items() if arm["mixer"] == "gma"}
-    largest = max(gma_arms.values(), key=lambda arm: arm["options"]["n_components"])
-    assert run["arm"] == largest == RECALL_STUDY["arms"]["gma_k256"]
+RECALL_KEYS = ("seq_len", "vocab_size", "kv_pairs", "n_train", "n_val", "n_test", "widths", "n_heads", "batch_size",
+               "steps", "arms")
+"""The keys of the recall study's design that one run's cost reads."""
+
+
+def _recall_seconds(monkeypatch, **changes) -> dict:
+    """``{label: seconds}`` of the "recall" entry's points with the declared design replaced by a plain mapping of
+    its values, ``changes`` applied: what the cost model predicts for that design."""
+    monkeypatch.setattr(designs, "RECALL_STUDY", {**{key: RECALL_STUDY[key] for key in RECALL_KEYS}, **changes})
+    return {p.label: p.seconds for p in cost.predict("recall", "small", "cpu-2core").points}
+
+
+def test_the_recall_entry_reads_the_declared_study(monkeypatch):
+    # the run it predicts: the study's largest GMA arm at its first width, the same at every scale
+    k = max(arm["options"]["n_components"] for arm in RECALL_STUDY["arms"].values() if arm["mixer"] == "gma")
+    run = f"recall gma n_components={k} d={RECALL_STUDY['widths'][0]}"
+    declared = {p.label: p.seconds for p in cost.predict("recall", "small", "cpu-2core").points}
+    assert list(declared) == ["generate the MQAR splits", run], declared
     times = {scale: cost.predict("recall", scale, "cpu-2core").seconds for scale in SCALES}
     assert len(set(times.values())) == 1 and times["tiny"] > 0, times  # one declared setting, at every scale
+    # the numbers come from the design, not from a copy: the same values give the same prediction, and changing a
+    # value of the design changes the prediction that reads it
+    assert _recall_seconds(monkeypatch) == declared
+    longer = _recall_seconds(monkeypatch, steps=2 * RECALL_STUDY["steps"])
+    assert 1.8 < longer[run] / declared[run] < 2.0, (longer, declared)
+    assert longer["generate the MQAR splits"] == declared["generate the MQAR splits"]
+    more_data = _recall_seconds(monkeypatch, n_train=2 * RECALL_STUDY["n_train"])
+    assert more_data["generate the MQAR splits"] > 1.5 * declared["generate the MQAR splits"]
+    wider = _recall_seconds(monkeypatch, widths=(128, *RECALL_STUDY["widths"]))
+    assert wider[f"recall gma n_components={k} d=128"] > declared[run]
+    smaller = {name: arm for name, arm in RECALL_STUDY["arms"].items()
+               if arm["mixer"] != "gma" or arm["options"]["n_components"] < k}
+    next_k = max(arm["options"]["n_components"] for arm in smaller.values() if arm["mixer"] == "gma")
+    fewer_arms = _recall_seconds(monkeypatch, arms=smaller)
+    assert f"recall gma n_components={next_k} d={RECALL_STUDY['widths'][0]}" in fewer_arms, fewer_arms
+    with pytest.raises(ValueError, match="has no GMA arm"):
+        _recall_seconds(monkeypatch, arms={"sdpa": {"mixer": "sdpa"}})
 
 
 def test_the_recall_model_predicts_the_recorded_runs():

@@ -38,7 +38,8 @@ fit: for skipping it before it runs out of memory), :func:`current_profile` (the
 Its parts, each a private module with one job: ``_devices`` (the profiles), ``_work`` (a call's work, a chapter's
 points, their time on a profile, the work of the book's operations), ``_chapters`` (the chapters' workloads and the
 training runs they share), ``_triton`` (chapters 7 and 7b: the compiled kernels and the interpreter), ``_recall``
-(the recall model, chapter 12, and the ``"recall"`` entry), ``_pages`` (the answers, the primer, Part IV),
+(the recall model, chapter 12, and the ``"recall"`` entry, which reads the recall study's declared design,
+``gma_teach.designs.RECALL_STUDY``, instead of a copy of it), ``_pages`` (the answers, the primer, Part IV),
 ``_predict`` (the registry and the predictions) and ``_compare`` (the model against records). The constants'
 docstrings are here, where the API page reads them.
 """
@@ -67,9 +68,9 @@ __all__ = ["FLOAT32", "GiB", "DeviceProfile", "GPU_FLOP_EFFICIENCY", "GPU_AMP_EF
            "INTERPRETED_ROWS", "TRITON_COMPILE_SECONDS", "TRITON_KERNELS_PER_DIRECTION", "triton_gma_launches",
            "triton_gma_work", "LM_VOCAB", "TOKENIZE_SECONDS_PER_TOKEN", "LM_TRAIN_TOKENS", "LM_VAL_TOKENS",
            "MQAR_SECONDS_PER_TOKEN", "CONV_BLOCK_FLOPS_PER_TOKEN_WIDTH", "CONV_BLOCK_OPS", "OPTIMIZER_OPS_PER_TENSOR",
-           "CPU_CACHE_BYTES", "RECALL_RUN", "recall_run_work", "RECALL_DEMO_OPS", "PAGE_FIXED_SECONDS",
-           "PAGE_SECONDS", "ANSWER_10_KS", "SIZED_WORK", "PAGES", "CHAPTERS", "PRESET_OF", "points", "predict", "fits",
-           "point_fits", "compare_with_record"]
+           "CPU_CACHE_BYTES", "recall_run_work", "RECALL_DEMO_OPS", "PAGE_FIXED_SECONDS", "PAGE_SECONDS",
+           "ANSWER_10_KS", "SIZED_WORK", "PAGES", "CHAPTERS", "PRESET_OF", "points", "predict", "fits", "point_fits",
+           "compare_with_record"]
 
 # The constants with a docstring, taken from their modules by name, so that the API page reads their text here.
 HOST = _devices.HOST
@@ -112,11 +113,6 @@ validation text, 218k words, in GPT-2 tokens)."""
 CPU_CACHE_BYTES = _devices.CPU_CACHE_BYTES
 """A tensor at most this large is read back from the CPU's caches between operations, not from memory; the recall
 model's ``(B, N, D)`` activation of the study is 1 MiB, GMA's ``(B, H, N, K)`` one 4 MiB at K=256."""
-RECALL_RUN = _recall.RECALL_RUN
-"""The recall study's sizes that one run's cost depends on, as ``gma_teach.runs.settings.RECALL_STUDY`` declares
-them, with the run the ``"recall"`` entry predicts: its largest GMA arm (``gma_k256``) at its first width. A copy,
-because this module cannot import the run wing (``gma_teach.runs.profiling`` imports this one, and the package's
-rooms may not import each other both ways); tests/test_cost.py checks that it equals the declared study."""
 
 PAGE_FIXED_SECONDS = _pages.PAGE_FIXED_SECONDS
 """The fixed cost of a page that is not a chapter, a kernel start and the imports and few figures (the lightest pages
@@ -134,8 +130,9 @@ CHAPTERS = _predict.CHAPTERS
 ``tools/build_book.py`` and ``tools/time_chapters.py`` derive from the notebooks' names; chapter 7b reads chapter 7's
 preset, see :data:`PRESET_OF`) and every other page the book executes (:data:`PAGES`); one GMA run (one seed) of
 each experiment preset, ``"listops"``, ``"text"`` and ``"lm"``; and ``"recall"``, one run of the recall study (one
-arm, seed and learning rate: :data:`RECALL_RUN`, the same at every scale)."""
+arm, seed and learning rate of its declared design, ``gma_teach.designs.RECALL_STUDY``: its largest GMA arm at its
+first width, the same at every scale)."""
 PRESET_OF = _predict.PRESET_OF
 """The preset an entry of :data:`CHAPTERS` reads when it is not the entry's own name: chapter 7b runs on chapter 7's
-sizes and an answers page on its chapter's; ``None``: the entry has no preset (the recall study's one setting,
-:data:`RECALL_RUN`; the primer and Part IV's findings, which read records)."""
+sizes and an answers page on its chapter's; ``None``: the entry has no preset (the recall study's one declared
+setting, ``gma_teach.designs.RECALL_STUDY``; the primer and Part IV's findings, which read records)."""

@@ -50,7 +50,7 @@ def predict(chapter: str, scale: str, device_profile="cpu-2core") -> Prediction:
         chapter: a key of :data:`CHAPTERS`: ``"ch01"`` ... ``"ch12"`` or ``"ch07b"``, a page of :data:`PAGES`
             (``"answers05"``, ``"statistics_primer"``, ...), or an experiment
             (``"listops"``, ``"text"``, ``"lm"``: one GMA run of the preset; ``"recall"``: one run of the recall
-            study, :data:`RECALL_RUN`, whatever the scale).
+            study as its design ``gma_teach.designs.RECALL_STUDY`` declares it, whatever the scale).
         scale: one of ``gma_teach.environment.SCALES``.
         device_profile: a name of ``PROFILES`` or a :class:`DeviceProfile`.
 

@@ -1,9 +1,12 @@
 """The recall model (chapter 12 and the recall study): one training run of the recall study's two-block model, the
-MQAR data it trains on, chapter 12's live runs and demos, and the ``"recall"`` entry, one run of the study. The
-constants' docstrings are in the package's ``__init__``, where the API page reads them.
+MQAR data it trains on, chapter 12's live runs and demos, and the ``"recall"`` entry, which reads the study's
+declared design (:func:`declared_design`) instead of keeping a copy of it. Every function here takes the design it
+costs as an argument: a mapping with the study's keys (``design["seq_len"]``, ``design["arms"]``, ...), whether the
+declared study, a record's ``"design"`` or chapter 12's live sizes.
 """
 from __future__ import annotations
 
+from .. import designs
 from ._devices import CPU_CACHE_BYTES, FLOAT32
 from ._work import Point, Work, block_cost, block_sizes, mixer_flops, mixer_peak_values
 
@@ -11,10 +14,6 @@ MQAR_SECONDS_PER_TOKEN = 2e-7  # gma_teach.tasks.mqar on one core: 0.24 s for th
 CONV_BLOCK_FLOPS_PER_TOKEN_WIDTH = 2 * 3 + 1  # the short convolution's three taps and its gate (projections apart)
 CONV_BLOCK_OPS = 20  # pad, two projections, the depthwise convolution, the gate: forward + backward
 OPTIMIZER_OPS_PER_TENSOR = 15  # AdamW's per-tensor loop on a CPU, the gradient clipping and zeroing
-
-RECALL_RUN = dict(seq_len=64, vocab_size=256, kv_pairs=(4, 6, 8, 12, 16), n_train=20_000, n_val=500, n_test=1_000,
-                  n_heads=1, batch_size=64, steps=1_000, width=64,
-                  arm={"mixer": "gma", "options": {"n_components": 256}})  # a copy of the study's sizes, see __init__
 
 
 def recall_run_work(*, seq_len: int, vocab_size: int, kv_pairs, batch_size: int, n_steps: int, d_model: int,
@@ -48,9 +47,9 @@ def recall_run_work(*, seq_len: int, vocab_size: int, kv_pairs, batch_size: int,
                 ops_per_step * n_steps + 60 * eval_batches, 16 * parameters + activations)
 
 
-def recall_run_point(design: dict, arm: dict, width: int, *, evaluate: bool) -> Point:
-    """One run of the recall model: ``design`` holds a study's sizes (``RECALL_RUN``, a study's design such as a
-    record's ``"design"``), ``arm`` its mixer and options (``{"mixer", "options", "n_heads"}``)."""
+def recall_run_point(design, arm, width: int, *, evaluate: bool) -> Point:
+    """One run of the recall model: ``design`` holds a study's sizes (a mapping: the declared study, a record's
+    ``"design"``, chapter 12's live sizes), ``arm`` its mixer and options (``{"mixer", "options", "n_heads"}``)."""
     options = arm.get("options") or {}
     work = recall_run_work(seq_len=design["seq_len"], vocab_size=design["vocab_size"], kv_pairs=design["kv_pairs"],
                            batch_size=design["batch_size"], n_steps=design["steps"], d_model=width,
@@ -61,19 +60,40 @@ def recall_run_point(design: dict, arm: dict, width: int, *, evaluate: bool) -> 
     return Point(label, work, single_thread=True)  # the study and chapter 12 train on one CPU thread
 
 
-def mqar_point(design: dict) -> Point:
+def mqar_point(design) -> Point:
     """Generating the MQAR splits of ``design`` (its train, validation and test examples), on the host."""
     examples = design["n_train"] + design["n_val"] + design["n_test"]
     return Point("generate the MQAR splits", Work(seconds=examples * design["seq_len"] * MQAR_SECONDS_PER_TOKEN),
                  on="host")
 
 
+def declared_design():
+    """The recall study's design as declared, ``gma_teach.designs.RECALL_STUDY``: read at each call, so the cost
+    always follows the design as it stands."""
+    return designs.RECALL_STUDY
+
+
+def predicted_arm(design) -> tuple:
+    """``(arm, width)``: the run of ``design`` that the ``"recall"`` entry predicts, its largest GMA arm (the most
+    components; the first declared of a tie) at its first width."""
+    gma_arms = [arm for arm in design["arms"].values() if arm["mixer"] == "gma"]
+    if not gma_arms:
+        raise ValueError(f"the recall study's design has no GMA arm; its arms: {sorted(design['arms'])}")
+    largest = max(gma_arms, key=lambda arm: (arm.get("options") or {}).get("n_components", 64))
+    return largest, design["widths"][0]
+
+
+def study_points(design) -> list[Point]:
+    """One run of the recall study ``design`` (one arm, seed and learning rate: :func:`predicted_arm`), its training
+    and its evaluation, after generating its MQAR splits."""
+    arm, width = predicted_arm(design)
+    return [mqar_point(design), recall_run_point(design, arm, width, evaluate=True)]
+
 
 def recall(p, on_cuda):
-    """One run of the recall study (one arm, seed and learning rate, training and its evaluation) at
-    ``RECALL_RUN``; the study has one declared setting, not a preset per scale, so every scale predicts it."""
-    return [mqar_point(RECALL_RUN), recall_run_point(RECALL_RUN, RECALL_RUN["arm"], RECALL_RUN["width"],
-                                                     evaluate=True)]
+    """The ``"recall"`` entry: one run of the declared recall study (:func:`study_points`). The study has one
+    declared setting, not a preset per scale, so every scale predicts the same run (``p`` is ``None``)."""
+    return study_points(declared_design())
 
 
 RECALL_DEMO_OPS = 30  # one float64 store-and-recall of chapter 12's exact demo (routing, write, read, scoring)
