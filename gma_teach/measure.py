@@ -361,7 +361,7 @@ width. It is defined once here; the exercise checkers wrap their messages at it 
 every printed line of the built book to it."""
 
 TERMINAL_WIDTH = 120
-"""The characters a line printed by a command (``python -m gma_teach.study ... --summary``) may use: a terminal,
+"""The characters a line printed by a command (``python -m gma_teach.study ... --summary``) may use, a terminal's,
 wider than the book's page (:data:`PAGE_WIDTH`)."""
 
 

@@ -38,8 +38,8 @@ from . import _checks
 from .environment import seed_everything
 
 TASKS = ("classify", "lm", "queries")
-"""What one training step computes: a classifier's loss, a language model's next-token loss, or a language model's
-loss at marked positions only (``queries``)."""
+"""What one training step can compute, by name (``classify``, ``lm``, ``queries``): a classifier's loss, a language
+model's next-token loss, or a language model's loss at marked positions only."""
 
 IGNORED_LABEL = -100
 """The label of a position ``task="queries"`` does not score (``torch.nn.functional.cross_entropy``'s default)."""

@@ -3,7 +3,7 @@
 A *study* is a fixed setting (scale, the sizes it pins, seeds) and its *arms*, each a registered mixer name
 (:func:`gma_teach.mixers.registered_names`) with that mixer's options. The designs are data: this module imports
 nothing above the core (``layer``), runs nothing and reads no record. The run wing resolves a study once
-(:meth:`Study.resolved`) into a frozen run configuration that flows down unchanged to the training loop; the tables
+(``gma_teach.study.resolve``) into a frozen run configuration that flows down unchanged to the training loop; the tables
 and verdicts read the same object.
 
 Each study declares, beside its arms and seeds:
@@ -25,36 +25,292 @@ A :class:`Study` and an :class:`Arm` also read as the mappings they replace (``s
 """
 from __future__ import annotations
 
-from ._studies import (
-    CAUSE_STUDY,
-    COLLAPSE_STUDY,
-    INIT_SCAN,
-    LISTOPS_LRA_STUDY,
-    LM_SETTING,
-    LM_STUDY,
-    PERFORMER_RERUN,
-    RECALL_GMA_SIZES,
-    RECALL_STUDY,
-    RECALL_WINDOW,
-    REMEDY,
-    STUDIES,
-    TEXT_STUDY,
-)
-from ._types import (
-    ALPHA,
-    EXPERIMENTS,
-    KMEANS_BLOCKS,
-    METRICS,
-    PREPARATIONS,
-    Arm,
-    MetricFacts,
-    Study,
-    as_study,
-    metric_facts,
-    thawed,
-)
+from ..layer import LM_ROUTING_REMEDY
+from . import _types
+from ._types import Arm, MetricFacts, Study, as_study, metric_facts, thawed
 
 __all__ = ["ALPHA", "Arm", "CAUSE_STUDY", "COLLAPSE_STUDY", "EXPERIMENTS", "INIT_SCAN", "KMEANS_BLOCKS",
            "LISTOPS_LRA_STUDY", "LM_SETTING", "LM_STUDY", "METRICS", "MetricFacts", "PERFORMER_RERUN", "PREPARATIONS",
            "RECALL_GMA_SIZES", "RECALL_STUDY", "RECALL_WINDOW", "REMEDY", "STUDIES", "Study", "TEXT_STUDY",
            "as_study", "metric_facts", "thawed"]
+
+# The types' constants, stated again here with their docstrings: the API page reads a constant's docstring from the
+# module it documents.
+ALPHA = _types.ALPHA
+"""The level of every declared family, after Holm's correction (5%); a study with a declared second look tests
+each look at half of it."""
+
+EXPERIMENTS = _types.EXPERIMENTS
+"""What a study trains, by name (``lm``, ``listops``, ``text``, ``recall``): a causal language model, an encoder
+classifier on ListOps or the Text stand-in, or the recall models of chapter 12 (MQAR, one record per arm and width)."""
+
+PREPARATIONS = _types.PREPARATIONS
+"""What an arm may do to its model before training (``kmeans`` sets the GMA means from k-means of routing vectors)."""
+
+KMEANS_BLOCKS = _types.KMEANS_BLOCKS
+"""Training blocks whose routing vectors the ``kmeans`` preparation clusters (16 x 128 tokens at ``small``)."""
+
+METRICS = _types.METRICS
+"""The one table of metric facts, ``name -> MetricFacts``, saying where each metric sits in a run's record, which
+way is better, how a difference is printed and how a figure labels it. ``test_accuracy`` is what a classifier's record
+calls its test accuracy: that of the best epoch on the validation split. ``last_epoch_test_accuracy`` is the
+accuracy on the validation split after the last epoch, which is the test accuracy of the last epoch's weights only
+for a study whose validation split is its test split (the Text stand-in). ``test_mean`` is a recall run's query
+accuracy on the test split, averaged over the kv-pair counts."""
+
+
+# ------------------------------------------------------------------------------------------------ the declarations
+REMEDY = dict(LM_ROUTING_REMEDY)
+"""The routing remedy the LM study compares against the default: :data:`gma_teach.layer.LM_ROUTING_REMEDY`, the
+collapse study's ``variance_and_balance`` arm. What its five seeds support: the balance loss keeps the
+components in use (active share 0.92-0.97 against 0.16). On bits per byte the pair is not told apart from the
+default after Holm's correction; of the four remedies only the variance change alone is (at the second look)."""
+
+PERFORMER_RERUN = {
+    "declared": "2026-12-03, before any run of the corrected Performer",
+    "why": "until then favor_features divided every key feature by exp(max_r |w_r|^2 / 2), a bound that does "
+           "not depend on the data: on unit-variance activations the key features came out near 1e-13 to 1e-24, "
+           "every normalizer sank below eps and the arm never learned; and the orthogonal features were biased "
+           "(QR's sign convention). Every Performer record made before the fix measures those bugs, not Performer",
+    "change": "the performer arm only, with the corrected mixer (gma_teach.baselines.favor_attention); every other "
+              "arm, setting, seed, metric, family and test of the study is unchanged",
+    "withdrawn": "the records made before the fix, removed from the results, the tables, the figures, README and "
+                 "the chapters",
+}
+"""The declared re-run of every Performer arm after the fix (the same for every study that has one): each study
+that has a ``performer`` arm names it under ``"reruns"`` with the seeds it re-runs."""
+
+LM_SETTING = dict(source="stdlib", tokenizer="auto", seq_len=128, max_train_tokens=None, max_val_tokens=None,
+                  compact_vocab=True, data_seed=0, d_model=128, n_layers=2, n_heads=4, d_ff=512, dropout=0.0,
+                  n_components=64, n_features=64, batch_size=16, n_steps=600, eval_every=200, lr=2e-3,
+                  weight_decay=0.01, warmup_fraction=0.05)
+"""The small LM every LM study trains, pinned here (not read from the chapters' presets, which may change size):
+the standard-library corpus in GPT-2 BPE (compacted), context 128, width 128, 2 layers, 4 heads, batch 16."""
+
+COLLAPSE_STUDY = Study(
+    name="routing_collapse",
+    experiment="lm",
+    scale="small",
+    setting=LM_SETTING,
+    seeds=(0, 1, 2),
+    arms={
+        "default": Arm("gma", {"n_components": 64}),
+        "variance_d_route": Arm("gma", {"n_components": 64, "init_variance": "d_route"}),
+        "kmeans_means": Arm("gma", {"n_components": 64}, prepare="kmeans"),
+        "balance": Arm("gma", {"n_components": 64, "balance_weight": 0.01}),
+        "variance_and_balance": Arm("gma", {"n_components": 64, "init_variance": "d_route", "balance_weight": 0.01}),
+    },
+    metrics=("val_bits_per_byte", "active_share"),
+    primary=[(remedy, "default") for remedy in ("variance_d_route", "kmeans_means", "balance",
+                                                 "variance_and_balance")],
+    test="paired t over seeds 0-2, two-sided; Holm over the primary family of both metrics (8 tests)",
+    second_look={"seeds": (0, 1, 2, 3, 4),
+                    "declared": "2026-12-02, before seeds 3-4 of any arm ran",
+                    "why": "at seeds 0-2 no remedy was told apart from the default on bits per byte, and the "
+                           "default and variance_and_balance arms get seeds 3-4 as the LM study's K=64 arms, so "
+                           "seeds 3-4 are added to every arm",
+                    "test": "paired t over seeds 0-4, two-sided; Holm over the primary family of both metrics "
+                            "(8 tests), each adjusted p then doubled for the two looks (Bonferroni over looks)"},
+    exploratory={},
+)
+"""The collapse study -- the small LM of :data:`LM_SETTING` (600 steps, evaluated every 200), GMA K=64, today's
+default routing and four remedies; each remedy against the default on bits per byte and on active share. Its
+``"second_look"`` (declared after the three-seed table, before any new seed ran) adds seeds 3-4 to every arm; both
+looks are then tested at 2.5% (each Holm-adjusted p doubled at each look), 5% over the two."""
+
+CAUSE_STUDY = Study(
+    name="routing_collapse_cause",
+    experiment="lm",
+    scale="small",
+    setting={**LM_SETTING, "eval_every": 50},
+    seeds=(0, 1, 2),
+    arms={"default": COLLAPSE_STUDY.arms["default"], "balance": COLLAPSE_STUDY.arms["balance"]},
+    metrics=("active_share",),
+    primary=[],
+    test="none: a description of the routing over training (one seed of the default arm is recorded)",
+    exploratory={},
+)
+"""Where the collapse happens and which term of the routing logits drives it. The collapse study's default and
+balance arms, evaluated every 50 steps (the routing health and
+:func:`gma_teach.diagnostics.routing_logit_terms` at every evaluation). Evaluating more often does not change the
+training (the batches come from their own generator), so step 600 repeats the collapse study's run of the same seed."""
+
+LM_STUDY = Study(
+    name="lm_study",
+    experiment="lm",
+    scale="small",
+    setting=LM_SETTING,
+    shared_with=COLLAPSE_STUDY,
+    seeds=(0, 1, 2),
+    arms={
+        "sdpa": Arm("sdpa"),
+        **{f"gma_k{k}": Arm("gma", {"n_components": k}) for k in (32, 64, 128)},
+        **{f"gma_k{k}_remedy": Arm("gma", {"n_components": k, **REMEDY}) for k in (32, 64, 128)},
+        "linear": Arm("linear"),
+        "performer": Arm("performer"),
+        "none": Arm("none"),
+        "uniform": Arm("uniform"),
+        "local_gma": Arm("local_gma"),  # chapter 12's hybrid: 2 window heads (32 tokens) + 2 GMA heads, K=64
+    },
+    metric="val_bits_per_byte",
+    primary=[(f"gma_k{k}{remedy}", base) for k in (32, 64, 128) for remedy in ("", "_remedy")
+             for base in ("linear", "sdpa")],
+    test="paired t over seeds 0-2 (the seeds every arm has), two-sided; Holm over the primary family (12 tests)",
+    second_look={"seeds": (0, 1, 2, 3, 4),
+                    "declared": "2026-12-02, before seeds 3-4 of the ten arms that lacked them ran",
+                    "why": "at seeds 0-2 no primary comparison was told apart, so seeds 3-4 were added to every "
+                           "arm (two arms already had them, below)",
+                    "test": "paired t over seeds 0-4, two-sided; Holm over the primary family (12 tests), each "
+                            "adjusted p then doubled for the two looks at the data (Bonferroni over looks)"},
+    reruns={"performer": {**PERFORMER_RERUN, "seeds": (0, 1, 2, 3, 4)}},
+    exploratory={"seeds": (3, 4), "arms": ("gma_k32_remedy", "linear"),
+                    "why": "seeds 3-4 were run for these two arms only, after seeds 0-2 put GMA K=32 with the "
+                           "remedy ahead of linear attention; the five-seed comparison of the pair is exploratory "
+                           "outside the second look",
+                    "pairs": "every pair outside the primary family (the ordering of all pairs, the controls)",
+                    "later_arms": ("local_gma",),
+                    "later_arms_why": "the hybrid joined after the other arms had run: its comparisons are "
+                                      "exploratory"},
+)
+"""The LM comparison -- :data:`LM_SETTING` (600 steps, evaluated every 200), 3 seeds per arm; each GMA arm against
+linear attention and against SDPA is the primary family. Its ``"second_look"`` -- declared after the three-seed
+table told no comparison apart and before the new seeds ran -- adds seeds 3-4 to every arm and tests the same family
+at five seeds, with each Holm-adjusted p doubled because the data were looked at twice (at both looks: each look at
+2.5%, 5% over the two).
+
+Why 600 steps: a step reads 16 x 128 GPT-2 tokens, about 7,300 bytes of text (3.6 bytes a token), so 600 steps
+read about 4.4 MB, as much text as 2,400 steps of a byte-level model of the same size. On one CPU core a step takes
+about one second (the 13,002-way output layer is most of it), so a run takes 10-12 minutes. Whether the arms'
+order has settled is measured, not assumed: :func:`ordering_at_last_evaluations` compares steps 400 and 600."""
+
+LISTOPS_LRA_STUDY = Study(
+    name="listops_lra",
+    experiment="listops",
+    scale="small",
+    setting={"max_depth": 10, "min_length": 500, "max_length": 2000, "n_train": 4000, "n_val": 200,
+                  "n_test": 500, "d_model": 64, "n_layers": 2, "n_heads": 4, "d_ff": 128, "n_components": 32,
+             "batch_size": 16, "epochs": 3, "lr": 2e-3, "length_buckets": 8},
+    seeds=(0, 1, 2),
+    arms={"gma": Arm("gma"), "sdpa": Arm("sdpa"), "linear": Arm("linear"), "performer": Arm("performer"),
+          "gma_remedy": Arm("gma", REMEDY)},
+    metric="test_accuracy",
+    primary=[(arm, "gma") for arm in ("sdpa", "linear", "performer", "gma_remedy")],
+    test="paired t over seeds 0-2, two-sided; Holm over the primary family (4 tests)",
+    reruns={"performer": {**PERFORMER_RERUN, "seeds": (0, 1, 2, 3, 4)}},
+    exploratory={"seeds": (3, 4), "arms": ("gma", "sdpa", "linear", "performer", "gma_remedy"),
+                    "why": "seeds 3-4 were run for every arm after the seeds-0-2 table told no pair with GMA apart "
+                           "(optional stopping); the five-seed comparisons are exploratory",
+                    "tests": "Fisher's exact test on how many seeds left the constant-answer plateau, an outcome "
+                             "defined after seeing the runs: post hoc",
+                    "post_hoc_tests": ("left_plateau",)},
+)
+"""ListOps at LRA's lengths on a CPU (each arm against GMA on seeds 0-2; seeds 3-4 and the Fisher test on leaving
+the plateau were added after seeing the data, so they are exploratory) -- LRA's generator (depth 10,
+500 < length < 2000) with 4,000 trees (LRA: 96,000), 3 epochs (750 steps of 16) and a 2-layer width-64 encoder;
+the chapter's live ListOps setting (preset ``listops``, lengths 50-256) stays short.
+
+Softmax attention is the ``sdpa`` arm: the same function as ``softmax``, through PyTorch's fused kernel instead of
+an explicit N x N matrix. Batches hold trees of similar length (``length_buckets=8``), each cut after its longest
+tree: the trees range from 500 to 2,000 tokens, and a batch padded to the split's longest would spend much of its
+time on padding (quadratically so for softmax). ``gma_remedy`` is GMA with the language
+model's routing remedy (:data:`REMEDY`), to see whether the collapse fix matters on a long classification task."""
+
+TEXT_STUDY = Study(
+    name="text_standin",
+    experiment="text",
+    scale="small",
+    setting={},
+    seeds=tuple(range(10)),
+    arms={"gma": Arm("gma"), "softmax": Arm("softmax"), "linear": Arm("linear"),
+          "gma_variance_d_route": Arm("gma", {"init_variance": "d_route"}),
+          "gma_balance": Arm("gma", {"balance_weight": 0.01}),
+          "local_gma": Arm("local_gma")},  # chapter 12's hybrid: window heads (32 tokens) + GMA heads
+    metric="last_epoch_test_accuracy",
+    primary=[("gma", "softmax"), ("gma", "linear"), ("gma_variance_d_route", "gma"), ("gma_balance", "gma")],
+    test="paired t over seeds 0-9, two-sided; Holm over the primary family (4 tests)",
+    exploratory={"why": "the records' test accuracy is that of the best of 5 epochs chosen on the test split "
+                           "(the validation split is the test split); the declared metric is the last epoch's",
+                    "later_arms": ("local_gma",),
+                    "later_arms_why": "the hybrid joined after the other arms had run: its comparisons are "
+                                      "exploratory"},
+)
+"""The offline stand-in for LRA Text (standard-library docstring -> package, byte-level; preset ``text`` at
+``small``), labelled as a stand-in in every record; IMDb stays the ``full`` path for readers with the hub. A run
+takes half a minute (GMA, linear) to two minutes (softmax) on one core, so every arm gets 10 seeds, and the two
+routing remedies of the collapse study are tried on a bidirectional encoder as well. Its validation split is its
+test split (as in LRA), so its declared metric is the last epoch's test accuracy, which no checkpoint choice
+touches."""
+
+
+
+# ------------------------------------------------------------------------------------------ initial routing
+INIT_SCAN = {
+    "name": "routing_collapse_init",
+    "scale": "small",
+    "seeds": (0, 1, 2),
+    "n_blocks": 8,
+    "settings": {
+        **{f"d_route={d}": {"d_route": d} for d in (8, 16, 32, 64)},
+        **{f"d_route={d}, init_variance=d_route": {"d_route": d, "init_variance": "d_route"} for d in (8, 16, 32, 64)},
+        "d_route=32, init_mean_std=0.5": {"d_route": 32, "init_mean_std": 0.5},
+    },
+}
+"""The logit-scale scan -- the untrained small LM (K=64) under several routing widths and initialisations."""
+
+
+RECALL_GMA_SIZES = (8, 16, 32, 64, 128, 256)
+"""The recall study's GMA sizes ``K``."""
+
+RECALL_WINDOW = 8
+"""The recall study's window, in tokens (the window arm and the hybrid's window head)."""
+
+
+def _recall_arms() -> dict:
+    """Every arm of the recall study (the hybrid, which splits its heads, with its own head count)."""
+    arms = {"sdpa": Arm("sdpa"), "linear": Arm("linear"), "performer": Arm("performer", {"n_features": 64}),
+            "mamba": Arm("mamba")}
+    for k in RECALL_GMA_SIZES:
+        arms[f"gma_k{k}"] = Arm("gma", {"n_components": k})
+        arms[f"gma_k{k}_remedy"] = Arm("gma", {"n_components": k, **LM_ROUTING_REMEDY})
+    arms["window"] = Arm("window", {"window": RECALL_WINDOW})
+    arms["local_gma"] = Arm("local_gma", {"window": RECALL_WINDOW, "local_heads": 1, "n_components": 32}, n_heads=2)
+    arms["decay_linear"] = Arm("decay_linear")
+    arms["decay_gma"] = Arm("decay_gma", {"n_components": 32})
+    return arms
+
+
+RECALL_STUDY = Study(
+    name="recall",
+    experiment="recall",
+    scale=None,
+    setting={"seq_len": 64, "vocab_size": 256, "kv_pairs": (4, 6, 8, 12, 16), "n_train": 20_000, "n_val": 500,
+             "n_test": 1_000, "data_seeds": {"train": 1_000, "val": 2_000, "test": 3_000}, "n_heads": 1,
+             "batch_size": 64, "steps": 1_000, "warmup": 100, "weight_decay": 0.1},
+    widths=(64, 128),
+    learning_rates=(3e-3, 1e-2),
+    seeds=(0, 1, 2),
+    arms=_recall_arms(),
+    metric="test_mean",
+    primary=[(f"gma_k{k}{remedy}", base) for k in RECALL_GMA_SIZES for remedy in ("", "_remedy")
+             for base in ("linear", "sdpa")],
+    test="paired t over seeds, two-sided; Holm over the primary family",
+    reruns={"performer": {**PERFORMER_RERUN, "seeds": (0, 1, 2), "widths": (64,)}},
+    exploratory={"pairs": "every comparison outside the primary family (a forgetting or hybrid arm against the arm it "
+                          "changes, the equal-state points, the remedy's K sweep): paired on seeds, not corrected",
+                 "pilot": "the vocabulary, steps, learning rates, position-embedding scale and the convolution under "
+                          "every mixer were chosen on pilot runs that are not in the records"},
+)
+"""The recall study of chapter 12, declared before its recorded runs (``gma_teach.runs.recall`` runs it). Its
+vocabulary, number of steps, learning rates, position-embedding scale and the short convolution under every mixer
+were chosen after pilot runs that are not in the records (chapter 12 and the study reports say so); the arms,
+seeds, metric, family and test were fixed before any recorded run. Its sizes are
+pinned here, not read from the ``ch12`` preset, so that the records keep meaning one study when the chapter's live
+sizes change. MQAR at one length, every model trained on the mixture of the kv-pair counts and tested on each;
+the learning rate kept per arm and width from seed 0's validation accuracy; each GMA arm against linear attention
+and SDPA as the primary family, paired t over seeds with Holm's correction."""
+
+
+STUDIES = {"collapse": COLLAPSE_STUDY, "cause": CAUSE_STUDY, "lm": LM_STUDY, "listops-lra": LISTOPS_LRA_STUDY,
+           "text": TEXT_STUDY, "recall": RECALL_STUDY}
+"""Every declared study by its name on the command line (``python -m gma_teach.study NAME``); a new study is one
+:class:`Study` added here."""

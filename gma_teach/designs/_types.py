@@ -14,11 +14,11 @@ ALPHA = 0.05
 each look at half of it."""
 
 EXPERIMENTS = ("lm", "listops", "text", "recall")
-"""What a study trains: a causal language model (``lm``), an encoder classifier on ListOps or the Text stand-in,
-or the recall models of chapter 12 (``recall``: MQAR, one record per arm and width)."""
+"""What a study trains, by name (``lm``, ``listops``, ``text``, ``recall``): a causal language model, an encoder
+classifier on ListOps or the Text stand-in, or the recall models of chapter 12 (MQAR, one record per arm and width)."""
 
 PREPARATIONS = ("kmeans",)
-"""What an arm may do to its model before training (``kmeans``: the GMA means from k-means of routing vectors)."""
+"""What an arm may do to its model before training (``kmeans`` sets the GMA means from k-means of routing vectors)."""
 
 KMEANS_BLOCKS = 16
 """Training blocks whose routing vectors the ``kmeans`` preparation clusters (16 x 128 tokens at ``small``)."""
@@ -197,8 +197,8 @@ METRICS = MappingProxyType({m.name: m for m in (
     MetricFacts("test_mean", "run", "test_mean", False, 100.0, 1, " points", "recall accuracy",
                 "test accuracy, mean over the kv-pair counts (%)"),
 )})
-"""The one table of metric facts, ``name -> MetricFacts``: where each metric sits in a run's record, which way
-is better, how a difference is printed and how a figure labels it. ``test_accuracy`` is what a classifier's record
+"""The one table of metric facts, ``name -> MetricFacts``, saying where each metric sits in a run's record, which
+way is better, how a difference is printed and how a figure labels it. ``test_accuracy`` is what a classifier's record
 calls its test accuracy: that of the best epoch on the validation split. ``last_epoch_test_accuracy`` is the
 accuracy on the validation split after the last epoch, which is the test accuracy of the last epoch's weights only
 for a study whose validation split is its test split (the Text stand-in). ``test_mean`` is a recall run's query

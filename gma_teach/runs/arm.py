@@ -109,7 +109,7 @@ def _recall(config: RunConfig, seed: int, lr: float, data, progress: bool) -> di
 
 SEED_TRAINERS: dict[str, Callable] = {"lm": _lm, "listops": _classification, "text": _classification,
                                       "recall": _recall}
-"""``experiment -> trainer(config, seed, lr, data, progress) -> run record``: the pluggable part of the runner."""
+"""The pluggable part of the runner, ``experiment -> trainer(config, seed, lr, data, progress) -> run record``."""
 
 
 def _describe(run: dict, experiment: str) -> str:
