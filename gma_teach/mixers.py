@@ -3,18 +3,29 @@
 A :class:`MixerEntry` holds a mixer's class (built by :func:`gma_teach.make_mixer`), the options the experiments
 give it from a chapter's preset (:func:`gma_teach.experiments.mixer_options`), its options under the paper's Table 1
 protocol (:func:`gma_teach.profiling.table1_options`), its entry in the cost model (:class:`BlockCost`, read by
-:mod:`gma_teach.cost`) and its colour in every figure (``gma_teach.plots.mixer_color``).
+:mod:`gma_teach.cost`), the formula of its decoding state's bytes (read by
+:func:`gma_teach.baselines.mixer_state_bytes`), its look in every figure (colour, line style and marker, read by
+``gma_teach.plots.mixer_color`` and :func:`gma_teach.plots.recall.arm_style`; the figures' legends follow the
+registry's order), the arms the recall study compares it with when it changes one of them (read by
+:mod:`gma_teach.capacity`) and whether its routing can collapse (GMA's, chapter 11).
 
 Adding a mixer is one call::
 
-    register(MixerEntry("window", WindowAttention, color="#8c510a", options=lambda p: {"window": p.window}))
+    register(MixerEntry("window", SlidingWindowAttention, color="#8c510a", options=lambda p: {"window": p.window}))
 
 which also puts the class into :data:`gma_teach.baselines.MIXERS` (``name -> class``, the public map that
-:func:`~gma_teach.make_mixer` reads). A name of :data:`~gma_teach.baselines.MIXERS` without an entry gets a plain one
-(:func:`entry`): no options, no Table 1 options, no cost-model entry, matplotlib's colour cycle.
+:func:`~gma_teach.make_mixer` reads) and its state-bytes formula into :data:`gma_teach.baselines.STATE_BYTES`.
+A name of :data:`~gma_teach.baselines.MIXERS` without an entry gets a plain one (:func:`entry`): no options, no
+Table 1 options, no cost-model entry, matplotlib's colour cycle.
+
+Every list of mixers is read from the registry when asked: :func:`registered_names`, :func:`causal_lm_names`,
+:func:`table1_names`, :func:`forgetting_and_hybrid_names` and :func:`routing_collapse_names`. The table below,
+:func:`registry_table`, is rebuilt whenever a mixer is registered or removed, so the API page shows every mixer
+registered when the package was imported.
 """
 from __future__ import annotations
 
+import sys
 from collections.abc import Callable
 from dataclasses import dataclass
 from types import SimpleNamespace
@@ -23,8 +34,9 @@ from . import baselines
 
 __all__ = ["GMA_TENSORS_AT_PEAK", "GMA_TENSORS_AT_PEAK_BACKWARD", "LOCAL_WINDOW", "MAMBA_FLOPS_PER_TOKEN_WIDTH",
            "REGISTRY",
-           "SOFTMAX_FLOPS_PER_SCORE", "BlockCost", "MixerEntry", "entry", "register", "registered_names",
-           "unregister"]
+           "SOFTMAX_FLOPS_PER_SCORE", "BlockCost", "MixerEntry", "causal_lm_names", "entry",
+           "forgetting_and_hybrid_names", "reference_arms", "register", "registered_names", "registry_table",
+           "routing_collapse_names", "table1_names", "unregister"]
 
 SOFTMAX_FLOPS_PER_SCORE = 15  # scale, max, subtract, exp (about 10), sum, divide
 GMA_TENSORS_AT_PEAK = 4.0  # (B, H, N, K) float32 tensors alive in the forward (logits, two Gammas, a temporary)
@@ -75,13 +87,28 @@ class MixerEntry:
     Attributes:
         name: the mixer's name (``make_mixer(name, ...)``).
         cls: its class, built as ``cls(d_model, n_heads, causal=..., **options)``.
-        color: its colour in every figure, or ``None`` for matplotlib's cycle.
+        color: its colour in every figure, or ``None`` for matplotlib's cycle (and, in the recall figures, black
+            crosses).
         options: ``options(p)``: the options the experiments give it under preset ``p`` (GMA's ``n_components``
             and routing options are added by :func:`gma_teach.experiments.mixer_options`).
         table1_options: ``table1_options(seq_len=, n_components=, n_features=, linformer_k=)``: its options under
             the Table 1 protocol of chapter 8, or ``None`` if it has no place in that table.
         cost: its :class:`BlockCost`, or ``None`` when the cost model does not know it.
         causal_lm: whether a causal language model can use it (Linformer's projection of the sequence cannot).
+        state_bytes: ``state_bytes(mixer, seq_len)``: the bytes of one batch row's decoding state of a built causal
+            mixer after ``seq_len`` tokens (:func:`gma_teach.baselines.mixer_state_bytes` reads it; its docstring's
+            first line, in symbols, is its column of :func:`registry_table`), or ``None`` for a mixer that does
+            not decode. The book's mixers' formulas live beside their classes
+            (:data:`gma_teach.baselines.STATE_BYTES`).
+        causal_by_construction: whether it reads left to right whatever its ``causal`` option, so that it decodes
+            even when built with ``causal=False`` (``mamba``, ``conv``).
+        reference: ``reference(options)``: the arms of the recall study that an arm of this mixer changes and is
+            compared with, from the arm's options (``window`` -> ``("sdpa",)``; ``decay_gma`` with ``n_components``
+            K -> ``("gma_k{K}",)``), or ``None`` when the mixer is not one of the study's forgetting or hybrid arms.
+        linestyle: its line style in the recall figures (matplotlib's ``ls``).
+        marker: its marker in the recall figures.
+        routing_can_collapse: whether it routes with GMA's responsibilities, whose default routing collapses onto
+            one component in causal models (chapter 11): ``gma``, ``local_gma``'s GMA heads, ``decay_gma``.
     """
 
     name: str
@@ -91,14 +118,24 @@ class MixerEntry:
     table1_options: Callable[..., dict] | None = _table1_plain
     cost: BlockCost | None = None
     causal_lm: bool = True
+    state_bytes: Callable[..., int] | None = None
+    causal_by_construction: bool = False
+    reference: Callable[[dict], tuple[str, ...]] | None = None
+    linestyle: str = "-"
+    marker: str = "o"
+    routing_can_collapse: bool = False
 
 
 REGISTRY: dict[str, MixerEntry] = {}
-"""``name -> MixerEntry`` of every registered mixer, in the book's order."""
+"""``name -> MixerEntry`` of every registered mixer, in the book's order (:func:`registry_table` shows it).
+
+:meta hide-value:
+"""
 
 
 def register(new: MixerEntry) -> MixerEntry:
-    """Add ``new`` to :data:`REGISTRY` and its class to :data:`gma_teach.baselines.MIXERS`; returns it.
+    """Add ``new`` to :data:`REGISTRY`, its class to :data:`gma_teach.baselines.MIXERS` and its state-bytes
+    formula to :data:`gma_teach.baselines.STATE_BYTES`; returns it.
 
     A name already registered, or already in ``MIXERS`` with another class, is refused (``ValueError``)."""
     if not isinstance(new, MixerEntry):
@@ -111,15 +148,32 @@ def register(new: MixerEntry) -> MixerEntry:
                          f"{new.cls.__name__}")
     REGISTRY[new.name] = new
     baselines.MIXERS[new.name] = new.cls
+    _put(baselines.STATE_BYTES, new.name, new.state_bytes)
+    if new.causal_by_construction:
+        baselines.CAUSAL_BY_CONSTRUCTION.add(new.name)
+    else:
+        baselines.CAUSAL_BY_CONSTRUCTION.discard(new.name)
+    _refresh_docstring()
     return new
 
 
+def _put(mapping: dict, name: str, value) -> None:
+    if value is None:
+        mapping.pop(name, None)
+    else:
+        mapping[name] = value
+
+
 def unregister(name: str) -> None:
-    """Remove mixer ``name`` from :data:`REGISTRY` and :data:`gma_teach.baselines.MIXERS` (a test's clean-up)."""
+    """Remove mixer ``name`` from :data:`REGISTRY` and from the maps of :mod:`gma_teach.baselines` (a test's
+    clean-up)."""
     if name not in REGISTRY:
         raise ValueError(f"mixer {name!r} is not registered")
     del REGISTRY[name]
     baselines.MIXERS.pop(name, None)
+    baselines.STATE_BYTES.pop(name, None)
+    baselines.CAUSAL_BY_CONSTRUCTION.discard(name)
+    _refresh_docstring()
 
 
 def entry(name: str) -> MixerEntry:
@@ -137,10 +191,132 @@ def registered_names() -> tuple[str, ...]:
     return tuple(baselines.MIXERS)
 
 
+def causal_lm_names() -> tuple[str, ...]:
+    """The mixers a causal language model can use (``causal_lm``), in the book's order."""
+    return tuple(name for name in registered_names() if entry(name).causal_lm)
+
+
+def table1_names() -> tuple[str, ...]:
+    """The mixers with a place in the paper's Table 1 (``table1_options`` not ``None``), in the book's order."""
+    return tuple(name for name in registered_names() if entry(name).table1_options is not None)
+
+
+def forgetting_and_hybrid_names() -> tuple[str, ...]:
+    """The mixers the recall study compares with the arms they change (``reference`` not ``None``: the forgetting
+    and hybrid mixers ``window``, ``local_gma``, ``decay_linear``, ``decay_gma``), in the book's order."""
+    return tuple(name for name in registered_names() if entry(name).reference is not None)
+
+
+def routing_collapse_names() -> tuple[str, ...]:
+    """The mixers whose routing can collapse (``routing_can_collapse``: ``gma``, ``local_gma``, ``decay_gma``)."""
+    return tuple(name for name in registered_names() if entry(name).routing_can_collapse)
+
+
+def reference_arms(name: str, options: dict | None = None) -> tuple[str, ...]:
+    """The arms an arm of mixer ``name`` with ``options`` is compared with in the recall study (its entry's
+    ``reference``); ``()`` for a mixer without one, or a name that is not a registered mixer."""
+    if name not in registered_names():
+        return ()
+    reference = entry(name).reference
+    return () if reference is None else tuple(reference(dict(options or {})))
+
+
+# ------------------------------------------------------------------------------------------------ the page's table
+_TABLE_COLUMNS = ("name", "class", "decoding state per batch row", "colour", "line, marker",
+                  "compared with (recall study)", "routing can collapse")
+
+
+def _class_path(cls: type) -> str:
+    """``module.Class`` at the public path the class is exported from (its module's first private part cut)."""
+    parts = cls.__module__.split(".")
+    public = next((i for i, part in enumerate(parts) if part.startswith("_")), len(parts))
+    module = ".".join(parts[:public])
+    if public < len(parts) and getattr(sys.modules.get(module), cls.__name__, None) is not cls:
+        module = cls.__module__
+    return f"{module}.{cls.__qualname__}"
+
+
+def _first_line(function) -> str | None:
+    doc = (getattr(function, "__doc__", None) or "").strip()
+    return doc.splitlines()[0].strip() if doc else None
+
+
+def _row(found: MixerEntry) -> list[str]:
+    state = "none (no decoding)" if found.state_bytes is None else (_first_line(found.state_bytes) or "a formula")
+    if found.reference is None:
+        compared = ""
+    else:
+        compared = _first_line(found.reference) or ", ".join(f"``{arm}``" for arm in found.reference({}))
+    return [f"``{found.name}``", f"``{_class_path(found.cls)}``", state,
+            f"``{found.color}``" if found.color else "matplotlib's cycle", f"``{found.linestyle}`` ``{found.marker}``",
+            compared, "yes" if found.routing_can_collapse else ""]
+
+
+def registry_table(fmt: str = "markdown") -> str:
+    """Every registered mixer in one table, read from :data:`REGISTRY`: its name, class, the formula of its
+    decoding state's bytes per batch row, colour, line style and marker, the arms the recall study compares it
+    with, and whether its routing can collapse.
+
+    Args:
+        fmt: ``"markdown"`` (a pipe table, for a notebook's ``Markdown``) or ``"rst"`` (a ``list-table``, as this
+            module's docstring shows it on the API page).
+
+    Returns:
+        the table as text.
+    """
+    if fmt not in ("markdown", "rst"):
+        raise ValueError(f"fmt must be 'markdown' or 'rst', got {fmt!r}")
+    rows = [_row(found) for found in REGISTRY.values()]
+    if fmt == "markdown":
+        lines = ["| " + " | ".join(_TABLE_COLUMNS) + " |", "|" + "---|" * len(_TABLE_COLUMNS)]
+        lines += ["| " + " | ".join(cell.replace("``", "`").replace("|", "\\|") for cell in row) + " |"
+                  for row in rows]
+        return "\n".join(lines)
+    lines = [".. list-table:: The registered mixers", "   :header-rows: 1", ""]
+    for row in [list(_TABLE_COLUMNS), *rows]:
+        lines += [f"   * - {row[0]}", *(f"     - {cell}" if cell else "     -" for cell in row[1:])]
+    return "\n".join(lines)
+
+
+_DOCSTRING = __doc__
+
+
+def _refresh_docstring() -> None:
+    """This module's docstring: the text above and :func:`registry_table`, as the registry stands now."""
+    globals()["__doc__"] = f"{_DOCSTRING}\n{registry_table('rst')}\n"
+
+
 # ------------------------------------------------------------------------------------------------ the entries
 def _softmax_flops(s):
     return 4 * s.b * s.n * s.n * s.d + SOFTMAX_FLOPS_PER_SCORE * s.b * s.h * s.n * s.n
 
+
+def _against_sdpa(options: dict) -> tuple[str, ...]:
+    """``sdpa`` (the window's exact attention over every key)"""
+    return ("sdpa",)
+
+
+def _against_linear(options: dict) -> tuple[str, ...]:
+    """``linear`` (the same memory without decay)"""
+    return ("linear",)
+
+
+def _gma_at_same_k(options: dict) -> tuple[str, ...]:
+    k = options.get("n_components")
+    return (f"gma_k{k}",) if k is not None else ()
+
+
+def _against_gma(options: dict) -> tuple[str, ...]:
+    """``gma_k{K}`` at the arm's K (the same memory without decay)"""
+    return _gma_at_same_k(options)
+
+
+def _against_window_and_gma(options: dict) -> tuple[str, ...]:
+    """``window`` and ``gma_k{K}`` at the arm's K (its two halves)"""
+    return ("window", *_gma_at_same_k(options))
+
+
+_BOOK = baselines.STATE_BYTES  # the book's mixers' formulas, written beside their classes
 
 for _entry in (
     MixerEntry("gma", baselines.GaussianMixtureAttention, color="#1b7837",
@@ -148,17 +324,21 @@ for _entry in (
                table1_options=lambda *, seq_len, n_components, n_features, linformer_k: {"n_components": n_components},
                cost=BlockCost(11.8, 110, lambda s: 12 * s.b * s.n * s.n_components * s.d
                               + 20 * s.b * s.h * s.n * s.n_components,
-                              lambda s: GMA_TENSORS_AT_PEAK_BACKWARD * s.b * s.h * s.n * s.n_components)),
+                              lambda s: GMA_TENSORS_AT_PEAK_BACKWARD * s.b * s.h * s.n * s.n_components),
+               state_bytes=_BOOK["gma"], routing_can_collapse=True),
     MixerEntry("softmax", baselines.SoftmaxAttention, color="#762a83",
-               cost=BlockCost(4.0, 40, _softmax_flops, lambda s: 2 * s.b * s.h * s.n * s.n)),
-    MixerEntry("sdpa", baselines.SDPAttention, color="#9970ab", cost=BlockCost(6.0, 30, _softmax_flops)),
+               cost=BlockCost(4.0, 40, _softmax_flops, lambda s: 2 * s.b * s.h * s.n * s.n),
+               state_bytes=_BOOK["softmax"]),
+    MixerEntry("sdpa", baselines.SDPAttention, color="#9970ab", cost=BlockCost(6.0, 30, _softmax_flops),
+               state_bytes=_BOOK["sdpa"]),
     MixerEntry("linear", baselines.LinearAttention, color="#2166ac",
-               cost=BlockCost(10.0, 60, lambda s: 4 * s.b * s.n * s.d * (s.d // s.h))),
+               cost=BlockCost(10.0, 60, lambda s: 4 * s.b * s.n * s.d * (s.d // s.h)), state_bytes=_BOOK["linear"]),
     MixerEntry("performer", baselines.PerformerAttention, color="#d6604d",
                options=lambda p: {"n_features": p.n_features},
                table1_options=lambda *, seq_len, n_components, n_features, linformer_k: {"n_features": n_features},
                cost=BlockCost(10.0, 80, lambda s: 8 * s.b * s.n * s.n_features * s.d,
-                              lambda s: 6 * s.b * s.h * s.n * s.n_features)),
+                              lambda s: 6 * s.b * s.h * s.n * s.n_features),
+               state_bytes=_BOOK["performer"]),
     MixerEntry("linformer", baselines.LinformerAttention, color="#b2182b", causal_lm=False,
                options=lambda p: {"k": p.linformer_k},
                table1_options=lambda *, seq_len, n_components, n_features, linformer_k: {
@@ -166,15 +346,24 @@ for _entry in (
                cost=BlockCost(12.0, 45, lambda s: 6 * s.b * s.n * s.linformer_k * s.d,
                               lambda s: 2 * s.b * s.h * s.n * s.linformer_k)),
     MixerEntry("mamba", baselines.MambaMixer, color="#4d4d4d",
-               cost=BlockCost(182.0, 400, lambda s: MAMBA_FLOPS_PER_TOKEN_WIDTH * s.b * s.n * s.d)),
-    MixerEntry("uniform", baselines.UniformAverage, table1_options=None),
-    MixerEntry("none", baselines.NoMixing, table1_options=None),
-    # Chapter 12's mixers: not in the paper's Table 1, and not yet fitted by the cost model.
-    MixerEntry("window", baselines.SlidingWindowAttention, color="#8c510a", table1_options=None),
+               cost=BlockCost(182.0, 400, lambda s: MAMBA_FLOPS_PER_TOKEN_WIDTH * s.b * s.n * s.d),
+               state_bytes=_BOOK["mamba"], causal_by_construction=True),
+    MixerEntry("uniform", baselines.UniformAverage, table1_options=None, state_bytes=_BOOK["uniform"]),
+    MixerEntry("none", baselines.NoMixing, table1_options=None, state_bytes=_BOOK["none"]),
+    # Chapter 12's mixers: not in the paper's Table 1, and not yet fitted by the cost model; the forgetting and
+    # hybrid ones are drawn dash-dotted (local) or dashed (decayed), with triangles, in the recall figures.
+    MixerEntry("window", baselines.SlidingWindowAttention, color="#8c510a", table1_options=None,
+               state_bytes=_BOOK["window"], reference=_against_sdpa, linestyle="-.", marker="^"),
     MixerEntry("local_gma", baselines.LocalGMA, color="#c51b7d", table1_options=None,
-               options=lambda p: {"n_components": p.n_components, "window": LOCAL_WINDOW}),
-    MixerEntry("decay_linear", baselines.DecayedLinearAttention, color="#4393c3", table1_options=None),
-    MixerEntry("decay_gma", baselines.DecayedGaussianMixtureAttention, color="#e6ab02", table1_options=None),
-    MixerEntry("conv", baselines.ShortConvolution, color="#878787", table1_options=None),
+               options=lambda p: {"n_components": p.n_components, "window": LOCAL_WINDOW},
+               state_bytes=_BOOK["local_gma"], reference=_against_window_and_gma, linestyle="-.", marker="^",
+               routing_can_collapse=True),
+    MixerEntry("decay_linear", baselines.DecayedLinearAttention, color="#4393c3", table1_options=None,
+               state_bytes=_BOOK["decay_linear"], reference=_against_linear, linestyle="--", marker="^"),
+    MixerEntry("decay_gma", baselines.DecayedGaussianMixtureAttention, color="#e6ab02", table1_options=None,
+               state_bytes=_BOOK["decay_gma"], reference=_against_gma, linestyle="--", marker="^",
+               routing_can_collapse=True),
+    MixerEntry("conv", baselines.ShortConvolution, color="#878787", table1_options=None,
+               state_bytes=_BOOK["conv"], causal_by_construction=True),
 ):
     register(_entry)

@@ -90,3 +90,49 @@ def test_the_registry_is_the_map_of_mixers(monkeypatch):
         cost.block_work("uniform", d_model=8, n_heads=2, seq_len=8)
     with pytest.raises(TypeError, match="MixerEntry"):
         mixers.register("shift")
+
+
+def test_every_list_of_mixers_is_read_when_asked(shift):
+    assert baselines.MIXER_NAMES[-1] == "shift" and "MIXER_NAMES" in dir(baselines)
+    assert mixers.causal_lm_names()[-1] == "shift" and mixers.table1_names()[-1] == "shift"
+    assert plots.COLORS["shift"] == "#123456" and "shift" in list(plots.COLORS)
+    assert "shift" not in mixers.forgetting_and_hybrid_names() and "shift" not in mixers.routing_collapse_names()
+
+
+def test_the_lists_the_run_wing_keeps_are_the_registry_functions():
+    # the run wing's constants, read once at import, equal the functions that replace them
+    assert mixers.causal_lm_names() == experiments.LM_MIXERS
+    assert mixers.registered_names() == experiments.CLASSIFIER_MIXERS == baselines.MIXER_NAMES
+    assert mixers.table1_names() == profiling.DEFAULT_MIXERS
+
+
+def test_the_book_mixers_groupings_reference_arms_and_looks():
+    assert mixers.forgetting_and_hybrid_names() == ("window", "local_gma", "decay_linear", "decay_gma")
+    assert mixers.routing_collapse_names() == ("gma", "local_gma", "decay_gma")
+    assert mixers.reference_arms("window") == ("sdpa",) and mixers.reference_arms("decay_linear") == ("linear",)
+    assert mixers.reference_arms("local_gma", {"n_components": 16, "window": 8}) == ("window", "gma_k16")
+    assert mixers.reference_arms("local_gma") == ("window",) and mixers.reference_arms("decay_gma") == ()
+    assert mixers.reference_arms("decay_gma", {"n_components": 64}) == ("gma_k64",)
+    assert mixers.reference_arms("sdpa") == () == mixers.reference_arms("mystery")
+    looks = {name: (entry.linestyle, entry.marker) for name, entry in mixers.REGISTRY.items()}
+    assert {name for name, look in looks.items() if look != ("-", "o")} == set(mixers.forgetting_and_hybrid_names())
+    assert looks["window"] == looks["local_gma"] == ("-.", "^") and looks["decay_gma"] == ("--", "^")
+    assert set(baselines.STATE_BYTES) == set(baselines.MIXERS) - {"linformer"}
+    assert baselines.CAUSAL_BY_CONSTRUCTION == {"mamba", "conv"}
+    for name, entry in mixers.REGISTRY.items():
+        assert entry.state_bytes is baselines.STATE_BYTES.get(name)
+
+
+def test_the_registry_table():
+    lines = mixers.registry_table().splitlines()
+    assert len(lines) == 2 + len(mixers.REGISTRY) and lines[0].startswith("| name | class |")
+    rows = {line.split(" | ")[0][2:].strip("`"): line for line in lines[2:]}
+    assert list(rows) == list(mixers.REGISTRY)
+    assert "`gma_teach.layer.GaussianMixtureAttention`" in rows["gma"] and "`#1b7837`" in rows["gma"]
+    assert "`H K (d_value + 1) e`" in rows["gma"] and rows["gma"].endswith("| yes |")
+    assert "`gma_teach.baselines.SDPAttention`" in rows["sdpa"] and "`2 H N d_head e`" in rows["sdpa"]
+    assert "none (no decoding)" in rows["linformer"] and "matplotlib's cycle" in rows["uniform"]
+    assert "`window` and `gma_k{K}` at the arm's K" in rows["local_gma"] and "`-.` `^`" in rows["local_gma"]
+    assert mixers.registry_table("rst").startswith(".. list-table::") and mixers.registry_table("rst") in mixers.__doc__
+    with pytest.raises(ValueError, match="fmt must be"):
+        mixers.registry_table("html")

@@ -5,6 +5,8 @@ A private module of :mod:`gma_teach.plots`: the figure modules import its names,
 """
 from __future__ import annotations
 
+from collections.abc import MutableMapping
+
 import matplotlib
 import matplotlib.pyplot as plt
 import numpy as np
@@ -12,19 +14,47 @@ import torch
 
 from .. import mixers
 
-COLORS = {**{name: entry.color for name, entry in mixers.REGISTRY.items() if entry.color is not None},
-          "triton": "#e08214"}
+
+class _Colors(MutableMapping):
+    """``name -> colour``, read from the registry at every look-up (so a mixer registered later is in it), plus the
+    colours set here (Triton's, or one a reader sets), which take precedence."""
+
+    def __init__(self, extra: dict[str, str]):
+        self._extra = dict(extra)
+
+    def _current(self) -> dict[str, str]:
+        registered = {name: found.color for name, found in mixers.REGISTRY.items() if found.color is not None}
+        return {**registered, **self._extra}
+
+    def __getitem__(self, name: str) -> str:
+        return self._current()[name]
+
+    def __setitem__(self, name: str, color: str) -> None:
+        self._extra[name] = color
+
+    def __delitem__(self, name: str) -> None:
+        del self._extra[name]
+
+    def __iter__(self):
+        return iter(self._current())
+
+    def __len__(self) -> int:
+        return len(self._current())
+
+    def __repr__(self) -> str:
+        return repr(self._current())
+
+
+COLORS = _Colors({"triton": "#e08214"})
 """One colour per method, the same in every chapter: each mixer's registered colour
-(:class:`gma_teach.mixers.MixerEntry`), and Triton's for the kernels' figures."""
+(:class:`gma_teach.mixers.MixerEntry`, read at every look-up, so a mixer registered later has its colour here too),
+and Triton's for the kernels' figures."""
 
 
 def mixer_color(label, index: int = 0) -> str:
     """The colour of the mixer whose name starts ``label`` (``"gma K=64"`` and ``"GMA"`` get GMA's), as registered
-    in :data:`gma_teach.mixers.REGISTRY` (or in :data:`COLORS`), else matplotlib's ``C{index}``."""
+    in :data:`gma_teach.mixers.REGISTRY` (or set in :data:`COLORS`), else matplotlib's ``C{index}``."""
     key = str(label).split()[0].lower() if label else ""
-    registered = mixers.REGISTRY.get(key)
-    if registered is not None and registered.color is not None:
-        return registered.color
     return COLORS.get(key, f"C{index}")
 
 

@@ -4,10 +4,10 @@ bytes of the decoding state), and the exact demo's capacity.
 The first two read the recall study's table (format: :func:`gma_teach.capacity.check_recall_table`); the third
 draws the exact demo of :mod:`gma_teach.capacity`. Both study figures draw the guessing floor
 (:func:`gma_teach.capacity.guessing_floor`: a model that stores nothing but knows the answer is one of the ``n``
-values in its context scores ``1/n``). Every arm keeps one look (:func:`arm_style`): the registered colour of each
-baseline mixer (``gma_teach.plots.COLORS``), one grey for every GMA arm with the default routing (their routing
-collapses and their curves lie on one another), and for GMA with the routing remedy a shade of green per K
-(:func:`gma_k_color`, lighter for smaller K), read off a colour bar.
+values in its context scores ``1/n``). Every arm keeps one look (:func:`arm_style`): the registered colour, line
+style and marker of each mixer (:class:`gma_teach.mixers.MixerEntry`), one grey for every GMA arm with the default
+routing (their routing collapses and their curves lie on one another), and for GMA with the routing remedy a shade
+of green per K (:func:`gma_k_color`, lighter for smaller K), read off a colour bar.
 """
 from __future__ import annotations
 
@@ -17,8 +17,9 @@ import matplotlib
 import numpy as np
 from matplotlib.lines import Line2D
 
+from .. import mixers
 from ..capacity import check_recall_table, gma_size, guessing_floor, mean_guessing_floor, table_entries
-from ._style import COLORS, as_float_array, new_figure
+from ._style import as_float_array, mixer_color, new_figure
 
 __all__ = ["DEFAULT_ROUTING_COLOR", "arm_style", "gma_k_color", "plot_accuracy_by_pairs", "plot_exact_capacity",
            "plot_recall_frontier"]
@@ -28,9 +29,7 @@ DEFAULT_ROUTING_COLOR = "#a3a3a3"
 FLOOR_COLOR = "#000000"
 _K_RANGE = (8, 256)  # the study's K sweep; the greens of gma_k_color span it
 _K_SHADES = (0.35, 1.0)  # the part of matplotlib's YlGn colormap they use
-_LINESTYLES = {"window": "-.", "local_gma": "-.", "decay_linear": "--", "decay_gma": "--"}
 _WIDTH_MARKERS = "oDv^<>"  # the frontier's marker of each width, in increasing order
-_LEGEND_ORDER = ("sdpa", "linear", "performer", "mamba", "window", "local_gma", "decay_linear", "decay_gma")
 
 
 def gma_k_color(k: int) -> str:
@@ -48,10 +47,10 @@ def arm_style(arm: str) -> dict:
     """Colour, line style and marker of an arm: ``{"color", "ls", "marker"}``.
 
     ``gma_k{K}_remedy``: :func:`gma_k_color`, solid, square markers; ``gma_k{K}`` (the default routing):
-    :data:`DEFAULT_ROUTING_COLOR`, dotted, round markers; every registered mixer (``sdpa``, ``linear``,
-    ``performer``, ``mamba``, ``window``, ``local_gma``, ``decay_linear``, ``decay_gma``, ...) its colour in
-    ``gma_teach.plots.COLORS``, dashed for the decayed arms and dash-dotted for the local ones, triangles for
-    those four; anything else black crosses.
+    :data:`DEFAULT_ROUTING_COLOR`, dotted, round markers; an arm named after a registered mixer with a colour
+    (``sdpa``, ``linear``, ``performer``, ``mamba``, ``window``, ...) the colour, line style and marker of its
+    entry (:class:`gma_teach.mixers.MixerEntry`: solid with round markers, but dashed for the decayed mixers and
+    dash-dotted for the local ones, with triangles); anything else black crosses.
     """
     if not isinstance(arm, str):
         raise TypeError(f"arm must be an arm name (str), got {type(arm).__name__}")
@@ -61,8 +60,9 @@ def arm_style(arm: str) -> dict:
         if remedy:
             return {"color": gma_k_color(k), "ls": "-", "marker": "s"}
         return {"color": DEFAULT_ROUTING_COLOR, "ls": ":", "marker": "o"}
-    if arm in COLORS:
-        return {"color": COLORS[arm], "ls": _LINESTYLES.get(arm, "-"), "marker": "^" if arm in _LINESTYLES else "o"}
+    registered = mixers.REGISTRY.get(arm)
+    if registered is not None and registered.color is not None:
+        return {"color": registered.color, "ls": registered.linestyle, "marker": registered.marker}
     return {"color": "#000000", "ls": "-", "marker": "x"}
 
 
@@ -89,7 +89,8 @@ def plot_accuracy_by_pairs(table, *, widths=None, axes=None):
     faint point; one panel per width, with the guessing floor ``1/n`` at each count.
 
     The legend groups GMA: one entry for every arm with the default routing (one grey), one for the arms with the
-    routing remedy, whose K a colour bar gives; every other arm has its own entry.
+    routing remedy, whose K a colour bar gives; every other arm has its own entry, the registered mixers' in the
+    registry's order, then the others in the table's.
 
     Args:
         table: the recall study's table.
@@ -140,7 +141,8 @@ def plot_accuracy_by_pairs(table, *, widths=None, axes=None):
                     transform=ax.transAxes)
         ax.set(xlabel="key-value pairs", ylabel="test accuracy", title=f"width {width}", ylim=(-0.03, 1.03))
         ax.set_xticks([int(n) for n in table["design"]["kv_pairs"]])
-    order = [arm for arm in _LEGEND_ORDER if arm in others] + [arm for arm in others if arm not in _LEGEND_ORDER]
+    names = mixers.registered_names()
+    order = [arm for arm in names if arm in others] + [arm for arm in others if arm not in names]
     handles, labels = [others[arm] for arm in order], order
     if default is not None:
         handles.append(Line2D([], [], color=DEFAULT_ROUTING_COLOR, ls=":", marker="o", ms=3))
@@ -255,7 +257,7 @@ def plot_recall_frontier(table, *, ax=None):
         fig = ax.figure
     widths = sorted({w for _, w in entries})
     markers = {width: marker for width, marker in zip(widths, _WIDTH_MARKERS)}
-    curve_colors = {(True, 0): COLORS["gma"], (True, 1): "#78c679", (False, 0): "#7a7a7a", (False, 1): "#b8b8b8"}
+    curve_colors = {(True, 0): mixer_color("gma"), (True, 1): "#78c679", (False, 0): "#7a7a7a", (False, 1): "#b8b8b8"}
     curves: dict[tuple, list] = {}
     labels, points = [], []
     for (arm, width), entry in entries.items():
@@ -279,7 +281,7 @@ def plot_recall_frontier(table, *, ax=None):
         sizes, accuracies, _ = zip(*points_of_curve)
         if kind == "linear":
             if len(points_of_curve) >= 2:
-                ax.plot(sizes, accuracies, color=COLORS["linear"], lw=1.2, ls="-")
+                ax.plot(sizes, accuracies, color=mixer_color("linear"), lw=1.2, ls="-")
             continue
         color = curve_colors[remedy, widths.index(width) % 2]
         routing = "remedy" if remedy else "default routing"

@@ -1,0 +1,82 @@
+r"""Chapter 12: what a K-slot memory holds.
+
+GMA's decoding state is a memory of K slots, :math:`\tilde V = (\Gamma^K)^\top V` and :math:`Z = (\Gamma^K)^\top
+\mathbf 1` (:func:`gma_teach.mixing.write_memory`), read by :func:`gma_teach.mixing.read_memory`. This module holds
+the chapter's exact demo of what such a memory can store, the forgetting variant, and the sentences the chapter
+reads off the recall study's table.
+
+* **The exact demo.** :func:`slot_routing` builds hand-made responsibilities that send key ``i`` to slot
+  ``slots[i]`` (with an optional ``leak`` spread evenly over every slot, as a soft router would);
+  :func:`store_and_recall` writes one-hot values with them and reads them back; :func:`recall_credit` scores each
+  read by its arg-max, with ties either shared fairly or counted as failures. :func:`routed_recall` runs the whole
+  demo for ``n_pairs`` pairs in ``n_slots`` slots and :func:`capacity_formula` predicts its accuracy exactly.
+* **Random routing.** :func:`random_slot_recall` repeats the demo with every key in a random slot (a Monte Carlo
+  estimate; Exercise 12.3 derives its expectation).
+* **Forgetting.** :func:`decayed_gma` and :func:`decayed_state` are causal GMA with a fixed decay ``lambda`` on both
+  :math:`\tilde V` and :math:`Z` (RetNet's recurrence with GMA's normalizer).
+* **State bytes.** :func:`measured_state_bytes` builds a causal mixer, decodes ``seq_len`` tokens and returns its
+  decoding state's ``nbytes()``.
+* **The live run.** :func:`shrink_study` copies a study design with a few sizes replaced; :func:`routing_share`
+  measures how a trained model's GMA layer spreads its queries over the components.
+* **The guessing floor.** :func:`guessing_floor` is the accuracy of a model that stores nothing but knows the answer
+  is one of the ``n`` values in its context: ``1/n`` at each kv count (:func:`mean_guessing_floor` averages it over
+  the counts, as the study's metric averages accuracy).
+* **The study's table.** :func:`check_recall_table` validates the table the recall study's records give (format in
+  its docstring); :func:`recall_findings` (with its part :func:`forgetting_findings`) and
+  :func:`when_to_choose_gma` turn it into sentences, every number computed from the table;
+  :func:`uses_default_routing` tells which arms route with GMA's default (collapsing) routing,
+  :func:`default_routing_floor` sets those arms beside the guessing floor and :func:`equal_state_points` finds the
+  GMA arms that keep exactly linear attention's state.
+
+The package's modules are private (``_exact``: the demo, random routing and forgetting; ``_table``: state bytes, the
+live run, the guessing floor and the table; ``_findings``: the sentences): every name is imported from
+``gma_teach.capacity``. Which arms are forgetting or hybrid arms, what each is compared with and which mixers'
+routing can collapse are read from the mixers' registry (:mod:`gma_teach.mixers`).
+"""
+from ..baselines import MIXERS, make_mixer
+from ..layer import LM_ROUTING_REMEDY
+from ..mixing import read_memory, write_memory
+from ..stats import paired_difference
+from . import _exact
+from ._exact import (
+    round_robin,
+    slot_routing,
+    store_and_recall,
+    recall_credit,
+    recall_accuracy,
+    routed_recall,
+    capacity_formula,
+    recency_horizon,
+    random_slot_recall,
+    decayed_state,
+    decayed_gma,
+)
+from ._table import (
+    measured_state_bytes,
+    shrink_study,
+    routing_share,
+    guessing_floor,
+    mean_guessing_floor,
+    check_recall_table,
+    table_entries,
+    gma_size,
+    uses_default_routing,
+    equal_state_points,
+    default_routing_floor,
+)
+from ._findings import recall_findings, forgetting_findings, when_to_choose_gma
+
+# The documented names, in the book's order (the package-level names imported above, MIXERS, make_mixer,
+# read_memory, ..., stay importable from here, as before the module was split).
+__all__ = [
+    "TIES", "round_robin", "slot_routing", "store_and_recall", "recall_credit", "recall_accuracy", "routed_recall",
+    "capacity_formula", "recency_horizon", "random_slot_recall", "decayed_state", "decayed_gma",
+    "measured_state_bytes", "shrink_study", "routing_share", "guessing_floor", "mean_guessing_floor",
+    "check_recall_table", "table_entries", "gma_size", "recall_findings", "forgetting_findings",
+    "uses_default_routing", "equal_state_points", "default_routing_floor", "when_to_choose_gma",
+]
+
+# The package's data, documented here (the page documents a name with the docstring its package gives it).
+TIES = _exact.TIES
+"""The two ways a tied arg-max is scored. ``"share"`` gives ``1/m`` to a read whose correct value is one of ``m`` tied
+maxima (a fair coin's expected score), ``"fail"`` counts any tie as a miss."""
