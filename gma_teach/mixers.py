@@ -26,7 +26,7 @@ registered when the package was imported.
 from __future__ import annotations
 
 import sys
-from collections.abc import Callable
+from collections.abc import Callable, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 
@@ -34,7 +34,7 @@ from . import baselines
 
 __all__ = ["GMA_TENSORS_AT_PEAK", "GMA_TENSORS_AT_PEAK_BACKWARD", "LOCAL_WINDOW", "MAMBA_FLOPS_PER_TOKEN_WIDTH",
            "REGISTRY",
-           "SOFTMAX_FLOPS_PER_SCORE", "BlockCost", "MixerEntry", "causal_lm_names", "entry",
+           "SOFTMAX_FLOPS_PER_SCORE", "BlockCost", "LiveNames", "MixerEntry", "causal_lm_names", "entry",
            "forgetting_and_hybrid_names", "reference_arms", "register", "registered_names", "registry_table",
            "routing_collapse_names", "table1_names", "unregister"]
 
@@ -184,6 +184,35 @@ def entry(name: str) -> MixerEntry:
     if name in baselines.MIXERS:
         return MixerEntry(name, baselines.MIXERS[name], table1_options=None)
     raise ValueError(f"unknown mixer name {name!r}; known names: {', '.join(registered_names())}")
+
+
+class LiveNames(Sequence):
+    """A sequence of mixer names read from the registry each time it is used (iterated, indexed, measured, searched
+    with ``in``), so that a name list held by another module, or imported with ``from ... import``, always holds
+    every mixer registered so far. It equals any sequence of the same names in the same order.
+
+    Args:
+        names: the function that computes the names (``registered_names``, ``causal_lm_names``, ...).
+    """
+
+    def __init__(self, names: Callable[[], tuple[str, ...]]):
+        if not callable(names):
+            raise TypeError(f"names must be a function returning the names, got {type(names).__name__}")
+        self._names = names
+
+    def __getitem__(self, index):
+        return self._names()[index]
+
+    def __len__(self) -> int:
+        return len(self._names())
+
+    def __eq__(self, other) -> bool:
+        return isinstance(other, Sequence) and not isinstance(other, str) and tuple(self) == tuple(other)
+
+    __hash__ = None
+
+    def __repr__(self) -> str:
+        return repr(self._names())
 
 
 def registered_names() -> tuple[str, ...]:

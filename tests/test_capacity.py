@@ -248,7 +248,7 @@ def test_shrink_study_copies_and_checks_its_keys():
     assert design["arms"]["sdpa"]["mixer"] == "sdpa"
     with pytest.raises(ValueError, match=r"unknown study keys \['width'\]"):
         capacity.shrink_study(design, width=3)
-    with pytest.raises(TypeError, match="study must be a dict"):
+    with pytest.raises(TypeError, match="study must be a Study or a dict"):
         capacity.shrink_study([design])
 
 
@@ -561,3 +561,15 @@ def test_the_table_is_checked():
         capacity.check_recall_table(broken)
     with pytest.raises(ValueError, match="near must be in"):
         capacity.recall_findings(table, near=2.0)
+
+
+def test_shrink_study_copies_a_typed_study_with_its_setting_changed():
+    from gma_teach.designs import RECALL_STUDY, Study
+
+    small = capacity.shrink_study(RECALL_STUDY, seq_len=16, kv_pairs=(2,))
+    assert isinstance(small, Study) and small["seq_len"] == 16 and small.setting["kv_pairs"] == (2,)
+    assert RECALL_STUDY["seq_len"] == 64 and small.arms == RECALL_STUDY.arms
+    with pytest.raises(ValueError, match=r"unknown study keys \['width'\]"):
+        capacity.shrink_study(RECALL_STUDY, width=3)
+    assert capacity.uses_default_routing(RECALL_STUDY.arms["gma_k8"])
+    assert not capacity.uses_default_routing(RECALL_STUDY.arms["gma_k8_remedy"])

@@ -15,7 +15,7 @@ from docutils.core import publish_doctree
 from test_capacity import _curve, _run, synthetic_table
 from torch import nn
 
-from gma_teach import baselines, capacity, make_mixer, mixers, plots
+from gma_teach import baselines, capacity, designs, make_mixer, mixers, plots, study
 from gma_teach.mixing import DecodingState
 from gma_teach.plots import recall
 
@@ -151,6 +151,38 @@ def test_a_removed_mixer_is_gone_everywhere(echo):
         mixers.register(echo)  # for the fixture's clean-up
 
 
-@pytest.mark.skip(reason="the study engine part is added with the engine")
-def test_a_study_runs_it():
-    """Run a small recall study with an ``echo`` arm (and its reference arm) through the study engine."""
+def test_a_study_runs_it_and_reads_it(echo, tmp_path):
+    """A language-model study with an ``echo`` arm runs through the one runner and its table and declared comparison
+    read it; the recall study with an ``echo`` arm beside its reference (SDPA) runs at a tiny size through the same
+    runner, and the recall table counts its state with the registered formula (plus the convolution's)."""
+    lm = designs.Study("echo_lm", "lm", "tiny", {"n_steps": 4, "eval_every": 2}, (0, 1),
+                       {"echo": designs.Arm(NAME), "none": designs.Arm("none")}, primary=[(NAME, "none")])
+    for arm in lm.arms:
+        record = study.run_arm(lm, arm, folder=tmp_path, command="test")
+        assert record["complete"] and designs.Arm.from_spec(record["spec"]).mixer == arm
+    assert NAME in study.study_table(lm, tmp_path)["arms"]
+    (comparison,) = study.declared_comparisons(lm, tmp_path)["comparisons"]
+    assert comparison["arm"] == NAME and comparison["seeds"] == [0, 1]
+
+    tiny = designs.RECALL_STUDY.with_changes(
+        setting=dict(seq_len=16, vocab_size=32, kv_pairs=(2, 3), n_train=32, n_val=8, n_test=8, steps=2, warmup=1,
+                     batch_size=8),
+        arms={NAME: designs.Arm(NAME), "sdpa": designs.Arm("sdpa")}, primary=[(NAME, "sdpa")],
+        learning_rates=(1e-3, 3e-3), seeds=(0, 1), widths=(16,), reruns=None)
+    for arm in tiny.arms:
+        study.run_arm(tiny, arm, width=16, folder=tmp_path, command="test")
+    table = study.recall_table(tmp_path, tiny)
+    conv = 2 * 16 * 4  # the short convolution's last two inputs, float32
+    assert table["arms"][NAME][16]["state_bytes"] == conv + 16 * 4
+    assert [(c["arm"], c["against"]) for c in table["comparisons"]] == [(NAME, "sdpa")]
+    assert mixers.reference_arms(NAME) == ("sdpa",)
+
+
+def test_the_name_lists_other_modules_hold_include_it(echo):
+    from gma_teach import experiments, profiling
+    from gma_teach.runs.experiments import _parser
+
+    for names in (experiments.LM_MIXERS, experiments.CLASSIFIER_MIXERS, profiling.DEFAULT_MIXERS,
+                  baselines.MIXER_NAMES):
+        assert NAME in names and list(names)[-1] == NAME
+    assert _parser().parse_args(["lm", "--mixer", NAME, "--out", "x.json"]).mixer == NAME

@@ -4,11 +4,13 @@ which exports its public names; the others (``mean_of``, ``word_list``, ...) ser
 from __future__ import annotations
 
 import copy
+from collections.abc import Mapping
 
 import torch
 
 from .. import _checks, mixers
 from ..baselines import MIXERS, make_mixer
+from ..designs import Study
 from ..layer import LM_ROUTING_REMEDY
 from ..stats import paired_difference
 
@@ -40,11 +42,18 @@ def measured_state_bytes(mixer: str, d_model: int, n_heads: int, seq_len: int, *
 
 
 # ------------------------------------------------------------------------------------------------- the live run
-def shrink_study(study: dict, **sizes) -> dict:
-    """A copy of a study design (a dict such as ``gma_teach.runs.settings.RECALL_STUDY``) with some of its sizes
-    replaced (``seq_len=32, steps=300, ...``); every key given must already be in the design."""
+def shrink_study(study, **sizes):
+    """A copy of a study design (a :class:`gma_teach.designs.Study` such as
+    :data:`gma_teach.designs.RECALL_STUDY`, or a dict design) with some of its sizes replaced
+    (``seq_len=32, steps=300, ...``); every key given must already be in the design (for a ``Study``, in its
+    setting)."""
+    if isinstance(study, Study):
+        unknown = sorted(set(sizes) - set(study.setting))
+        if unknown:
+            raise ValueError(f"unknown study keys {unknown}; the design's setting has {sorted(study.setting)}")
+        return study.with_changes(setting=sizes)
     if not isinstance(study, dict):
-        raise TypeError(f"study must be a dict (a study design), got {type(study).__name__}")
+        raise TypeError(f"study must be a Study or a dict (a study design), got {type(study).__name__}")
     unknown = sorted(set(sizes) - set(study))
     if unknown:
         raise ValueError(f"unknown study keys {unknown}; the design has {sorted(study)}")
@@ -233,8 +242,9 @@ def uses_default_routing(entry) -> bool:
     GMA heads, ``decay_gma``: :func:`gma_teach.mixers.routing_collapse_names`) built without any option of the
     routing remedy (:data:`gma_teach.layer.LM_ROUTING_REMEDY`). That routing collapses onto one component in causal
     models (chapter 11), so such an arm measures a one-slot memory."""
-    if not isinstance(entry, dict) or "mixer" not in entry:
-        raise TypeError("entry must be a run of the table or an arm spec: a dict with 'mixer' and 'options'")
+    if not isinstance(entry, Mapping) or "mixer" not in entry:
+        raise TypeError("entry must be a run of the table or an arm spec: a mapping with 'mixer' and 'options' (a "
+                        "dict, or a gma_teach.designs.Arm)")
     options = entry.get("options") or {}
     collapsing = entry["mixer"] in mixers.routing_collapse_names()
     return collapsing and not any(key in options for key in LM_ROUTING_REMEDY)

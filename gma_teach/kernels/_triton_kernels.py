@@ -41,6 +41,9 @@ Layout: every tensor is contiguous as ``(B*H, N, feature)``; program axis 0 runs
 fp32: inputs are cast right after ``tl.load``. ``LOGIT_PRECISION`` is the ``input_precision`` of the logits GEMMs:
 ``"ieee"`` or ``"tf32x3"``, never one-pass ``"tf32"`` (the logits cancel: chapter 7). ``PRECISION`` is that of
 every other ``tl.dot`` (values, states, gradients), which do not cancel.
+
+Size: one file of 500-odd lines because it is one algorithm's forward and backward, whose kernels share their
+``@triton.jit`` helpers, and chapter 7b reads its source as one program.
 """
 import triton
 import triton.language as tl

@@ -32,7 +32,7 @@ import time
 from pathlib import Path
 from types import SimpleNamespace
 
-from ..baselines import MIXER_NAMES
+from .. import mixers
 from ..environment import SCALES, device, preset, scale
 from ..records import provenance, results_folder, write_record
 from ..stats import mean_std
@@ -128,7 +128,7 @@ def load_results(pattern: str = "*.json", folder: str | os.PathLike | None = Non
 def _parser() -> argparse.ArgumentParser:
     parser = argparse.ArgumentParser(prog="python -m gma_teach.experiments", description=__doc__.split("\n\n")[0])
     parser.add_argument("experiment", choices=EXPERIMENTS)
-    parser.add_argument("--mixer", default="gma", choices=MIXER_NAMES)
+    parser.add_argument("--mixer", default="gma", choices=mixers.LiveNames(mixers.registered_names))
     parser.add_argument("--scale", default=None, choices=SCALES,
                         help="preset scale (default: GMA_TEACH_SCALE, else full on a GPU and small on a CPU)")
     parser.add_argument("--seeds", type=int, default=1, help="run seeds 0 .. N-1")

@@ -6,15 +6,15 @@ from __future__ import annotations
 from types import SimpleNamespace
 
 from .. import _checks, mixers
-from ..baselines import MIXER_NAMES
 from ..train import History
 
 __all__ = ["CLASSIFIER_MIXERS", "EXPERIMENTS", "LM_MIXERS", "check_seed", "history_summary", "mixer_options"]
 
 EXPERIMENTS = ("listops", "text", "lm")
-CLASSIFIER_MIXERS = MIXER_NAMES
-LM_MIXERS = tuple(name for name in MIXER_NAMES if mixers.entry(name).causal_lm)
-"""The mixers a causal language model can use, as registered when the package was imported."""
+CLASSIFIER_MIXERS = mixers.LiveNames(mixers.registered_names)
+"""The mixers a classifier can use: every registered mixer (read from the registry when used)."""
+LM_MIXERS = mixers.LiveNames(mixers.causal_lm_names)
+"""The mixers a causal language model can use (read from the registry when used)."""
 
 
 def mixer_options(p: SimpleNamespace, mixer: str, n_components: int | None = None,

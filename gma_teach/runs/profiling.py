@@ -32,7 +32,7 @@ from tqdm.auto import tqdm
 
 from .. import _checks, cost
 from .. import mixers as mixer_registry  # `mixers` is sweep()'s argument
-from ..baselines import MIXER_NAMES, make_mixer
+from ..baselines import make_mixer
 from ..environment import SCALES, preset, seed_everything
 from ..measure import peak_memory, run_point, time_call
 from ..models import parameter_counts
@@ -42,9 +42,10 @@ from .profile_tables import PAPER_TABLE_1, fit_slopes, format_table, label_of, l
 __all__ = ["DEFAULT_MIXERS", "PAPER_TABLE_1", "block_fits", "fit_slopes", "format_table", "label_of", "load_recorded",
            "main", "n_sweep", "profile_mixer", "run_recorded", "sweep", "sweep_config", "table1_options"]
 
-#: The mixers the sweep measures by default -- those of the paper's Table 1, in the package's order of mixers
-#: (:data:`gma_teach.baselines.MIXER_NAMES`; its controls ``uniform`` and ``none`` are not in the table).
-DEFAULT_MIXERS = tuple(name for name in MIXER_NAMES if name in {label.split()[0] for label in PAPER_TABLE_1})
+DEFAULT_MIXERS = mixer_registry.LiveNames(mixer_registry.table1_names)
+"""The mixers the sweep measures by default, those with a place in the Table 1 protocol (their registry entry's
+``table1_options``), in the package's order of mixers; read from the registry when used, so a mixer registered with
+Table 1 options joins the sweep."""
 
 
 def table1_options(name, *, seq_len, n_components=64, n_features=256, linformer_k=256):

@@ -15,10 +15,10 @@ __all__ = ["METRIC_PATHS", "declared_metrics", "kept_runs", "metric_by_seed", "m
            "seed_values"]
 
 METRIC_PATHS = MappingProxyType({name: (facts.part, facts.key) for name, facts in METRICS.items()})
-"""Where each metric of :data:`gma_teach.designs.METRICS` sits in a run's record, ``name -> (part, key)``, read
-from the table of metric facts; a run's validation or test numbers, (GMA arms) its routing health at the last evaluation (:func:`final_health`), or a
-recall run's own ``test_mean``. ``last_epoch_test_accuracy`` is refused for a study whose validation split is not
-its test split."""
+"""Where each metric of :data:`gma_teach.designs.METRICS` sits in a run's record, ``name -> (part, key)``, read from
+the table of metric facts; a run's validation or test numbers, (GMA arms) its routing health at the last evaluation
+(:func:`final_health`), or a recall run's own ``test_mean``. ``last_epoch_test_accuracy`` is refused for a study
+whose validation split is not its test split."""
 
 _LAST_EPOCH_EXPERIMENTS = ("text",)
 """Experiments whose validation split is their test split (``gma_teach.runs.experiments.text_data``)."""
