@@ -5,6 +5,7 @@ import dataclasses
 import json
 import math
 import re
+from pathlib import Path
 
 import pytest
 import torch
@@ -55,7 +56,7 @@ def test_a_study_checks_its_declaration_when_it_is_written():
 
 
 def test_every_declared_study_is_a_typed_study_in_one_registry_and_a_dict_design_still_reads():
-    assert set(designs.STUDIES) == {"collapse", "cause", "lm", "listops-lra", "text", "recall"}
+    assert set(designs.STUDIES) == {"collapse", "cause", "lm", "listops-lra", "text", "recall", "recall-v2"}
     assert all(isinstance(s, Study) for s in designs.STUDIES.values())
     assert designs.RECALL_STUDY.experiment == "recall" and designs.RECALL_STUDY.widths == (64, 128)
     earlier = {"name": "old", "scale": "tiny", "overrides": {"n_steps": 2}, "seeds": (0,),
@@ -163,3 +164,33 @@ def test_the_second_names_warn_with_their_one_path_and_date():
     with pytest.raises(AttributeError):
         study.no_such_name  # noqa: B018
     assert math.isclose(designs.ALPHA, 0.05)
+
+
+def test_the_second_recall_design_is_in_the_regime_where_state_size_decides():
+    """Declared before any of its runs: 256 tokens, 8-64 pairs, vocabulary 8,192, two layers of convolution + mixer,
+    at least three learning rates and five seeds; SDPA's cache at least four times every recurrent state; the
+    equal-state pairs byte-identical; eight seeds give 80% power at the strictest Holm step for the planned spread;
+    and the cost it states is the cost model's."""
+    from gma_teach import cost, stats
+    from gma_teach.runs.recall import build_model, state_bytes
+
+    v2 = designs.RECALL_V2_STUDY
+    assert designs.STUDIES["recall-v2"] is v2 and v2.experiment == "recall"
+    assert v2["seq_len"] == 256 and v2["vocab_size"] == 8192 and v2["n_layers"] == 2
+    assert min(v2["kv_pairs"]) == 8 and max(v2["kv_pairs"]) == 64 and 4 * max(v2["kv_pairs"]) <= v2["seq_len"]
+    assert len(v2.learning_rates) >= 3 and 1e-3 in v2.learning_rates and len(v2.seeds) >= 5
+    small = v2.with_changes(setting={"vocab_size": 64})  # the states do not depend on the vocabulary
+    sizes = {name: state_bytes(build_model(small, name, 128), v2["seq_len"]) for name in v2.arms}
+    largest = max(size for name, size in sizes.items() if name != "sdpa")
+    assert sizes["sdpa"] >= 4 * largest, (sizes["sdpa"], largest)
+    for arm, against in v2.primary:
+        assert sizes[arm] == sizes[against], (arm, against)
+    assert stats.paired_t_power(0.05, 0.034, len(v2.seeds), alpha=0.05 / len(v2.primary)) >= 0.80
+    assert "standard deviation up to 0.034" in Path(designs.__file__).read_text()
+    source = Path(designs.__file__).read_text()  # the numbers the design states, in its docstring
+    readme = (Path(__file__).resolve().parents[1] / "README.md").read_text()
+    hours = {profile: cost.study_seconds(v2, profile) / 3600 for profile in ("cpu-2core", "h200")}
+    for text in (source, " ".join(readme.split())):
+        assert f"about {round(hours['cpu-2core'], -2):,.0f} CPU-hours" in text, hours
+        assert f"about {hours['h200']:.0f} GPU-hours on an H200" in text, hours
+    assert f"{len(v2.arms)} arms, {len(v2.learning_rates) + len(v2.seeds) - 1} runs each" in source

@@ -54,7 +54,7 @@ from ._devices import (FLOAT32, GPU_AMP_EFFICIENCY, GPU_BANDWIDTH_EFFICIENCY, GP
 from ._pages import ANSWER_10_KS, SIZED_WORK
 from ._predict import fits, point_fits, points, predict
 from ._recall import (CONV_BLOCK_FLOPS_PER_TOKEN_WIDTH, CONV_BLOCK_OPS, MQAR_SECONDS_PER_TOKEN,
-                      OPTIMIZER_OPS_PER_TENSOR, RECALL_DEMO_OPS, recall_run_work)
+                      OPTIMIZER_OPS_PER_TENSOR, RECALL_DEMO_OPS, recall_run_work, study_seconds)
 from ._triton import triton_gma_launches, triton_gma_work
 from ._work import (ELEMENTWISE_PASSES_SOFTMAX, Point, PointPrediction, Prediction, Work, attention_work, block_work,
                     mixer_flops, point_seconds, training_work)
@@ -68,7 +68,8 @@ __all__ = ["FLOAT32", "GiB", "DeviceProfile", "GPU_FLOP_EFFICIENCY", "GPU_AMP_EF
            "INTERPRETED_ROWS", "TRITON_COMPILE_SECONDS", "TRITON_KERNELS_PER_DIRECTION", "triton_gma_launches",
            "triton_gma_work", "LM_VOCAB", "TOKENIZE_SECONDS_PER_TOKEN", "LM_TRAIN_TOKENS", "LM_VAL_TOKENS",
            "MQAR_SECONDS_PER_TOKEN", "CONV_BLOCK_FLOPS_PER_TOKEN_WIDTH", "CONV_BLOCK_OPS", "OPTIMIZER_OPS_PER_TENSOR",
-           "CPU_CACHE_BYTES", "recall_run_work", "RECALL_DEMO_OPS", "PAGE_FIXED_SECONDS", "PAGE_SECONDS",
+           "CPU_CACHE_BYTES", "recall_run_work",
+           "study_seconds", "RECALL_DEMO_OPS", "PAGE_FIXED_SECONDS", "PAGE_SECONDS",
            "ANSWER_10_KS", "SIZED_WORK", "PAGES", "CHAPTERS", "PRESET_OF", "points", "predict", "fits", "point_fits",
            "compare_with_record"]
 

@@ -7,8 +7,8 @@ declared study, a record's ``"design"`` or chapter 12's live sizes.
 from __future__ import annotations
 
 from .. import designs
-from ._devices import CPU_CACHE_BYTES, FLOAT32
-from ._work import Point, Work, block_cost, block_sizes, mixer_flops, mixer_peak_values
+from ._devices import CPU_CACHE_BYTES, FLOAT32, PROFILES
+from ._work import Point, Work, block_cost, block_sizes, mixer_flops, mixer_peak_values, point_seconds
 
 MQAR_SECONDS_PER_TOKEN = 2e-7  # gma_teach.tasks.mqar on one core: 0.24 s for the study's 21,500 examples of 64 tokens
 CONV_BLOCK_FLOPS_PER_TOKEN_WIDTH = 2 * 3 + 1  # the short convolution's three taps and its gate (projections apart)
@@ -18,9 +18,10 @@ OPTIMIZER_OPS_PER_TENSOR = 15  # AdamW's per-tensor loop on a CPU, the gradient 
 
 def recall_run_work(*, seq_len: int, vocab_size: int, kv_pairs, batch_size: int, n_steps: int, d_model: int,
                     n_heads: int, mixer: str, n_components: int = 64, n_features: int = 64, n_eval_examples: int = 0,
-                    n_parameter_tensors: int = 24) -> Work:
-    """One training run of the recall model (:func:`gma_teach.study.build_model`): two blocks without an FFN,
-    a short convolution then ``mixer``, logits only at the queries (an example at ``n`` kv pairs has ``n``).
+                    n_parameter_tensors: int = 24, n_layers: int = 1) -> Work:
+    """One training run of the recall model (:func:`gma_teach.study.build_model`): blocks without an FFN, a short
+    convolution then ``mixer``, ``n_layers`` times, logits only at the queries (an example at ``n`` kv pairs has
+    ``n``).
 
     FLOPs: the six ``D x D`` projections (two in the convolution block, four around the mixer) on every token, the
     mixer's core (its :class:`~gma_teach.mixers.BlockCost`), the output layer at the queries; three times that for a
@@ -31,18 +32,18 @@ def recall_run_work(*, seq_len: int, vocab_size: int, kv_pairs, batch_size: int,
     queries = sum(kv_pairs) / len(kv_pairs)
     sizes = dict(n_components=n_components, n_features=n_features, linformer_k=64)
     tokens = batch_size * seq_len
-    per_batch = (tokens * (12 * d_model**2 + CONV_BLOCK_FLOPS_PER_TOKEN_WIDTH * d_model)
-                 + mixer_flops(mixer, batch_size, seq_len, d_model, n_heads, **sizes)
+    per_batch = (n_layers * (tokens * (12 * d_model**2 + CONV_BLOCK_FLOPS_PER_TOKEN_WIDTH * d_model)
+                             + mixer_flops(mixer, batch_size, seq_len, d_model, n_heads, **sizes))
                  + batch_size * queries * 2 * d_model * vocab_size)
     mixer_values = mixer_peak_values(mixer, batch_size, seq_len, d_model, n_heads, **sizes)
-    activations = FLOAT32 * (mixer_values + 16 * tokens * d_model)  # + the convolution block, norms, residuals
+    activations = n_layers * FLOAT32 * (mixer_values + 16 * tokens * d_model)  # + the convolutions, norms, residuals
     extra = block_cost(mixer).extra_peak_values(block_sizes(batch_size, seq_len, d_model, n_heads, **sizes))
     largest = FLOAT32 * max(tokens * d_model, extra / 2)  # extra: two or more tensors (softmax 2, GMA 3.2)
     streamed = 0.0 if largest <= CPU_CACHE_BYTES else 3 * activations
     eval_batches = n_eval_examples / batch_size
-    ops_per_step = (block_cost(mixer).ops + 30) + (CONV_BLOCK_OPS + 30) \
-        + OPTIMIZER_OPS_PER_TENSOR * n_parameter_tensors + 60
-    parameters = 6 * d_model**2 + d_model * (vocab_size + seq_len)
+    ops_per_step = n_layers * ((block_cost(mixer).ops + 30) + (CONV_BLOCK_OPS + 30)) \
+        + OPTIMIZER_OPS_PER_TENSOR * n_parameter_tensors * n_layers + 60
+    parameters = 6 * n_layers * d_model**2 + d_model * (vocab_size + seq_len)
     return Work(per_batch * (3 * n_steps + eval_batches), streamed * (n_steps + eval_batches / 3),
                 ops_per_step * n_steps + 60 * eval_batches, 16 * parameters + activations)
 
@@ -51,11 +52,13 @@ def recall_run_point(design, arm, width: int, *, evaluate: bool) -> Point:
     """One run of the recall model: ``design`` holds a study's sizes (a mapping: the declared study, a record's
     ``"design"``, chapter 12's live sizes), ``arm`` its mixer and options (``{"mixer", "options", "n_heads"}``)."""
     options = arm.get("options") or {}
+    curve = design["steps"] // design["eval_every"] * design["n_val"] if design.get("eval_every") else 0
     work = recall_run_work(seq_len=design["seq_len"], vocab_size=design["vocab_size"], kv_pairs=design["kv_pairs"],
                            batch_size=design["batch_size"], n_steps=design["steps"], d_model=width,
                            n_heads=arm.get("n_heads", design["n_heads"]), mixer=arm["mixer"],
                            n_components=options.get("n_components", 64), n_features=options.get("n_features", 64),
-                           n_eval_examples=design["n_val"] + design["n_test"] if evaluate else 0)
+                           n_eval_examples=design["n_val"] + design["n_test"] + curve if evaluate else 0,
+                           n_layers=design.get("n_layers", 1))
     label = f"recall {arm['mixer']}" + "".join(f" {key}={value}" for key, value in options.items()) + f" d={width}"
     return Point(label, work, single_thread=True)  # the study and chapter 12 train on one CPU thread
 
@@ -88,6 +91,28 @@ def study_points(design) -> list[Point]:
     and its evaluation, after generating its MQAR splits."""
     arm, width = predicted_arm(design)
     return [mqar_point(design), recall_run_point(design, arm, width, evaluate=True)]
+
+
+COSTED_AS = {"window": "sdpa", "local_gma": "gma", "decay_linear": "linear", "decay_gma": "gma"}
+"""Chapter 12's mixers that the cost model has not fitted, each costed as the mixer it changes (a window's
+attention as full attention, the decays' extra elementwise work not counted): an upper bound for the window, a
+slight underestimate for the decays."""
+
+
+def study_seconds(design, device_profile: str) -> float:
+    """The predicted seconds of every run a recall study ``design`` declares on the named device profile: each arm
+    at each width, its first seed at every swept learning rate and its other seeds at the kept one, one run after
+    another (each on one thread on a CPU), plus generating the data once (a mixer the cost model has not fitted
+    is costed as :data:`COSTED_AS` says). What a design states as its cost."""
+    device = PROFILES[device_profile]
+    runs_per_arm = len(design["learning_rates"]) + len(design["seeds"]) - 1
+    total = point_seconds(mqar_point(design), device)
+    for width in design["widths"]:
+        for arm in design["arms"].values():
+            costed = {"mixer": COSTED_AS.get(arm["mixer"], arm["mixer"]), "options": arm.get("options") or {},
+                      **({"n_heads": arm["n_heads"]} if arm.get("n_heads") else {})}
+            total += runs_per_arm * point_seconds(recall_run_point(design, costed, width, evaluate=True), device)
+    return total
 
 
 def recall(p, on_cuda):

@@ -31,7 +31,8 @@ from ._types import Arm, MetricFacts, Study, as_study, metric_facts, thawed
 
 __all__ = ["ALPHA", "Arm", "CAUSE_STUDY", "COLLAPSE_STUDY", "EXPERIMENTS", "INIT_SCAN", "KMEANS_BLOCKS",
            "LISTOPS_LRA_STUDY", "LM_SETTING", "LM_STUDY", "METRICS", "MetricFacts", "PERFORMER_RERUN", "PREPARATIONS",
-           "RECALL_GMA_SIZES", "RECALL_STUDY", "RECALL_WINDOW", "REMEDY", "STUDIES", "Study", "TEXT_STUDY",
+           "RECALL_GMA_SIZES", "RECALL_STUDY",
+           "RECALL_V2_STUDY", "RECALL_V2_WINDOWS", "RECALL_WINDOW", "REMEDY", "STUDIES", "Study", "TEXT_STUDY",
            "as_study", "metric_facts", "thawed"]
 
 # The types' constants, stated again here with their docstrings: the API page reads a constant's docstring from the
@@ -310,7 +311,84 @@ the learning rate kept per arm and width from seed 0's validation accuracy; each
 and SDPA as the primary family, paired t over seeds with Holm's correction."""
 
 
+RECALL_V2_WINDOWS = (8, 16, 32)
+"""The second recall design's window widths, in tokens (of 256)."""
+
+
+def _recall_v2_arms() -> dict:
+    """The second recall design's arms, all at width 128: each with its own head count where it matters."""
+    remedy = dict(LM_ROUTING_REMEDY)
+    arms = {"sdpa": Arm("sdpa"), "mamba": Arm("mamba"), "performer": Arm("performer", {"n_features": 64})}
+    for heads in (2, 4, 8):  # equal state: GMA with K = d_head against linear attention with m = d_head features
+        arms[f"linear_h{heads}"] = Arm("linear", n_heads=heads)
+        arms[f"gma_h{heads}_k{128 // heads}_remedy"] = Arm("gma", {"n_components": 128 // heads, **remedy},
+                                                            n_heads=heads)
+    arms["gma_h2_k16_remedy"] = Arm("gma", {"n_components": 16, **remedy}, n_heads=2)  # K below d_head
+    arms["gma_h2_k64"] = Arm("gma", {"n_components": 64}, n_heads=2)  # the default routing: the one-slot signature
+    arms["gma_h2_k64_variance"] = Arm("gma", {"n_components": 64, "init_variance": "d_route"}, n_heads=2)
+    arms["gma_h2_k64_balance"] = Arm("gma", {"n_components": 64, "balance_weight": 0.01}, n_heads=2)
+    arms["local_gma_remedy"] = Arm("local_gma", {"window": 32, "local_heads": 1, "n_components": 64, **remedy},
+                                   n_heads=2)
+    arms["decay_gma_remedy"] = Arm("decay_gma", {"n_components": 64, **remedy}, n_heads=2)
+    for window in RECALL_V2_WINDOWS:
+        arms[f"window_w{window}"] = Arm("window", {"window": window})
+    return arms
+
+
+RECALL_V2_STUDY = Study(
+    name="recall_v2",
+    experiment="recall",
+    scale=None,
+    setting={"seq_len": 256, "vocab_size": 8192, "kv_pairs": (8, 16, 32, 64), "n_train": 80_000, "n_val": 2_000,
+             "n_test": 4_000, "data_seeds": {"train": 11_000, "val": 12_000, "test": 13_000}, "n_heads": 2,
+             "n_layers": 2, "batch_size": 256, "steps": 10_000, "warmup": 500, "weight_decay": 0.1,
+             "eval_every": 1_000},
+    widths=(128,),
+    learning_rates=(1e-4, 3e-4, 1e-3, 3e-3, 1e-2),
+    seeds=tuple(range(8)),
+    arms=_recall_v2_arms(),
+    metric="test_mean",
+    primary=[(f"gma_h{heads}_k{128 // heads}_remedy", f"linear_h{heads}") for heads in (2, 4, 8)],
+    test="paired t over seeds 0-7, two-sided; Holm over the primary family (3 tests)",
+    exploratory={"pairs": "every comparison outside the primary family: SDPA, Mamba and Performer against the "
+                          "equal-state pairs; K below d_head; the default routing and each half of the remedy "
+                          "against the pair; the hybrid and the decayed GMA against GMA; the windows against SDPA. "
+                          "Each is reported with its 95% interval, paired on seeds, not corrected",
+                 "scored_against": "each count's accuracy beside min(1, K/n), the random-slot curve "
+                                   "K(1-(1-1/K)^n)/n and the 1/n floor (gma_teach.capacity)"},
+)
+"""The second recall design, declared on 2026-12-03 before any of its runs: multi-query associative recall in the
+regime where the size of a state decides, not the speed of learning.
+
+* **The regime.** Sequences of 256 tokens with 8 to 64 key-value pairs (Zoology's largest counts at this length),
+  a vocabulary of 8,192 so that filler rarely repeats a key, 20,000 training examples at each count (80,000 in
+  all), 1,000 test examples at each, tested count by count. At 256 tokens SDPA's KV cache (two layers, width 128:
+  524,288 bytes) is 7.6 times the largest recurrent state of the study (linear attention with two heads,
+  66,560 bytes over its two layers), so "choose GMA when the cache does not fit" can show.
+* **The model.** Zoology's MQAR model: two layers, each a short convolution then the mixer (every mixer in both
+  layers, Mamba included), no MLP, width 128.
+* **Training to convergence.** 10,000 steps of 256 (32 epochs), the validation accuracy recorded every 1,000
+  steps; converged means SDPA at 0.99 or more at every count and each arm's validation accuracy flat over the last
+  fifth of its steps (within 0.01). Five learning rates, 1e-4 to 1e-2 (1e-3 among them, Mamba's), are swept on
+  seed 0 and the one with the best validation mean is kept; an arm whose kept rate is at an edge of the grid is
+  reported as such.
+* **Equal state.** For two, four and eight heads, GMA with the routing remedy and K = d_head (64, 32, 16) against
+  linear attention with d_head features: byte-identical states. These three comparisons are the primary family.
+* **The rest, exploratory:** K below d_head; the default routing (whose queries all route to one component: the
+  1/n signature); each half of the remedy (the variance change alone, the balance loss alone); the hybrid and the
+  decayed GMA with the remedy routing; windows of 8, 16 and 32 tokens (a wider window's cache would come within
+  four times of SDPA's); Mamba; Performer; SDPA.
+* **Sizing.** Eight seeds an arm. With Holm over three tests the strictest step is at 0.05 / 3, where the paired
+  t-test over eight seeds tells apart a difference of 0.05 with 80% power when the per-seed differences have a
+  standard deviation up to 0.034 (``gma_teach.stats.paired_t_power``). The first design's equal-state pairs, far
+  from converged, spread 0.014 to 0.084; a converged pair is planned at 0.034. A comparison not told apart is
+  reported with the largest difference its interval allows, never as parity.
+* **Cost.** 18 arms, 12 runs each (five rates on seed 0, seven more seeds): 216 runs. The cost model
+  (``gma_teach.cost.study_seconds``) predicts about 6,300 CPU-hours, one run after another on one core of this
+  book's 2-core machine, and about 16 GPU-hours on an H200: it is a GPU study. No run of it is recorded yet.
+"""
+
 STUDIES = {"collapse": COLLAPSE_STUDY, "cause": CAUSE_STUDY, "lm": LM_STUDY, "listops-lra": LISTOPS_LRA_STUDY,
-           "text": TEXT_STUDY, "recall": RECALL_STUDY}
+           "text": TEXT_STUDY, "recall": RECALL_STUDY, "recall-v2": RECALL_V2_STUDY}
 """Every declared study by its name on the command line (``python -m gma_teach.study NAME``); a new study is one
 :class:`Study` added here."""

@@ -67,15 +67,17 @@ def recall_data(study: Mapping) -> dict:
 
 def _model(sizes, arm: Arm, width: int) -> DecoderLM:
     n_heads = arm.n_heads or sizes["n_heads"]
-    model = DecoderLM(sizes["vocab_size"], width, 2, n_heads, mixer=["conv", arm.mixer], d_ff=0,
-                      max_seq_len=sizes["seq_len"], mixer_options=[{}, thawed(arm.options)])
+    n_layers = sizes.get("n_layers", 1)  # pairs of blocks: a short convolution, then the mixer
+    model = DecoderLM(sizes["vocab_size"], width, 2 * n_layers, n_heads, mixer=["conv", arm.mixer] * n_layers, d_ff=0,
+                      max_seq_len=sizes["seq_len"], mixer_options=[{}, thawed(arm.options)] * n_layers)
     torch.nn.init.normal_(model.positions.weight, std=0.02)
     return model
 
 
 def build_model(study: Mapping, arm: str, width: int) -> DecoderLM:
-    """The study's causal decoder of width ``width``: two blocks without FFNs, a short convolution
-    (:class:`gma_teach.convolution.ShortConvolution`) then ``arm``'s mixer (one mixer layer).
+    """The study's causal decoder of width ``width``: blocks without FFNs, a short convolution
+    (:class:`gma_teach.convolution.ShortConvolution`) then ``arm``'s mixer, ``n_layers`` times (the setting's;
+    one mixer layer when it names none, as the first recall study).
 
     The position embeddings start at standard deviation 0.02 like the tokens' (GPT-2's initialization; the
     language model's default of 1 drowns the tokens and stalls recall)."""
@@ -113,7 +115,8 @@ def recall_seed(p: SimpleNamespace, arm: Arm, lr: float, seed: int, data: dict, 
                 return_model=False, arm_name: str | None = None):
     """Train one recall model under the resolved sizes ``p`` (the study's setting, ``p.d_model`` the width) with
     :func:`gma_teach.train.fit` (``task="queries"``, the last weights kept: nothing is chosen on a split) and
-    measure it: validation and test accuracy per kv count, state bytes, time.
+    measure it: validation and test accuracy per kv count, state bytes, time; with ``p.eval_every``, also the
+    validation accuracy every ``eval_every`` steps (``"curve"``), to see whether the run converged.
 
     Returns the run's record (a dict of numbers), or ``(record, model)`` with ``return_model=True``."""
     sizes = vars(p)
@@ -122,9 +125,12 @@ def recall_seed(p: SimpleNamespace, arm: Arm, lr: float, seed: int, data: dict, 
     train = data["train"]
     name = arm_name or arm.mixer
     started, cpu_started = time.perf_counter(), time.process_time()
+    curve = getattr(p, "eval_every", None)  # a design that records its validation curve evaluates as it trains
+    val_data = (data["val"].inputs, data["val"].labels) if curve else None
     history = fit(model, (train.inputs, train.labels), steps=p.steps, lr=lr, weight_decay=p.weight_decay,
                   warmup=p.warmup, batch_size=p.batch_size, seed=seed, task="queries", progress=progress,
-                  label=f"{name} d={p.d_model} lr={lr:g} seed {seed}", keep="last")
+                  label=f"{name} d={p.d_model} lr={lr:g} seed {seed}", keep="last", val_data=val_data,
+                  eval_every=curve)
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     val, test = accuracy_by_count(model, data["val"]), accuracy_by_count(model, data["test"])
     last = history.step_loss[-50:]
@@ -135,6 +141,8 @@ def recall_seed(p: SimpleNamespace, arm: Arm, lr: float, seed: int, data: dict, 
            "state_bytes": state_bytes(model, p.seq_len),
            "parameters": sum(q.numel() for q in model.parameters()),
            "train_seconds": seconds, "cpu_seconds": cpu_seconds}
+    if curve:
+        run["curve"] = {"steps": history.steps, "val_accuracy": history.val_metric}
     return (run, model) if return_model else run
 
 

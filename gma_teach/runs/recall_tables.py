@@ -21,7 +21,8 @@ from ..records import results_folder
 from .arm_records import chosen_lr
 from .verdicts import declared_comparisons
 
-RECORD_NAME = re.compile(r"^(?P<study>[a-z]+)_study_(?P<arm>\w+)_d(?P<width>\d+)\.json$")
+RECORD_NAME = re.compile(r"^(?P<study>[a-z0-9_]+?)_study_(?P<arm>\w+)_d(?P<width>\d+)\.json$")
+"""An arm's record at one width, ``<study>_study_<arm>_d<width>.json``."""
 
 
 def _arm_entry(record: dict) -> dict | None:
@@ -70,7 +71,7 @@ def recall_table(folder=None, study: dict = RECALL_STUDY) -> dict:
     arms: dict = {}
     for path in sorted(folder.glob(f"{study['name']}_study_*_d*.json")):
         match = RECORD_NAME.match(path.name)
-        if not match:
+        if not match or match["study"] != study["name"]:
             continue
         entry = _arm_entry(json.loads(path.read_text()))
         if entry is not None:
