@@ -107,12 +107,14 @@ def _record(name):
 # The model against the records: each band is the range of ratios the current records give, widened by a stated
 # margin, so a change of the model or of a record that moves any ratio outside it fails. A re-recorded file moves the
 # range: the assertion message then gives the new one to state here.
-SWEEP_SECONDS_MEASURED = (0.87, 1.88)
-"""predicted / measured seconds, the 39 rows of profiling_cpu_small.json (3b0069d): 0.867 (performer N=512) to
-1.876 (mamba N=512). Margin 10%: band (0.79, 2.07)."""
-SWEEP_BYTES_MEASURED = (0.96, 1.66)
-"""predicted / measured peak bytes, the same rows: 0.965 (gma N=512) to 1.658 (linformer N=8192). Bytes are counted,
-not timed, so the margin is 3%: band (0.93, 1.71)."""
+SWEEP_SECONDS_MEASURED = (1.23, 3.03)
+"""predicted / measured seconds, the 39 rows of profiling_cpu_small.json (re-timed at 8622070 after Performer's
+fix, load 0.3-0.9): 1.229 (performer N=8192) to 3.033 (mamba N=2048). The CPU profile was fitted to the first
+timing of this sweep (3b0069d, load 1.0-1.3), which ran 0.867 to 1.876 of the model; the same sweep now runs faster
+than the model says. Margin 10%: band (1.12, 3.34)."""
+SWEEP_BYTES_MEASURED = (0.93, 1.66)
+"""predicted / measured peak bytes, the same rows: 0.929 (performer N=512) to 1.658 (linformer N=8192). Bytes are
+counted, not timed, so the margin is 3%: band (0.90, 1.71)."""
 TRAINING_SECONDS_MEASURED = (0.51, 0.83)
 """predicted / measured training seconds of lm_{gma,linear,performer}_small.json and listops_gma_small.json (one row
 per seed): 0.506 (lm gma) to 0.828 (lm performer, the corrected mixer, re-run at load 1.2-3.2); the model undercounts

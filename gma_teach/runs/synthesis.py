@@ -157,7 +157,7 @@ def _state_claim() -> dict:
     return {"side": "for", "claim": "a decoding state that stops growing",
             "number": f"{gma:,} bytes a layer at any length (K = {k}, width {d}); SDPA's KV cache is larger from "
                       f"token {crossing}",
-            "evidence": "exact: each state's nbytes, tested", "record": "settings.LM_SETTING", "chapter": 12}
+            "evidence": "exact: each state's nbytes, tested", "record": "designs.LM_SETTING", "chapter": 12}
 
 
 def _text_claim(folder: Path) -> dict:
