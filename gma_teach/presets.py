@@ -124,7 +124,7 @@ PRESETS: dict[str, dict[str, dict]] = {
                       cases=[(17, 17, 5, 7, 3, False), (1, 100, 16, 5, 40, False), (100, 17, 5, 16, 3, False),
                              (17, 17, 16, 7, 40, True), (100, 100, 5, 16, 3, True), (300, 300, 16, 16, 40, True)],
                       precision=dict(n_tokens=4096, d_route=64, n_components=128),
-                      timing=dict(seq_lens=[128, 256, 512], batch_size=1, n_heads=2, d_route=32, d_value=32,
+                      timing=dict(seq_lens=[128, 256], batch_size=1, n_heads=2, d_route=32, d_value=32,
                                   n_components=64, repeat=2)),
         "medium": dict(vector_len=1000, vector_block=256,
                        demo=dict(batch_size=2, n_heads=4, n_tokens=1000, d_route=64, d_value=64, n_components=128,

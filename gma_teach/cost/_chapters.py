@@ -154,6 +154,11 @@ def ch08(p, on_cuda):
     return points
 
 
+TEXT_MEAN_FILL = 0.57
+"""The share of its cut (``max_length``) a Text stand-in example fills on average (145 of 256 bytes, measured on the
+``small`` training split): a batch in length buckets is about that long."""
+
+
 def classification_points(experiment, q, mixers, seeds, on_cuda, n_classes):
     """The ListOps or Text runs of ``mixers`` at sizes ``q`` (a preset of that experiment), each over ``seeds``,
     with ListOps' data generation first."""
@@ -167,9 +172,12 @@ def classification_points(experiment, q, mixers, seeds, on_cuda, n_classes):
     else:
         n_val = q.n_test
     steps = q.epochs * math.ceil(q.n_train / q.batch_size)
-    evals = (q.epochs * n_val + q.n_test) * q.max_length
+    length = q.max_length
+    if getattr(q, "length_buckets", 0):  # batches of similar lengths, each cut after its longest: the mean length
+        length = (q.min_length + q.max_length) / 2 if experiment == "listops" else TEXT_MEAN_FILL * q.max_length
+    evals = (q.epochs * n_val + q.n_test) * length
     for mixer in mixers:
-        work = training_work(n_steps=steps, batch_size=q.batch_size, seq_len=q.max_length, d_model=q.d_model,
+        work = training_work(n_steps=steps, batch_size=q.batch_size, seq_len=length, d_model=q.d_model,
                              n_layers=q.n_layers, d_ff=q.d_ff, n_heads=q.n_heads, mixer=mixer, output_size=n_classes,
                              n_eval_tokens=evals, n_components=q.n_components, n_features=q.n_features,
                              linformer_k=q.linformer_k)
