@@ -233,8 +233,6 @@ def test_command_1_at_the_default_scale_is_measured_and_the_front_door_quotes_it
     assert "build_seconds_cpu_small.json" in row
 
 
-@pytest.mark.xfail(strict=True, reason="issue 31 is open: the fresh-clone record at 950669 took 13.8 min, and "
-                   "chapter 2 and the statistics primer took 2.38 and 2.18 times their estimates")
 def test_command_1_leaves_headroom_and_every_page_had_an_estimate_within_twice_its_time():
     """Command 1 at ``small`` within 13 minutes on the recording machine's two cores, so that a laptop 1.5 times
     slower stays within the 20 minutes README promises; and every notebook's estimate on the build's bar (the cost
