@@ -103,7 +103,7 @@ def study_seconds(design, device_profile: str) -> float:
     """The predicted seconds of every run a recall study ``design`` declares on the named device profile: each arm
     at each width, its first seed at every swept learning rate and its other seeds at the kept one, one run after
     another (each on one thread on a CPU), plus generating the data once (a mixer the cost model has not fitted
-    is costed as :data:`COSTED_AS` says). What a design states as its cost."""
+    is costed as ``COSTED_AS`` says). What a design states as its cost."""
     device = PROFILES[device_profile]
     runs_per_arm = len(design["learning_rates"]) + len(design["seeds"]) - 1
     total = point_seconds(mqar_point(design), device)

@@ -62,7 +62,7 @@ accuracy on the test split, averaged over the kv-pair counts."""
 
 # ------------------------------------------------------------------------------------------------ the declarations
 REMEDY = dict(LM_ROUTING_REMEDY)
-"""The routing remedy the LM study compares against the default: :data:`gma_teach.layer.LM_ROUTING_REMEDY`, the
+"""The routing remedy the LM study compares against the default, :data:`gma_teach.layer.LM_ROUTING_REMEDY`, the
 collapse study's ``variance_and_balance`` arm. What its five seeds support: the balance loss keeps the
 components in use (active share 0.92-0.97 against 0.16). On bits per byte the pair is not told apart from the
 default after Holm's correction; of the four remedies only the variance change alone is (at the second look)."""
@@ -78,7 +78,7 @@ PERFORMER_RERUN = {
     "withdrawn": "the records made before the fix, removed from the results, the tables, the figures, README and "
                  "the chapters",
 }
-"""The declared re-run of every Performer arm after the fix (the same for every study that has one): each study
+"""The declared re-run of every Performer arm after the fix, the same for every study that has one; each study
 that has a ``performer`` arm names it under ``"reruns"`` with the seeds it re-runs."""
 
 LM_SETTING = dict(source="stdlib", tokenizer="auto", seq_len=128, max_train_tokens=None, max_val_tokens=None,
@@ -182,7 +182,8 @@ at five seeds, with each Holm-adjusted p doubled because the data were looked at
 Why 600 steps: a step reads 16 x 128 GPT-2 tokens, about 7,300 bytes of text (3.6 bytes a token), so 600 steps
 read about 4.4 MB, as much text as 2,400 steps of a byte-level model of the same size. On one CPU core a step takes
 about one second (the 13,002-way output layer is most of it), so a run takes 10-12 minutes. Whether the arms'
-order has settled is measured, not assumed: :func:`ordering_at_last_evaluations` compares steps 400 and 600."""
+order has settled is measured, not assumed: :func:`gma_teach.study.ordering_at_last_evaluations` compares steps 400
+and 600."""
 
 LISTOPS_LRA_STUDY = Study(
     name="listops_lra",
@@ -357,8 +358,8 @@ RECALL_V2_STUDY = Study(
                  "scored_against": "each count's accuracy beside min(1, K/n), the random-slot curve "
                                    "K(1-(1-1/K)^n)/n and the 1/n floor (gma_teach.capacity)"},
 )
-"""The second recall design, declared on 2026-12-03 before any of its runs: multi-query associative recall in the
-regime where the size of a state decides, not the speed of learning.
+"""The second recall design, declared on 2026-12-03 before any of its runs, is multi-query associative recall in
+the regime where the size of a state decides, not the speed of learning.
 
 * **The regime.** Sequences of 256 tokens with 8 to 64 key-value pairs (Zoology's largest counts at this length),
   a vocabulary of 8,192 so that filler rarely repeats a key, 20,000 training examples at each count (80,000 in

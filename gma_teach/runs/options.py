@@ -12,7 +12,7 @@ __all__ = ["CLASSIFIER_MIXERS", "EXPERIMENTS", "LM_MIXERS", "check_seed", "histo
 
 EXPERIMENTS = ("listops", "text", "lm")
 CLASSIFIER_MIXERS = mixers.LiveNames(mixers.registered_names)
-"""The mixers a classifier can use: every registered mixer (read from the registry when used)."""
+"""The mixers a classifier can use, every registered mixer (read from the registry when used)."""
 LM_MIXERS = mixers.LiveNames(mixers.causal_lm_names)
 """The mixers a causal language model can use (read from the registry when used)."""
 

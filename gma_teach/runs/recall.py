@@ -148,7 +148,7 @@ def recall_seed(p: SimpleNamespace, arm: Arm, lr: float, seed: int, data: dict, 
 
 def train_run(study: Mapping, arm: str, width: int, lr: float, seed: int, data: dict, *, progress=False,
               return_model=False):
-    """:func:`recall_seed` of arm ``arm`` of ``study`` (a design, or a copy with smaller sizes) at ``width``:
+    """``recall_seed`` of arm ``arm`` of ``study`` (a design, or a copy with smaller sizes) at ``width``:
     what the study runner trains for one seed, for a chapter's live run."""
     if arm not in study["arms"]:
         raise ValueError(f"arm must be one of {sorted(study['arms'])}, got {arm!r}")
