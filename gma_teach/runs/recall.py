@@ -37,7 +37,7 @@ from types import SimpleNamespace
 import torch
 
 from ..baselines import mixer_state_bytes
-from ..designs import Arm, thawed
+from ..designs import Arm, as_study, thawed
 from ..environment import seed_everything
 from ..models import DecoderLM
 from ..tasks import IGNORE_INDEX, MQARData, mqar
@@ -150,10 +150,7 @@ def train_run(study: Mapping, arm: str, width: int, lr: float, seed: int, data: 
               return_model=False):
     """``recall_seed`` of arm ``arm`` of ``study`` (a design, or a copy with smaller sizes) at ``width``:
     what the study runner trains for one seed, for a chapter's live run."""
-    if arm not in study["arms"]:
-        raise ValueError(f"arm must be one of {sorted(study['arms'])}, got {arm!r}")
-    setting = thawed(study.setting) if hasattr(study, "setting") else {
-        key: value for key, value in thawed(study).items() if key not in ("arms", "name", "primary")}
-    p = SimpleNamespace(**{**setting, "d_model": width})
-    return recall_seed(p, Arm.from_spec(study["arms"][arm]), lr, seed, data, progress=progress,
-                       return_model=return_model, arm_name=arm)
+    study = as_study(study)
+    p = SimpleNamespace(**{**thawed(study.setting), "d_model": width})
+    return recall_seed(p, study.arm(arm), lr, seed, data, progress=progress, return_model=return_model,
+                       arm_name=arm)
