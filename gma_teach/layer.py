@@ -34,7 +34,7 @@ from . import _checks
 from .gmm import GaussianMixture, inverse_softplus, kmeans
 from .mixing import IMPLS, GMAState, gma, recurrent_step
 
-BALANCE_FORMS = ("switch", "entropy")
+BALANCE_FORMS = ("switch", "entropy", "information")
 
 LM_ROUTING_REMEDY = {"init_variance": "d_route", "balance_weight": 0.01}
 """Options of :class:`GaussianMixtureAttention` that keep a causal language model's routing from collapsing,
@@ -56,12 +56,17 @@ def routing_balance_loss(gamma: torch.Tensor, *, form: str = "switch", mask: tor
     * ``"switch"``: :math:`K \sum_k f_k P_k` (the Switch Transformer's load-balancing loss): 1 when usage is
       uniform, up to K when one component takes every token; the gradient flows through :math:`P_k`;
     * ``"entropy"``: :math:`\log K - H(P)`, the KL divergence of the mean responsibility from uniform: 0 when
-      uniform, up to :math:`\log K`.
+      uniform, up to :math:`\log K`;
+    * ``"information"``: :math:`\log K - I` with :math:`I = H(P) - \frac1N\sum_t H(\gamma_t)`, the information a
+      token's component carries (:func:`gma_teach.diagnostics.routing_information`): the ``"entropy"`` term, which
+      raises the usage entropy, plus the mean token entropy, which it lowers. 0 for a perfect K-way split, up to
+      :math:`\log K` for a collapsed or a dissolved routing. Usage balance alone can be met by spreading every token
+      evenly over all K (dissolving); this form cannot.
 
     Args:
         gamma: ``(N, K)``, ``(B, N, K)`` or ``(B, H, N, K)`` responsibilities (rows sum to 1). Usage is pooled
             over the batch and the tokens, computed per head, and the heads' losses are averaged.
-        form: ``"switch"`` or ``"entropy"``.
+        form: one of :data:`BALANCE_FORMS` (``"switch"``, ``"entropy"``, ``"information"``).
         mask: ``(B, N)`` bool, ``True`` for tokens to count (padding excluded; the opposite of
             ``torch.nn.MultiheadAttention``'s ``True`` = padding), or ``None``. A row with no ``True`` entry (no token
             to count, or a mask in torch's convention) is refused.
@@ -88,11 +93,19 @@ def _balance_loss(gamma, form, mask):
     pooled = (0, gamma.dim() - 2)  # batch and tokens
     total = weights.sum(pooled).clamp_min(1.0)  # (...,) tokens counted per head
     mean_gamma = (gamma * weights[..., None]).sum(pooled) / total[..., None]  # P: (..., K)
-    if form == "entropy":
+    if form in ("entropy", "information"):
         entropy = -(mean_gamma * torch.log(mean_gamma.clamp_min(1e-30))).sum(-1)
-        return (torch.log(torch.tensor(float(n_components), dtype=gamma.dtype)) - entropy).mean()
-    winners = torch.nn.functional.one_hot(gamma.detach().argmax(-1), n_components).to(gamma.dtype)
-    share = (winners * weights[..., None]).sum(pooled) / total[..., None]  # f: (..., K)
+        loss = torch.log(torch.tensor(float(n_components), dtype=gamma.dtype)) - entropy
+        if form == "information":
+            token_entropy = -(gamma * torch.log(gamma.clamp_min(1e-30))).sum(-1)  # (..., N)
+            loss = loss + (token_entropy * weights).sum(pooled) / total
+        return loss.mean()
+    # f_k: the counted share of tokens whose argmax is k, accumulated without a one-hot (B, H, N, K) tensor
+    winners = gamma.detach().argmax(-1, keepdim=True).movedim(0, -3).flatten(-3, -2)  # (..., B N, 1)
+    counted = weights.movedim(0, -2).flatten(-2)[..., None]  # (..., B N, 1)
+    share = torch.zeros_like(mean_gamma).unsqueeze(-2).scatter_add_(-1, winners.transpose(-2, -1),
+                                                                   counted.transpose(-2, -1)).squeeze(-2)
+    share = share / total[..., None]  # f: (..., K)
     return (n_components * (share * mean_gamma).sum(-1)).mean()
 
 
@@ -117,7 +130,8 @@ class GaussianMixtureAttention(nn.Module):
             them by k-means centres of real routing vectors.
         balance_weight: weight (>= 0) of the usage-balancing auxiliary loss returned by :meth:`auxiliary_loss`
             (default 0: off, nothing computed).
-        balance_form: ``"switch"`` or ``"entropy"``, see :func:`~gma_teach.layer.routing_balance_loss`.
+        balance_form: ``"switch"``, ``"entropy"`` or ``"information"``, see
+            :func:`~gma_teach.layer.routing_balance_loss`.
 
     Diagnostics: set ``layer.store_responsibilities = True``; after each forward ``layer.last_responsibilities``
     holds ``{"query": (B, H, N, K), "key": (B, H, M, K)}`` (detached). :meth:`routing` computes them directly.

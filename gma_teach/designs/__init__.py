@@ -29,10 +29,12 @@ from ..layer import LM_ROUTING_REMEDY
 from . import _types
 from ._types import Arm, MetricFacts, Study, as_study, metric_facts, thawed
 
-__all__ = ["ALPHA", "Arm", "CAUSE_STUDY", "COLLAPSE_STUDY", "EXPERIMENTS", "INIT_SCAN", "KMEANS_BLOCKS",
-           "LISTOPS_LRA_STUDY", "LM_SETTING", "LM_STUDY", "METRICS", "MetricFacts", "PERFORMER_RERUN", "PREPARATIONS",
+__all__ = ["ALPHA", "Arm", "CAUSE_STUDY", "COLLAPSE_STUDY", "EXPERIMENTS", "INFORMATION_WEIGHT", "INIT_SCAN",
+           "KMEANS_BLOCKS", "LISTOPS_LRA_STUDY", "LM_SETTING", "LM_STUDY", "METRICS", "MetricFacts", "PERFORMER_RERUN",
+           "PREPARATIONS",
            "RECALL_GMA_SIZES", "RECALL_STUDY",
-           "RECALL_V2_STUDY", "RECALL_V2_WINDOWS", "RECALL_WINDOW", "REMEDY", "STUDIES", "Study", "TEXT_STUDY",
+           "RECALL_V2_STUDY", "RECALL_V2_WINDOWS", "RECALL_WINDOW", "REMEDY", "REMEDY_STUDY", "STUDIES", "Study",
+           "TEXT_STUDY",
            "as_study", "metric_facts", "thawed"]
 
 # The types' constants, stated again here with their docstrings: the API page reads a constant's docstring from the
@@ -135,6 +137,67 @@ CAUSE_STUDY = Study(
 balance arms, evaluated every 50 steps (the routing health and
 :func:`gma_teach.diagnostics.routing_logit_terms` at every evaluation). Evaluating more often does not change the
 training (the batches come from their own generator), so step 600 repeats the collapse study's run of the same seed."""
+
+INFORMATION_WEIGHT = 0.05
+"""The weight of the information loss (``balance_form="information"``) in the remedy study, fixed before any run.
+The loss is :math:`\\log K - I` in nats. At a collapse like the default routing's, where a few components hold
+most of the usage, its push on a component's mean usage (``weight`` times the log-ratio of two components' usage, a
+few nats) is of the size of the balance loss's at 0.01 (``0.01 K f_k`` with ``K = 64`` and a winner's share ``f_k``
+of 0.2-0.3), so the two losses are compared at a like strength."""
+
+REMEDY_STUDY = Study(
+    name="routing_remedy",
+    experiment="lm",
+    scale="small",
+    setting=LM_SETTING,
+    seeds=(0, 1, 2, 3, 4, 5),
+    arms={
+        "default": Arm("gma", {"n_components": 64}),
+        "balance": Arm("gma", {"n_components": 64, "balance_weight": 0.01}),
+        "variance": Arm("gma", {"n_components": 64, "init_variance": "d_route"}),
+        "variance_and_balance": Arm("gma", {"n_components": 64, "init_variance": "d_route", "balance_weight": 0.01}),
+        "information": Arm("gma", {"n_components": 64, "balance_weight": INFORMATION_WEIGHT,
+                                   "balance_form": "information"}),
+        "variance_and_information": Arm("gma", {"n_components": 64, "init_variance": "d_route",
+                                                "balance_weight": INFORMATION_WEIGHT,
+                                                "balance_form": "information"}),
+    },
+    metrics=("routing_information", "val_bits_per_byte"),
+    primary=[(arm, "default") for arm in ("balance", "variance", "variance_and_balance", "information",
+                                          "variance_and_information")],
+    test="paired t over seeds 0-5, two-sided; Holm over the primary family of both metrics (10 tests)",
+    selection={"rule": "the remedy is the arm with the highest mean routing information among the arms whose "
+                       "information is told apart above the default's and whose bits per byte are not told apart "
+                       "above (worse than) the default's; if no arm qualifies, the default routing stays",
+               "metric": "routing_information", "guard": "val_bits_per_byte", "against": "default",
+               "declared": "2026-12-04, before any run of the study"},
+    exploratory={"pairs": "every pair outside the primary family (two remedies against each other), the "
+                          "information and logit spread per layer and over training, the mean maximum responsibility"},
+)
+"""The routing-remedy study, declared on 2026-12-04 before any of its runs: which routing makes the small LM's GMA a
+K-slot memory whose routing carries information, judged by that information and not by argmax counts.
+
+* **Setting.** The small LM of :data:`LM_SETTING` (600 steps, evaluated every 200), GMA with K = 64 in both layers.
+* **Arms.** The default routing; the balance loss alone (Switch form, weight 0.01); the variance change alone
+  (variances started at ``d_route``); both (the earlier remedy, which dissolved the routing); the information loss
+  (``balance_form="information"``, :math:`\\log K - I`, weight :data:`INFORMATION_WEIGHT`), which raises the usage
+  entropy and lowers the token entropy; and the variance change with the information loss, added because the
+  variance change alone was the remedy with the lowest bits per byte in the collapse study and its pairing with a
+  loss that only raises usage is what dissolved the routing.
+* **Recorded.** At initialization and every evaluation, per layer and head: the routing information ``I`` (bits),
+  the usage and token entropies, the mean maximum responsibility over ``1/K`` and the logit spread; validation
+  bits per byte at every evaluation.
+* **Family and test.** Each of the five remedies against the default, on the final routing information (mean over
+  layers and heads) and on validation bits per byte: 10 paired t-tests over seeds 0-5, Holm at 5%.
+* **The rule, declared here** (``selection``): the remedy is the arm with the highest mean information among those
+  whose information is told apart above the default's and whose bits per byte are not told apart above the
+  default's; if none qualifies, the default stays. :data:`gma_teach.layer.LM_ROUTING_REMEDY` is what it picks.
+* **Sizing.** Six seeds. A remedy that costs 0.05 bits per byte (more than half of SDPA's gain over no mixing in
+  the LM study) is told apart with 81% power at Holm's strictest step (0.05 / 10), with the per-seed differences'
+  standard deviation at 0.020, the mean of the four remedies' in the collapse study (0.016-0.027). The information
+  differences expected between a working and a collapsed or dissolved router are tens of times their spread.
+* **Cost.** 36 runs of 10-12 minutes on one core: about 7 CPU-hours, two runs at a time on the 2-core machine.
+"""
 
 LM_STUDY = Study(
     name="lm_study",
@@ -389,7 +452,7 @@ the regime where the size of a state decides, not the speed of learning.
   book's 2-core machine, and about 16 GPU-hours on an H200: it is a GPU study. No run of it is recorded yet.
 """
 
-STUDIES = {"collapse": COLLAPSE_STUDY, "cause": CAUSE_STUDY, "lm": LM_STUDY, "listops-lra": LISTOPS_LRA_STUDY,
-           "text": TEXT_STUDY, "recall": RECALL_STUDY, "recall-v2": RECALL_V2_STUDY}
+STUDIES = {"collapse": COLLAPSE_STUDY, "cause": CAUSE_STUDY, "remedy": REMEDY_STUDY, "lm": LM_STUDY,
+           "listops-lra": LISTOPS_LRA_STUDY, "text": TEXT_STUDY, "recall": RECALL_STUDY, "recall-v2": RECALL_V2_STUDY}
 """Every declared study by its name on the command line (``python -m gma_teach.study NAME``); a new study is one
 :class:`Study` added here."""

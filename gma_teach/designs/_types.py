@@ -194,6 +194,8 @@ METRICS = MappingProxyType({m.name: m for m in (
                 "last-epoch accuracy", "last-epoch test accuracy (%)"),
     MetricFacts("active_share", "health", "active_share", False, 1.0, 3, "", "active share", "active share"),
     MetricFacts("usage_entropy", "health", "usage_entropy", False, 1.0, 3, "", "usage entropy", "usage entropy"),
+    MetricFacts("routing_information", "health", "information", False, 1.0, 3, " bits", "information",
+                "routing information (bits)"),
     MetricFacts("test_mean", "run", "test_mean", False, 100.0, 1, " points", "recall accuracy",
                 "test accuracy, mean over the kv-pair counts (%)"),
 )})
@@ -235,6 +237,8 @@ class Study(_ReadsAsMapping):
         reruns: declared re-runs of arms (``arm -> declaration``).
         exploratory: what was added after seeing data.
         shared_with: a study whose records this one reuses for the arms they share, or ``None``.
+        selection: a rule declared with the study that picks one arm from its primary comparisons (``{"rule":
+            words, ...}``, computed by ``gma_teach.study.selected_arm``), or ``None``.
     """
 
     name: str
@@ -253,6 +257,7 @@ class Study(_ReadsAsMapping):
     reruns: Mapping | None = None
     exploratory: Mapping | None = None
     shared_with: Study | None = field(default=None, metadata={"hidden": False})
+    selection: Mapping | None = None
 
     def __post_init__(self):
         if self.experiment not in EXPERIMENTS:
@@ -261,7 +266,7 @@ class Study(_ReadsAsMapping):
         object.__setattr__(self, "setting", _frozen(self.setting))
         object.__setattr__(self, "seeds", tuple(self.seeds))
         object.__setattr__(self, "primary", tuple(tuple(pair) for pair in self.primary))
-        for name in ("second_look", "reruns", "exploratory"):
+        for name in ("second_look", "reruns", "exploratory", "selection"):
             if getattr(self, name) is not None:
                 object.__setattr__(self, name, _frozen(getattr(self, name)))
         for metric in self.declared_metrics():

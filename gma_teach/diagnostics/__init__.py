@@ -13,9 +13,15 @@ these rows two ways:
 without changing the model; :func:`routing_metrics` computes Table 4 from them; :func:`permutation_baseline` says
 what the hard-assignment numbers would be if components and categories were unrelated.
 
-The package, one module per job: ``diagnostics.categories`` (surface categories of tokens),
+Before any of these, :func:`routing_information` asks whether the routing carries information at all: the mutual
+information between a token and its component, which is near 0 both when the routing *collapses* (every token to the
+same few components) and when it *dissolves* (every token spread evenly over all K); :func:`shuffled_information` is
+its baseline and :func:`routing_state` names the router.
+
+The package, one module per job: ``diagnostics.information`` (the information a router carries),
+``diagnostics.categories`` (surface categories of tokens),
 ``diagnostics.capture`` (responsibilities out of a model), ``diagnostics.metrics``
-(Table 4, its permutation baseline, summaries, PCA) and ``diagnostics.health`` (active share, usage
+(Table 4, its permutation baseline, summaries, PCA) and ``diagnostics.health`` (information, usage
 entropy and logit spread while a model trains). Every public name is importable from ``gma_teach.diagnostics``.
 """
 from .capture import (
@@ -33,6 +39,13 @@ from .health import (
     routing_logit_terms,
     summarize_health,
 )
+from .information import (
+    ROUTING_STATES,
+    information_from_log,
+    routing_information,
+    routing_state,
+    shuffled_information,
+)
 from .metrics import (
     PAPER_TABLE4,
     as_labels,
@@ -48,7 +61,8 @@ from .metrics import (
 )
 
 __all__ = [
-    "CATEGORIES", "EOS_STRINGS", "HEALTH_METRICS", "PAPER_TABLE4", "as_labels", "as_responsibilities",
+    "CATEGORIES", "EOS_STRINGS", "HEALTH_METRICS", "PAPER_TABLE4", "ROUTING_STATES", "as_labels",
+    "as_responsibilities", "information_from_log", "routing_information", "routing_state", "shuffled_information",
     "capture_responsibilities", "component_summary", "contingency_table", "gma_layers", "hard_assignments",
     "head_averaged_tokens", "head_health", "lm_routing", "logit_term_spreads", "permutation_baseline",
     "responsibility_pca", "routing_health", "routing_logit_terms", "routing_metrics", "routing_report", "separation",

@@ -1,15 +1,22 @@
-"""Routing health while a model trains: is each GMA head using its components, or has it collapsed?
+"""Routing health while a model trains: does each GMA head's routing carry information, or has it collapsed or
+dissolved?
 
-Three numbers per layer and head, from the query routing of one batch of tokens (``T`` query positions):
+Numbers per layer and head, from the query routing of one batch of tokens (``T`` query positions):
 
-* ``active_share``: the fraction of the ``K`` components that are the argmax of at least one token
-  (:math:`|\\{\\arg\\max_k \\gamma^Q_{t,k}\\}_t| / K`; the paper's Table 4 reports 104/128 = 0.81 at convergence);
+* ``information``: the mutual information between a token and its component in bits,
+  :math:`I = H(\\bar p) - \\frac1T\\sum_t H(\\gamma^Q_t)` (:mod:`gma_teach.diagnostics.information`): near 0
+  when the routing collapses *and* when it dissolves; the measure of use;
 * ``usage_entropy``: :math:`H(\\bar p)/\\ln K` of the mean responsibility :math:`\\bar p_k = \\frac1T \\sum_t
   \\gamma^Q_{t,k}` (1: all components used equally; 0: one takes everything);
+* ``token_entropy``: :math:`\\frac1T\\sum_t H(\\gamma^Q_t)/\\ln K` (1: every token spread evenly over all K);
+* ``mean_max_ratio``: the mean maximum responsibility over its floor ``1/K`` (1: uniform rows);
 * ``logit_spread``: the standard deviation over the ``K`` components of the routing logits, averaged over tokens.
-  Logits that differ by many units make each token's softmax nearly one-hot, so gradients reach only the winning
-  component: the symptom of a routing that can collapse. (Computed from the log-responsibilities, which differ
-  from the logits by one constant per token and so have the same spread.)
+  Logits that differ by many units make each token's softmax nearly one-hot; logits that differ by a small fraction
+  of a unit make it nearly uniform. (Computed from the log-responsibilities, which differ from the logits by one
+  constant per token and so have the same spread.)
+* ``active_share``: the fraction of the ``K`` components that are the argmax of at least one token. It is kept to
+  read the records made before ``information`` was measured, and it is **not** a measure of use: a dissolved
+  router's near-equal rows hand argmax wins to almost every component.
 
 :func:`routing_health` reads them from any model that contains
 :class:`~gma_teach.GaussianMixtureAttention` layers, leaving the model as it was.
@@ -23,14 +30,17 @@ from torch import nn
 
 from .. import _checks
 from .capture import gma_layers
+from .information import information_from_log
 
-HEALTH_METRICS = ("active_share", "usage_entropy", "logit_spread")
+HEALTH_METRICS = ("information", "usage_entropy", "token_entropy", "mean_max_ratio", "logit_spread", "active_share")
 
 
 def head_health(log_resp: torch.Tensor) -> dict[str, list[float]]:
-    """The three health numbers per head from log-responsibilities ``(B, H, N, K)`` (or ``(H, T, K)``).
+    """The health numbers per head (:data:`HEALTH_METRICS`) from log-responsibilities ``(B, H, N, K)`` (or
+    ``(H, T, K)``).
 
-    Returns ``{"active_share": [H floats], "usage_entropy": [...], "logit_spread": [...]}``.
+    Returns ``{"information": [H floats], "usage_entropy": [...], "token_entropy": [...], "mean_max_ratio": [...],
+    "logit_spread": [...], "active_share": [...]}``.
     """
     if not isinstance(log_resp, torch.Tensor):
         raise TypeError(f"log_resp must be a torch.Tensor, got {type(log_resp).__name__}")
@@ -48,8 +58,10 @@ def head_health(log_resp: torch.Tensor) -> dict[str, list[float]]:
     usage_entropy = -torch.special.xlogy(usage, usage).sum(dim=-1) / math.log(n_components)
     finite = torch.where(torch.isfinite(log_resp), log_resp, torch.full_like(log_resp, -745.0))
     spread = finite.std(dim=-1).mean(dim=-1)
-    return {"active_share": [float(a) for a in active], "usage_entropy": usage_entropy.tolist(),
-            "logit_spread": spread.tolist()}
+    information = information_from_log(log_resp)
+    return {"information": information["information"], "usage_entropy": usage_entropy.tolist(),
+            "token_entropy": information["token_entropy"], "mean_max_ratio": information["mean_max_ratio"],
+            "logit_spread": spread.tolist(), "active_share": [float(a) for a in active]}
 
 
 def logit_term_spreads(x: torch.Tensor, means: torch.Tensor, variances: torch.Tensor, log_priors: torch.Tensor,
@@ -166,7 +178,7 @@ def routing_health(model: nn.Module, tokens: torch.Tensor, *, with_logit_terms: 
     also gives each layer's :func:`routing_logit_terms` entries, so a training monitor runs the model once.
 
     Returns:
-        ``[{"layer": i, "active_share": [H], "usage_entropy": [H], "logit_spread": [H]}, ...]``, each dict
+        ``[{"layer": i, name: [H], ...}, ...]`` with every name of :data:`HEALTH_METRICS`, each dict
         extended by ``"prior"``, ``"volume"``, ``"distance"``, ``"prior_entropy"``, ``"floor_share"`` and
         ``"spread_ratio"`` (one value per head) when ``with_logit_terms``.
     """

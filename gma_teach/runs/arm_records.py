@@ -64,16 +64,22 @@ def final_health(run: dict) -> dict | None:
     return health_means(routing["evaluations"][-1])
 
 
+HEALTH_NAMES = ("information", "usage_entropy", "token_entropy", "mean_max_ratio", "logit_spread", "active_share")
+"""The routing-health numbers an arm's summary carries, those a record has (``information``, ``token_entropy`` and
+``mean_max_ratio`` only in records made since they were measured)."""
+
+
 def health_means(health: list[dict]) -> dict:
     """Means over heads (and layers) of the routing health of one evaluation (``[{name: per-head values}]`` per
-    layer): ``{"active_share", "usage_entropy", "logit_spread", "per_layer": [{...}, ...]}``."""
-    names = ("active_share", "usage_entropy", "logit_spread")
+    layer): ``{name: mean for each of HEALTH_NAMES the record has, "per_layer": [{...}, ...]}``."""
+    names = [name for name in HEALTH_NAMES if name in health[0]]
     per_layer = [{name: statistics.fmean(layer[name]) for name in names} for layer in health]
     overall = {name: statistics.fmean(v for layer in health for v in layer[name]) for name in names}
     return {**overall, "per_layer": per_layer}
 
 
-CURVES = ("active_share", "usage_entropy", "logit_spread", "prior", "volume", "distance", "prior_entropy",
+CURVES = ("information", "token_entropy", "mean_max_ratio", "active_share", "usage_entropy", "logit_spread",
+          "prior", "volume", "distance", "prior_entropy",
           "floor_share", "spread_ratio")
 """What :func:`health_curve` can follow: the routing health and (records made since they were added) the spreads
 of the logits' terms of :func:`gma_teach.diagnostics.routing_logit_terms`."""
@@ -119,11 +125,11 @@ def summarize_arm(study: dict, arm: str, runs: list[dict]) -> dict:
                "tokens_per_second": describe([r["tokens_per_second"] for r in runs])}
     healths = [final_health(r) for r in runs]
     if all(h is not None for h in healths):
-        for name in ("active_share", "usage_entropy", "logit_spread"):
+        names = [name for name in HEALTH_NAMES if all(name in h for h in healths)]
+        for name in names:
             summary[name] = describe([h[name] for h in healths])
         n_layers = len(healths[0]["per_layer"])
-        summary["per_layer"] = [{name: describe([h["per_layer"][i][name] for h in healths])
-                                 for name in ("active_share", "usage_entropy", "logit_spread")}
+        summary["per_layer"] = [{name: describe([h["per_layer"][i][name] for h in healths]) for name in names}
                                 for i in range(n_layers)]
     return summary
 

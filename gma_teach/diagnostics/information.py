@@ -1,0 +1,184 @@
+"""How much information a router carries: the mutual information between a token and its component (chapter 11).
+
+A router turns every token ``t`` into a distribution :math:`\\gamma_t` over ``K`` components. Read it as a channel:
+pick a token uniformly, then a component from its row. The information the component carries about the token is
+
+.. math:: I = H(\\bar\\gamma) - \\frac1T\\sum_t H(\\gamma_t), \\qquad \\bar\\gamma = \\frac1T\\sum_t\\gamma_t,
+
+the entropy of the mean usage minus the mean entropy of a token's row, between 0 and :math:`\\ln K`. It is high only
+when both halves hold: the components share the tokens between them (a high usage entropy) **and** each token leans
+on a few (a low token entropy). A router fails in two opposite ways, and ``I`` catches both:
+
+* **collapsed**: every token goes to the same few components. Usage entropy near 0, so ``I`` is near 0;
+* **dissolved**: every token spreads evenly over all ``K``. Token entropy near :math:`\\ln K`, so ``I`` is near 0
+  again, and GMA reads a running average of the values (the ``uniform`` control with extra parameters).
+
+Counting the components that win at least one token by argmax (the *active share*) sees only the first failure: a
+dissolved router's near-equal rows hand argmax wins to almost every component.
+
+:func:`routing_information` computes ``I`` (in bits and as a share of :math:`\\ln K`) with the mean maximum
+responsibility over its floor ``1/K``; :func:`shuffled_information` gives a baseline and its spread;
+:func:`routing_state` names a router *in use*, *collapsed* or *dissolved*.
+"""
+from __future__ import annotations
+
+import math
+
+import torch
+
+from .. import _checks
+
+__all__ = ["ROUTING_STATES", "information_from_log", "routing_information", "routing_state",
+           "shuffled_information"]
+
+ROUTING_STATES = ("in use", "collapsed", "dissolved")
+"""The three names :func:`routing_state` gives a router."""
+
+_LN2 = math.log(2.0)
+
+
+def _per_head(resp) -> torch.Tensor:
+    """``resp`` ``(T, K)`` or ``(T, H, K)`` checked (finite, non-negative, rows summing to 1, ``K >= 2``) and
+    returned as a float64 ``(H, T, K)`` CPU tensor (``H = 1`` for a 2-D input)."""
+    if not isinstance(resp, torch.Tensor):
+        try:
+            resp = torch.as_tensor(resp)
+        except (TypeError, ValueError, RuntimeError) as error:
+            raise TypeError(f"resp must be a tensor or array of responsibilities, got {type(resp).__name__}") from error
+    if not resp.is_floating_point():
+        raise TypeError(f"resp must be floating point, got dtype {resp.dtype}")
+    if resp.dim() not in (2, 3):
+        raise ValueError(f"resp must have shape (T, K) or (T, H, K), got {tuple(resp.shape)}")
+    resp = resp.detach().to(device="cpu", dtype=torch.float64)
+    resp = resp.unsqueeze(0) if resp.dim() == 2 else resp.transpose(0, 1)
+    if resp.shape[1] < 1 or resp.shape[2] < 2:
+        raise ValueError(f"resp must hold at least one token and K >= 2 components, got T={resp.shape[1]}, "
+                         f"K={resp.shape[2]}")
+    if not torch.isfinite(resp).all():
+        raise ValueError(f"resp must be finite, got {int((~torch.isfinite(resp)).sum())} NaN or infinite values")
+    if (resp < 0).any():
+        raise ValueError(f"resp must be non-negative, got a minimum of {resp.min().item():.3g}")
+    row_error = (resp.sum(dim=-1) - 1).abs().max().item()
+    if row_error > 1e-4:
+        raise ValueError(f"resp rows must sum to 1 (tolerance 1e-4); one is off by {row_error:.3g}")
+    return resp
+
+
+def _entropy(probabilities: torch.Tensor) -> torch.Tensor:
+    """Shannon entropy in nats along the last axis, with 0 log 0 = 0."""
+    return -torch.special.xlogy(probabilities, probabilities).sum(dim=-1)
+
+
+def _head_information(resp: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Per head of ``resp`` ``(H, T, K)``: ``I`` in nats, both entropies in nats and the mean maximum."""
+    usage_entropy = _entropy(resp.mean(dim=1))  # (H,)
+    token_entropy = _entropy(resp).mean(dim=1)  # (H,)
+    return {"information": (usage_entropy - token_entropy).clamp_min(0.0), "usage_entropy": usage_entropy,
+            "token_entropy": token_entropy, "mean_max": resp.max(dim=-1).values.mean(dim=1)}
+
+
+def routing_information(resp) -> dict:
+    """The information a router carries, from its responsibilities.
+
+    Args:
+        resp: ``(T, K)`` responsibilities of ``T`` tokens over ``K >= 2`` components, or ``(T, H, K)`` for ``H``
+            heads, each a router of its own (heads are not averaged: averaging them can make sharp heads look
+            dissolved). Rows are non-negative and sum to 1 (within 1e-4).
+
+    Returns:
+        A dict of Python floats, each the mean over heads:
+
+        * ``bits``: :math:`I = H(\\bar\\gamma) - \\frac1T\\sum_t H(\\gamma_t)` in bits (0 to :math:`\\log_2 K`);
+        * ``share``: :math:`I / \\ln K` (0: the component says nothing about the token; 1: a perfect K-way split);
+        * ``usage_entropy`` and ``token_entropy``: the two halves, each as a share of :math:`\\ln K`
+          (``share = usage_entropy - token_entropy``);
+        * ``mean_max_ratio``: the mean maximum responsibility over its floor ``1/K`` (1: uniform rows; ``K``:
+          one-hot rows);
+        * ``n_components`` (K) and ``n_heads`` (H), as ints.
+    """
+    resp = _per_head(resp)
+    n_components = resp.shape[-1]
+    log_k = math.log(n_components)
+    scores = _head_information(resp)
+    return {"bits": float(scores["information"].mean()) / _LN2,
+            "share": float(scores["information"].mean()) / log_k,
+            "usage_entropy": float(scores["usage_entropy"].mean()) / log_k,
+            "token_entropy": float(scores["token_entropy"].mean()) / log_k,
+            "mean_max_ratio": float(scores["mean_max"].mean()) * n_components,
+            "n_components": n_components, "n_heads": resp.shape[0]}
+
+
+def information_from_log(log_resp: torch.Tensor) -> dict[str, list[float]]:
+    """Per head, from log-responsibilities ``(H, T, K)`` (as a training monitor holds them): ``information``
+    (:math:`I` in bits), ``token_entropy`` (share of :math:`\\ln K`) and ``mean_max_ratio`` (mean maximum over
+    ``1/K``), each a list of ``H`` floats. The rows are normalized here (``softmax`` of the log-responsibilities),
+    so a row that underflowed to ``-inf`` entries still counts as a distribution."""
+    resp = torch.softmax(log_resp.detach().to(torch.float64), dim=-1)
+    scores = _head_information(resp)
+    n_components = resp.shape[-1]
+    return {"information": (scores["information"] / _LN2).tolist(),
+            "token_entropy": (scores["token_entropy"] / math.log(n_components)).tolist(),
+            "mean_max_ratio": (scores["mean_max"] * n_components).tolist()}
+
+
+def shuffled_information(resp, *, n_shuffles: int = 100, seed: int = 0) -> dict:
+    """``I`` (bits) when each component's column of ``resp`` is shuffled over the tokens on its own.
+
+    Shuffling a column keeps how much each component is used and how its weight is spread over the tokens, and
+    breaks *which components a token uses together*. Each row is then renormalized (a row left with no weight at
+    all becomes uniform). A router that assigns each token to its own few components carries more information than
+    its shuffle (the shuffled rows mix several components' weights); a collapsed or a dissolved router does not
+    (its columns are nearly constant, so shuffling changes nothing).
+
+    Args:
+        resp: ``(T, K)`` or ``(T, H, K)``, as in :func:`routing_information`.
+        n_shuffles: how many shuffles (>= 2).
+        seed: seed of the ``torch.Generator`` that draws them.
+
+    Returns:
+        ``{"mean": bits, "std": bits (ddof=1), "n_shuffles": n, "seed": seed}``.
+    """
+    _checks.integer("n_shuffles", n_shuffles, minimum=2)
+    _checks.integer("seed", seed)
+    resp = _per_head(resp)
+    n_heads, n_tokens, n_components = resp.shape
+    generator = torch.Generator().manual_seed(seed)
+    values = []
+    for _ in range(n_shuffles):
+        order = torch.rand(n_heads, n_tokens, n_components, generator=generator).argsort(dim=1)
+        shuffled = resp.gather(1, order)
+        totals = shuffled.sum(dim=-1, keepdim=True)
+        shuffled = torch.where(totals > 0, shuffled / totals.clamp_min(1e-300),
+                               torch.full_like(shuffled, 1.0 / n_components))
+        values.append(float(_head_information(shuffled)["information"].mean()) / _LN2)
+    tensor = torch.tensor(values, dtype=torch.float64)
+    return {"mean": float(tensor.mean()), "std": float(tensor.std(correction=1)), "n_shuffles": n_shuffles,
+            "seed": seed}
+
+
+def routing_state(information: float, *, usage_entropy: float, untrained: float, shuffled: dict,
+                  n_sd: float = 3.0) -> str:
+    """Name a router from its information and its baselines: ``"in use"``, ``"collapsed"`` or ``"dissolved"``.
+
+    The router is *in use* when its information (bits) is above the untrained model's and more than ``n_sd``
+    standard deviations of the shuffled baseline above that baseline's mean. Otherwise ``I = H(usage) - H(token)``
+    is small because both entropies are alike: *collapsed* when the usage entropy is below half of
+    :math:`\\ln K` (both low: a few components take the tokens), *dissolved* when it is above (both high: every
+    token spreads over the components).
+
+    Args:
+        information: the router's ``I`` in bits (``routing_information(...)["bits"]``).
+        usage_entropy: its usage entropy as a share of :math:`\\ln K` (``routing_information(...)["usage_entropy"]``).
+        untrained: the untrained model's ``I`` in bits.
+        shuffled: :func:`shuffled_information` of the router (``{"mean", "std"}``).
+        n_sd: how many baseline standard deviations count as clearly above (> 0).
+    """
+    information = _checks.number("information", information)
+    usage_entropy = _checks.number("usage_entropy", usage_entropy)
+    untrained = _checks.number("untrained", untrained)
+    n_sd = _checks.positive_number("n_sd", n_sd)
+    if not isinstance(shuffled, dict) or not {"mean", "std"} <= set(shuffled):
+        raise TypeError(f"shuffled must be the dict of shuffled_information (keys 'mean' and 'std'), got {shuffled!r}")
+    if information > untrained and information > shuffled["mean"] + n_sd * shuffled["std"]:
+        return "in use"
+    return "collapsed" if usage_entropy < 0.5 else "dissolved"
