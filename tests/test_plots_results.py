@@ -127,10 +127,33 @@ def test_paper_comparison_draws_recorded_and_paper_bars():
     ax = fig.axes[0]
     heights = sorted(round(p.get_height(), 2) for p in ax.patches)
     assert heights == sorted([37.0, 38.0, 41.33, 41.17, 40.65])
-    texts = [t.get_text() for t in ax.texts]
-    assert "not recorded" in texts and "3 seeds" in texts and "1 seed" in texts
-    assert [t.get_text() for t in ax.get_xticklabels()] == ["softmax", "gma", "performer"]
+    assert list(ax.texts) == []  # nothing written over the bars: seeds and "not recorded" are in the tick labels
+    assert [t.get_text() for t in ax.get_xticklabels()] == ["softmax\n1 seed", "gma\n3 seeds",
+                                                             "performer\nnot recorded"]
     assert any("paper, Table 2" in t.get_text() for t in ax.get_legend().get_texts())
+
+
+def test_paper_comparison_keeps_legend_and_tick_labels_off_the_data():
+    records = [classify_record("gma", [0.36, 0.37, 0.38]), classify_record("gma", [0.62, 0.60, 0.64]),
+               classify_record("softmax", [0.58, 0.62, 0.66])]
+    records[0]["config"]["mixer_options"] = {"balance_weight": 0.01, "init_variance": "d_route"}
+    records[1]["config"]["mixer_options"] = {"init_variance": "d_route"}
+    paper = {"softmax": (64.0, 0.9), "linear": (65.0, 0.4), "performer": (63.5, 0.5)}
+    fig = results.plot_paper_comparison(records, paper)
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    ax = fig.axes[0]
+    tops = [row["mean"] + row["half_width"] for row in results.summarize(records, "test_accuracy")]
+    tops += [mean + std for mean, std in paper.values()]
+    legend = ax.get_legend().get_window_extent(renderer)
+    legend_bottom = ax.transData.inverted().transform((legend.x0, legend.y0))[1]
+    assert legend_bottom > max(tops), "the legend covers a bar or its error bar"
+    labels = ax.get_xticklabels()
+    assert len(labels) == 5 and "(init_variance=" in labels[-1].get_text().split("\n")  # a name, whole
+    boxes = [label.get_window_extent(renderer) for label in labels]
+    for index, box in enumerate(boxes):
+        assert not any(box.overlaps(other) for other in boxes[index + 1:]), "tick labels overlap"
+    assert all(label.get_rotation() == 0 for label in labels)
 
 
 def test_k_sweep_and_throughput_figures():

@@ -21,6 +21,7 @@ gets no bar and says so. Routing histories (active share of the components over 
 from __future__ import annotations
 
 import math
+import re
 import statistics
 from types import MappingProxyType
 
@@ -272,9 +273,26 @@ def _axis(ax, **size):
     return fig, axes[0][0]
 
 
+def _tick_label(name: str, note: str, width: int = 14) -> str:
+    """A bar group's tick label: the name in lines of about ``width`` characters (broken at spaces and after ``=``,
+    so an option's name and value may part), with a note (seeds) on its own line."""
+    pieces = re.findall(r"[^\s=]+=?|=", name)
+    lines = [""]
+    for piece in pieces:
+        joined = lines[-1] + (" " if lines[-1] and not lines[-1].endswith("=") else "") + piece
+        if lines[-1] and len(joined) > width:
+            lines.append(piece)
+        else:
+            lines[-1] = joined
+    return "\n".join([*lines, note])
+
+
 def plot_paper_comparison(records, paper: dict, *, metric: str = "test_accuracy", paper_label: str = "paper",
                           ax=None):
     """Bars per mixer: the recorded mean with its 95% interval over seeds, beside the paper's mean +- std.
+
+    Nothing is written over the data: each tick label says how many seeds its recorded bar has, or "not recorded";
+    long names wrap instead of turning; the legend sits in headroom above the tallest bar and its error bar.
 
     Args:
         records: recorded runs (one task), e.g. ``experiments.load_results("listops_*_small.json")``.
@@ -286,7 +304,7 @@ def plot_paper_comparison(records, paper: dict, *, metric: str = "test_accuracy"
         ax: an axis to draw on (default: a new figure).
 
     Returns:
-        the matplotlib ``Figure``. A mixer with no record shows only the paper's bar, marked "not recorded".
+        the matplotlib ``Figure``. A mixer with no record shows only the paper's bar; its tick says "not recorded".
     """
     _check_metric(metric)
     summary = summarize(records, metric)
@@ -295,8 +313,9 @@ def plot_paper_comparison(records, paper: dict, *, metric: str = "test_accuracy"
     if not isinstance(paper, dict):
         raise TypeError(f"paper must be a dict {{mixer: (mean, std)}}, got {type(paper).__name__}")
     mixers = list(dict.fromkeys([*paper, *rows]))
-    fig, ax = _axis(ax, width=max(5.0, 1.0 * len(mixers) + 1.5))
+    fig, ax = _axis(ax, width=max(5.0, 1.1 * len(mixers) + 1.5))
     labelled = set()
+    ticks, tops = [], [0.0]
     for index, mixer in enumerate(mixers):
         color = mixer_color(mixer, index)
         if mixer in rows:
@@ -305,19 +324,20 @@ def plot_paper_comparison(records, paper: dict, *, metric: str = "test_accuracy"
                    yerr=row["half_width"] if row["half_width"] is not None else None, capsize=3,
                    label=None if "recorded" in labelled else "recorded (mean, 95% interval)")
             labelled.add("recorded")
-            ax.annotate(f"{row['n_seeds']} seed" + ("s" if row["n_seeds"] > 1 else ""), (index - 0.2, row["mean"]),
-                        xytext=(0, 4), textcoords="offset points", ha="center", va="bottom", fontsize=7, rotation=90)
+            tops.append(row["mean"] + (row["half_width"] or 0.0))
+            ticks.append(_tick_label(mixer, f"{row['n_seeds']} seed" + ("s" if row["n_seeds"] > 1 else "")))
         else:
-            ax.text(index - 0.2, 0.03, "not recorded", transform=ax.get_xaxis_transform(), ha="center", va="bottom",
-                    fontsize=7, rotation=90)
+            ticks.append(_tick_label(mixer, "not recorded"))
         if mixer in paper:
             mean, std = paper[mixer]
             ax.bar(index + 0.2, mean, width=0.4, color=color, alpha=0.35, hatch="//", edgecolor=color, yerr=std,
                    capsize=3, label=None if "paper" in labelled else f"{paper_label} (mean +- std)")
             labelled.add("paper")
-    ax.set_xticks(range(len(mixers)), mixers, rotation=20, ha="right")
-    ax.set(ylabel=METRICS[metric][0])
-    ax.legend(loc="lower right", fontsize=8)
+            tops.append(mean + std)
+    ax.set_xticks(range(len(mixers)), ticks, fontsize=8)
+    # the data fill the lower 70% of the axis; the legend (two rows at most) sits in the band above them
+    ax.set(ylabel=METRICS[metric][0], ylim=(0, max(tops) / 0.7 if max(tops) > 0 else 1.0))
+    ax.legend(loc="upper left", fontsize=8, ncol=1, borderaxespad=0.2)
     return fig
 
 
