@@ -175,6 +175,25 @@ def test_k_sweep_and_throughput_figures():
     assert "no recorded GMA run" in empty.axes[0].texts[0].get_text()
 
 
+def test_k_sweep_names_every_reference_line_in_one_legend_off_both_panels():
+    others = ("sdpa", "linear", "performer", "none", "uniform", "local_gma", "mamba")
+    records = [lm_record("gma", [5.0, 5.1], k=k, bpb=[1.6 - k / 1000, 1.61 - k / 1000], speed=5000 / k)
+               for k in (32, 64, 128)]
+    records += [lm_record(mixer, [4.0], bpb=[1.5 + index / 100], speed=4000 + 10 * index)
+                for index, mixer in enumerate(others)]
+    fig = results.plot_k_sweep(records)
+    quality, speed = fig.axes[:2]
+    assert quality.get_legend() is None and speed.get_legend() is None
+    (legend,) = fig.legends
+    assert [text.get_text() for text in legend.get_texts()] == ["gma", *others]
+    references = [line for line in quality.get_lines() if line.get_label() in others]
+    assert len({line.get_color() for line in references}) == len(others)  # mamba: matplotlib's next colour
+    fig.canvas.draw()
+    renderer = fig.canvas.get_renderer()
+    box = legend.get_window_extent(renderer)
+    assert not any(box.overlaps(axis.get_window_extent(renderer)) for axis in (quality, speed))
+
+
 def test_active_share_figure():
     routing = [{"steps": [10], "evaluations": [health([0.2])]}, {"steps": [10], "evaluations": [health([0.1])]}]
     records = [lm_record("gma", [5.0, 5.0], k=8, routing=routing), lm_record("sdpa", [4.0])]

@@ -366,11 +366,16 @@ def plot_loss_vs_throughput(records, *, metric: str = "bits_per_byte", speeds: d
     return fig
 
 
+_REFERENCE_DASHES = (":", "-.", (0, (5, 2)), (0, (1, 3)), (0, (3, 1, 1, 1, 1, 1)), (0, (8, 3)), (0, (2, 2)))
+"""One dash per reference line of :func:`plot_k_sweep`, so lines of similar colours stay apart."""
+
+
 def plot_k_sweep(records, *, metric: str = "bits_per_byte", speeds: dict | None = None, ax=None):
     """GMA's ``metric`` (left) and training throughput (right) against the number of components ``K``.
 
     GMA records are grouped by their options (the default mixture, a remedy, ...), one line each, with 95%
-    intervals over seeds; every other mixer is a horizontal line (its mean) for reference. ``speeds``: see
+    intervals over seeds; every other mixer is a horizontal line (its mean) for reference, each in its own colour
+    and dash. One legend below both panels names every line, so no legend covers a bar. ``speeds``: see
     :func:`summarize`.
 
     Returns:
@@ -401,10 +406,10 @@ def plot_k_sweep(records, *, metric: str = "bits_per_byte", speeds: dict | None 
         speed_ax.plot([row["n_components"] for row in timed], [row["tokens_per_second"] for row in timed],
                       marker="o", ms=4, ls=style["ls"], color=style["color"], label=name)
     for index, row in enumerate(row for row in rows if row["mixer"] != "gma"):
-        color = mixer_color(row["mixer"], index)
-        quality_ax.axhline(row["mean"], color=color, lw=1, ls=":", label=row["label"])
+        color, dash = mixer_color(row["mixer"], index), _REFERENCE_DASHES[index % len(_REFERENCE_DASHES)]
+        quality_ax.axhline(row["mean"], color=color, lw=1.2, ls=dash, label=row["label"])
         if row["tokens_per_second"]:
-            speed_ax.axhline(row["tokens_per_second"], color=color, lw=1, ls=":", label=row["label"])
+            speed_ax.axhline(row["tokens_per_second"], color=color, lw=1.2, ls=dash, label=row["label"])
     if not groups:
         quality_ax.text(0.5, 0.5, f"no recorded GMA run has {metric}", ha="center", va="center",
                         transform=quality_ax.transAxes)
@@ -414,7 +419,13 @@ def plot_k_sweep(records, *, metric: str = "bits_per_byte", speeds: dict | None 
     quality_ax.set(xlabel="components K", ylabel=METRICS[metric][0])
     speed_ax.set(xlabel="components K", ylabel="training tokens per second")
     if rows:
-        quality_ax.legend(fontsize=7)
+        named = {}  # GMA's lines first, then the other mixers' means (the reference lines)
+        for axis in (quality_ax, speed_ax):
+            for handle, label in zip(*axis.get_legend_handles_labels()):
+                named.setdefault(label, handle)
+        order = sorted(named, key=lambda label: label not in groups)
+        fig.legend([named[label] for label in order], order, loc="upper center", bbox_to_anchor=(0.5, 0.0),
+                   ncol=min(3, len(named)), fontsize=8)
     return fig
 
 
