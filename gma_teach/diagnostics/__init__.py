@@ -40,6 +40,7 @@ from .health import (
     summarize_health,
 )
 from .information import (
+    MIN_SHARE,
     ROUTING_STATES,
     information_from_log,
     routing_information,
@@ -61,7 +62,7 @@ from .metrics import (
 )
 
 __all__ = [
-    "CATEGORIES", "EOS_STRINGS", "HEALTH_METRICS", "PAPER_TABLE4", "ROUTING_STATES", "as_labels",
+    "CATEGORIES", "EOS_STRINGS", "HEALTH_METRICS", "MIN_SHARE", "PAPER_TABLE4", "ROUTING_STATES", "as_labels",
     "as_responsibilities", "information_from_log", "routing_information", "routing_state", "shuffled_information",
     "capture_responsibilities", "component_summary", "contingency_table", "gma_layers", "hard_assignments",
     "head_averaged_tokens", "head_health", "lm_routing", "logit_term_spreads", "permutation_baseline",

@@ -28,7 +28,7 @@ import torch
 
 from .. import _checks
 
-__all__ = ["ROUTING_STATES", "information_from_log", "routing_information", "routing_state",
+__all__ = ["MIN_SHARE", "ROUTING_STATES", "information_from_log", "routing_information", "routing_state",
            "shuffled_information"]
 
 ROUTING_STATES = ("in use", "collapsed", "dissolved")
@@ -156,12 +156,21 @@ def shuffled_information(resp, *, n_shuffles: int = 100, seed: int = 0) -> dict:
             "seed": seed}
 
 
+MIN_SHARE = 0.05
+"""The least information, as a share of :math:`\\ln K`, that :func:`routing_state` calls a router in use (0.3 bits
+at K = 64). Rows that differ from uniform by a little noise carry a few thousandths of a bit, and that can stand
+many standard deviations above a shuffle whose spread is smaller still: clearly above a baseline must also mean
+by an amount that matters."""
+
+
 def routing_state(information: float, *, usage_entropy: float, untrained: float, shuffled: dict,
-                  n_sd: float = 3.0) -> str:
+                  n_components: int, n_sd: float = 3.0, min_share: float = MIN_SHARE) -> str:
     """Name a router from its information and its baselines: ``"in use"``, ``"collapsed"`` or ``"dissolved"``.
 
-    The router is *in use* when its information (bits) is above the untrained model's and more than ``n_sd``
-    standard deviations of the shuffled baseline above that baseline's mean. Otherwise ``I = H(usage) - H(token)``
+    The router is *in use* when its information (bits) is clearly above both baselines: above the untrained
+    model's by at least ``min_share`` of :math:`\\log_2 K`, and more than ``n_sd`` standard deviations of the
+    shuffled baseline above that baseline's mean (and by at least ``min_share`` of it too). Otherwise
+    ``I = H(usage) - H(token)``
     is small because both entropies are alike: *collapsed* when the usage entropy is below half of
     :math:`\\ln K` (both low: a few components take the tokens), *dissolved* when it is above (both high: every
     token spreads over the components).
@@ -171,14 +180,19 @@ def routing_state(information: float, *, usage_entropy: float, untrained: float,
         usage_entropy: its usage entropy as a share of :math:`\\ln K` (``routing_information(...)["usage_entropy"]``).
         untrained: the untrained model's ``I`` in bits.
         shuffled: :func:`shuffled_information` of the router (``{"mean", "std"}``).
+        n_components: K (>= 2), for the margin ``min_share`` of :math:`\\log_2 K` bits.
         n_sd: how many baseline standard deviations count as clearly above (> 0).
+        min_share: the least margin over each baseline, as a share of :math:`\\log_2 K` (in [0, 1)).
     """
     information = _checks.number("information", information)
     usage_entropy = _checks.number("usage_entropy", usage_entropy)
     untrained = _checks.number("untrained", untrained)
     n_sd = _checks.positive_number("n_sd", n_sd)
+    margin = _checks.fraction("min_share", min_share) * math.log2(_checks.integer("n_components", n_components,
+                                                                                     minimum=2))
     if not isinstance(shuffled, dict) or not {"mean", "std"} <= set(shuffled):
         raise TypeError(f"shuffled must be the dict of shuffled_information (keys 'mean' and 'std'), got {shuffled!r}")
-    if information > untrained and information > shuffled["mean"] + n_sd * shuffled["std"]:
+    if (information >= untrained + margin and information >= shuffled["mean"] + margin
+            and information > shuffled["mean"] + n_sd * shuffled["std"]):
         return "in use"
     return "collapsed" if usage_entropy < 0.5 else "dissolved"
