@@ -50,7 +50,14 @@ from .runs.synthesis import (
     standing_family,
 )
 from .runs.tables import format_study_table, ordering_at_last_evaluations, study_table, study_tables
-from .runs.verdicts import declared_comparisons, findings_summary, format_declared, study_findings
+from .runs.verdicts import (
+    declared_comparisons,
+    findings_summary,
+    format_declared,
+    selected_arm,
+    study_findings,
+    study_selection,
+)
 
 __all__ = ["CURVES", "METRIC_PATHS", "RunConfig", "SEED_TRAINERS", "STUDY_CHAPTERS", "WHAT", "accuracy_by_count",
            "build_model", "chosen_lr", "context_recovered", "declared_comparisons", "declared_metrics",
@@ -59,9 +66,9 @@ __all__ = ["CURVES", "METRIC_PATHS", "RunConfig", "SEED_TRAINERS", "STUDY_CHAPTE
            "health_curve", "kept_runs", "left_plateau", "listops_data", "lm_data", "load_arm", "load_speed", "main",
            "measure_training_speed", "metric_by_seed", "ordering_at_last_evaluations", "part_iv_synthesis",
            "recall_data", "recall_table", "record_path", "recorded_under", "resolve", "run_arm", "run_classification",
-           "run_lm", "scan_initial_routing", "seeds_needed", "speed_path", "split", "standing_family", "state_bytes",
-           "study_data", "study_findings", "study_table", "study_tables", "summarize_arm", "tables_path", "text_data",
-           "train_run"]
+           "run_lm", "scan_initial_routing", "seeds_needed", "selected_arm", "speed_path", "split", "standing_family",
+           "state_bytes", "study_data", "study_findings", "study_selection", "study_table", "study_tables",
+           "summarize_arm", "tables_path", "text_data", "train_run"]
 
 __getattr__ = deprecated_getattr(__name__, {
     **{name: "gma_teach.designs" for name in ("CAUSE_STUDY", "COLLAPSE_STUDY", "INIT_SCAN", "KMEANS_BLOCKS",

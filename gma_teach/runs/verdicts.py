@@ -24,7 +24,7 @@ from .arm_records import load_arm
 from .study_values import declared_metrics, metric_of, paired_on_common_seeds, seed_values
 
 __all__ = ["ALPHA", "LOOKS", "LOWER_IS_BETTER", "declared_comparisons", "declared_looks", "findings_summary",
-           "format_declared", "study_findings", "with_verdict"]
+           "format_declared", "selected_arm", "study_findings", "study_selection", "with_verdict"]
 
 LOOKS = 2
 """How many times a study with a declared ``"second_look"`` has been tested: its first seeds, then all of them.
@@ -106,6 +106,66 @@ def declared_comparisons(study: dict, folder=None, *, look: str = "first", _reco
                 f"{ALPHA / looks:g})")
     result = {"test": test, "seeds": sorted(seeds), "family_size": len(declared), "alpha": ALPHA}
     return {**result, **({"looks": looks} if looks > 1 else {}), "comparisons": comparisons}
+
+
+def selected_arm(study: dict, declared: dict, means: dict) -> dict:
+    """The arm a study's declared ``selection`` rule picks from its declared comparisons.
+
+    The rule (the remedy study's, :data:`gma_teach.designs.REMEDY_STUDY`): among the arms compared with
+    ``selection["against"]``, those whose ``selection["metric"]`` is told apart better than it and whose
+    ``selection["guard"]`` is not told apart worse; of these, the one with the best mean of the metric. If none
+    qualifies, the comparator itself stays.
+
+    Args:
+        study: a study with a ``selection``.
+        declared: its :func:`declared_comparisons`.
+        means: ``arm -> mean of selection["metric"]`` over the declared seeds.
+
+    Returns:
+        ``{"arm": the pick, "qualified": [arms that passed, best first], "failed": {arm: reason}, "rule": words,
+        "complete": whether every declared comparison is recorded}``.
+    """
+    rule = study.get("selection")
+    if not rule:
+        raise ValueError(f"study {study['name']!r} declares no selection rule")
+    metric, guard, against = rule["metric"], rule["guard"], rule["against"]
+    by_pair = {(c["arm"], c["against"], c["metric"]): c for c in declared["comparisons"]}
+    qualified, failed = [], {}
+    for arm, other in study["primary"]:
+        if other != against:
+            continue
+        gain, cost = by_pair.get((arm, against, metric)), by_pair.get((arm, against, guard))
+        if gain is None or cost is None:
+            failed[arm] = "not recorded"
+            continue
+        better = (gain["mean"] < 0) if metric in LOWER_IS_BETTER else (gain["mean"] > 0)
+        worse = (cost["mean"] > 0) if guard in LOWER_IS_BETTER else (cost["mean"] < 0)
+        if not (gain["told_apart"] and better):
+            failed[arm] = f"{metric} not told apart better than {against}"
+        elif cost["told_apart"] and worse:
+            failed[arm] = f"{guard} told apart worse than {against}"
+        else:
+            qualified.append(arm)
+    qualified.sort(key=lambda name: means[name], reverse=metric not in LOWER_IS_BETTER)
+    complete = len(declared["comparisons"]) == declared["family_size"]
+    return {"arm": qualified[0] if qualified else against, "qualified": qualified, "failed": failed,
+            "rule": rule["rule"], "complete": complete}
+
+
+def study_selection(study: dict, folder=None) -> dict:
+    """:func:`selected_arm` of a study's recorded arms (under ``folder``, default the book's results), with the
+    declared comparisons it read (``"declared"``) and each arm's mean of the selection metric (``"means"``) over
+    the declared seeds it has."""
+    declared = declared_comparisons(study, folder)
+    _, (part, key) = metric_of(study, study["selection"]["metric"])
+    means = {}
+    for arm in study["arms"]:
+        record = load_arm(study, arm, folder)
+        values = [] if record is None else [v for s, v in seed_values(record, part, key).items()
+                                             if s in set(study["seeds"])]
+        if values:
+            means[arm] = sum(values) / len(values)
+    return {**selected_arm(study, declared, means), "declared": declared, "means": means}
 
 
 def declared_looks(study: dict, folder, records: dict) -> list[dict]:

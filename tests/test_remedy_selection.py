@@ -1,0 +1,49 @@
+"""The remedy study's declared rule picks its arm from the declared comparisons, computed, never typed."""
+import pytest
+
+from gma_teach import designs
+from gma_teach.study import selected_arm
+
+
+def _comparison(arm, metric, mean, told_apart):
+    return {"arm": arm, "against": "default", "metric": metric, "mean": mean, "told_apart": told_apart}
+
+
+def _declared(rows):
+    comparisons = [_comparison(arm, metric, mean, told) for arm, metric, mean, told in rows]
+    return {"comparisons": comparisons, "family_size": 10}
+
+
+STUDY = designs.REMEDY_STUDY
+INFO, BPB = "routing_information", "val_bits_per_byte"
+
+
+def test_the_arm_with_most_information_among_those_that_pass_the_guard():
+    rows = [("balance", INFO, 2.0, True), ("balance", BPB, 0.01, False),
+            ("variance", INFO, -0.5, True), ("variance", BPB, -0.04, True),
+            ("variance_and_balance", INFO, -1.0, True), ("variance_and_balance", BPB, -0.02, False),
+            ("information", INFO, 3.0, True), ("information", BPB, 0.08, True),
+            ("variance_and_information", INFO, 2.5, True), ("variance_and_information", BPB, -0.01, False)]
+    means = {"default": 2.0, "balance": 4.0, "variance": 1.5, "variance_and_balance": 1.0, "information": 5.0,
+             "variance_and_information": 4.5}
+    picked = selected_arm(STUDY, _declared(rows), means)
+    assert picked["arm"] == "variance_and_information" and picked["complete"]
+    assert picked["qualified"] == ["variance_and_information", "balance"]
+    assert "worse" in picked["failed"]["information"]  # most information, but told apart worse on bits per byte
+    assert "not told apart better" in picked["failed"]["variance"]  # less information than the default
+    assert "not told apart better" in picked["failed"]["variance_and_balance"]
+
+
+def test_no_arm_qualifies_and_the_default_stays():
+    rows = [(arm, INFO, 0.1, False) for arm, _ in STUDY.primary] + [(arm, BPB, 0.0, False) for arm, _ in
+                                                                    STUDY.primary]
+    picked = selected_arm(STUDY, _declared(rows), {arm: 1.0 for arm in STUDY.arms})
+    assert picked["arm"] == "default" and picked["qualified"] == []
+    partial = selected_arm(STUDY, {"comparisons": [], "family_size": 10}, {})
+    assert partial["arm"] == "default" and not partial["complete"]
+    assert set(partial["failed"].values()) == {"not recorded"}
+
+
+def test_a_study_without_a_rule_is_refused():
+    with pytest.raises(ValueError, match="selection"):
+        selected_arm(designs.LM_STUDY, {"comparisons": [], "family_size": 0}, {})
