@@ -222,6 +222,17 @@ def affinity_rank(gamma_q, gamma_k):
     return int((singular_values > tolerance).sum())
 
 
+def test_ch03_affinity_checker_asks_for_different_numbers_of_queries_and_keys_first():
+    shapes = []
+
+    def recording(gamma_q, gamma_k, eps):
+        shapes.append((gamma_q.shape[0], gamma_k.shape[0]))
+        return affinity(gamma_q, gamma_k, eps)
+
+    ch03.check_affinity(recording)
+    assert shapes[0][0] != shapes[0][1] and any(n_q == n_k for n_q, n_k in shapes)
+
+
 def test_ch03_checkers_accept_reference_solutions(capsys):
     ch03.check_affinity(affinity)
     assert capsys.readouterr().out.startswith("Exercise 3.1: correct")
@@ -237,6 +248,13 @@ def test_ch03_checkers_accept_reference_solutions(capsys):
         (lambda q, k, eps: (q @ k.T) / (q @ k.T).sum(-1, keepdim=True), "eps=0.5 is missing"),
         (lambda q, k, eps: affinity(q, k, eps)[:, :-1], "expected shape"),
         (lambda q, k, eps: -affinity(q, k, eps), "negative"),
+        (lambda q, k, eps: affinity(k, q, eps), r"shape \(11, 5\) for N_q=5 queries, N_k=11 keys: it is transposed"),
+        (lambda q, k, eps: affinity(q, k, eps).T, "it is transposed"),
+        # right on every rectangular case, transposed on the square one: caught by its values, not its shape
+        (lambda q, k, eps: affinity(q, k, eps) if q.shape[0] != k.shape[0] else affinity(k, q, eps),
+         r"A is transposed \(N_q=7 queries, N_k=7 keys\)"),
+        (lambda q, k, eps: affinity(q, k, eps) if q.shape[0] != k.shape[0] else affinity(q, k, eps).T,
+         "A is transposed"),
     ],
 )
 def test_ch03_affinity_checker_names_the_problem(wrong, message):

@@ -119,6 +119,13 @@ def test_check_raw_for_variance_names_the_mistake(wrong, message):
         (lambda g: torch.diag_embed(g * (1 - g)), "only the diagonal"),
         (lambda g: torch.diag_embed(g) + g.unsqueeze(-1) * g.unsqueeze(-2), "entries differ"),
         (lambda g: g * (1 - g), "expected shape"),
+        (lambda g: g.unsqueeze(-1) * g.unsqueeze(-2) - torch.diag_embed(g), "the sign is flipped"),
+        # formulas for one vector: right for gamma of shape (K,), wrong once gamma has batch axes
+        (lambda g: torch.diag(g) - torch.outer(g, g), r"gamma of shape \(3, 4\).*leading axes of gamma are a batch"),
+        (lambda g: torch.diag_embed(g) - g[:, None] * g[None, :], "leading axes of gamma are a batch"),
+        # all leading axes flattened into one, and never restored
+        (lambda g: responsibility_jacobian(g.reshape(-1, g.shape[-1]) if g.dim() > 1 else g),
+         r"J has shape \(6, 7, 7\), expected \(2, 3, 7, 7\): the leading axes of gamma are a batch"),
     ],
 )
 def test_check_responsibility_jacobian_names_the_mistake(wrong, message):

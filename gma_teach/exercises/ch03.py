@@ -19,6 +19,10 @@ def _responsibilities(generator, n: int, k: int, *, sharpness: float = 1.0) -> t
     return torch.softmax(sharpness * torch.randn(n, k, generator=generator, dtype=torch.float64), -1)
 
 
+def _shape(tensor) -> tuple:
+    return tuple(tensor.shape) if isinstance(tensor, torch.Tensor) else ()
+
+
 @checker("3.1")
 def check_affinity(fn, *, seed: int = 0) -> str:
     """Check ``fn(gamma_q, gamma_k, eps) -> A`` with ``A = M / (M 1 + eps)`` and ``M = gamma_q gamma_k^T``.
@@ -28,22 +32,35 @@ def check_affinity(fn, *, seed: int = 0) -> str:
             ``(N_q, N_k)``, each row of ``M`` divided by its sum plus ``eps``.
         seed: seed of the random inputs.
 
-    The cases include ``N_q != N_k`` (cross-attention), which catches transposed products.
+    The first cases have ``N_q != N_k`` (cross-attention), so a transposed product (``gamma_k gamma_q^T``, or ``A``
+    transposed) shows in its shape and is named; a square case follows, where a transposed answer is caught by its
+    values. Normalizing over the wrong axis, a missing ``eps`` and an unnormalized ``M`` are named too.
     """
     generator = torch.Generator().manual_seed(seed)
-    for n_q, n_k, k, eps in ((7, 7, 3, 1e-6), (5, 11, 4, 1e-6), (9, 6, 2, 0.5)):
+    for n_q, n_k, k, eps in ((5, 11, 4, 1e-6), (9, 6, 2, 0.5), (7, 7, 3, 1e-6)):
         gamma_q, gamma_k = _responsibilities(generator, n_q, k), _responsibilities(generator, n_k, k)
         got = call_reader(fn, gamma_q, gamma_k, eps)
         expected = mixing.affinity(gamma_q, gamma_k, eps=eps)
+        sizes = f"N_q={n_q} queries, N_k={n_k} keys"
+        if n_q != n_k and _shape(got) == (n_k, n_q):
+            raise ExerciseError(
+                f"A has shape {(n_k, n_q)} for {sizes}: it is transposed. Rows are queries and columns keys: "
+                f"A = gamma_q gamma_k^T has shape (N_q, N_k) = {(n_q, n_k)}, each query's row normalized")
         if isinstance(got, torch.Tensor) and got.shape == expected.shape:
+            got64 = got.detach().double()
             unnormalized = gamma_q @ gamma_k.T
-            if torch.allclose(got.double(), unnormalized, atol=1e-10):
+            if n_q == n_k and (torch.allclose(got64, expected.T, atol=1e-10)
+                               or torch.allclose(got64, mixing.affinity(gamma_k, gamma_q, eps=eps), atol=1e-10)):
+                raise ExerciseError(
+                    f"A is transposed ({sizes}): row i must be query i, so A = gamma_q gamma_k^T, each row "
+                    "divided by its sum plus eps (you computed the keys' rows, gamma_k gamma_q^T)")
+            if torch.allclose(got64, unnormalized, atol=1e-10):
                 raise ExerciseError("A is not normalized: divide each row of gamma_q gamma_k^T by its sum plus eps")
             by_column = unnormalized / (unnormalized.sum(0, keepdim=True) + eps)
-            if torch.allclose(got.double(), by_column, atol=1e-10):
+            if torch.allclose(got64, by_column, atol=1e-10):
                 raise ExerciseError("A is normalized over queries (columns); normalize each query's row instead")
             without_eps = unnormalized / unnormalized.sum(-1, keepdim=True)
-            if eps > 1e-3 and torch.allclose(got.double(), without_eps, atol=1e-10):
+            if eps > 1e-3 and torch.allclose(got64, without_eps, atol=1e-10):
                 raise ExerciseError(f"eps={eps} is missing from the denominator: divide by (row sum + eps)")
             if (got < 0).any():
                 raise ExerciseError(f"A has negative entries (min {got.min().item():.3g}); it must be >= 0")

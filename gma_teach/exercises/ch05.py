@@ -53,23 +53,41 @@ def check_raw_for_variance(fn, *, seed: int = 0) -> str:
 def check_responsibility_jacobian(fn, *, seed: int = 0) -> str:
     """Check ``fn(gamma) -> J`` with ``J[..., k, j] = d gamma_k / d s_j`` for ``gamma = softmax(s)``.
 
-    The reference is autograd, applied to ``torch.softmax`` one row of logits at a time.
+    The reference is autograd, applied to ``torch.softmax`` one row of logits at a time. The likely mistakes are
+    named: only the diagonal, the sign flipped (``gamma gamma^T - diag(gamma)``), and a formula for one vector that
+    loses or mixes the batch axes (``torch.diag`` and ``torch.outer`` take one vector; ``gamma[..., :, None]`` and
+    ``torch.diag_embed`` keep every leading axis).
 
     Args:
         fn: your function; ``gamma`` ``(..., K)`` (rows on the simplex) -> ``(..., K, K)``.
         seed: seed of the random logits.
     """
     generator = torch.Generator().manual_seed(seed)
+    batch_hint = ("the leading axes of gamma are a batch: build J for every row at once, with "
+                  "torch.diag_embed(gamma) and gamma[..., :, None] * gamma[..., None, :] (torch.diag and "
+                  "torch.outer take a single vector)")
     for prefix, n_components in (((), 5), ((3,), 4), ((2, 3), 7)):
         logits = 2 * torch.randn(*prefix, n_components, generator=generator, dtype=torch.float64)
         gamma = logits.softmax(-1)
         flat = logits.reshape(-1, n_components)
         rows = [torch.autograd.functional.jacobian(lambda s: torch.softmax(s, -1), row) for row in flat]
         expected = torch.stack(rows).reshape(*prefix, n_components, n_components)
-        got = call_reader(fn, gamma.clone())
-        if (isinstance(got, torch.Tensor) and got.shape == expected.shape
-                and torch.allclose(got.double(), torch.diag_embed(gamma * (1 - gamma)), atol=1e-10)):
-            raise ExerciseError("you returned only the diagonal gamma_k (1 - gamma_k); the off-diagonal "
-                                "entries are -gamma_k gamma_j (raising s_j takes mass from every other k)")
+        try:
+            got = call_reader(fn, gamma.clone())
+        except ExerciseError as error:
+            if prefix:
+                raise ExerciseError(f"for gamma of shape {tuple(gamma.shape)}: {error}; {batch_hint}") from error
+            raise
+        if prefix and isinstance(got, torch.Tensor) and got.shape != expected.shape:
+            raise ExerciseError(f"for gamma of shape {tuple(gamma.shape)} J has shape {tuple(got.shape)}, expected "
+                                f"{tuple(expected.shape)}: {batch_hint}")
+        if isinstance(got, torch.Tensor) and got.shape == expected.shape:
+            got64 = got.detach().double()
+            if torch.allclose(got64, torch.diag_embed(gamma * (1 - gamma)), atol=1e-10):
+                raise ExerciseError("you returned only the diagonal gamma_k (1 - gamma_k); the off-diagonal "
+                                    "entries are -gamma_k gamma_j (raising s_j takes mass from every other k)")
+            if torch.allclose(got64, -expected, atol=1e-10):
+                raise ExerciseError("the sign is flipped: J = diag(gamma) - gamma gamma^T, not gamma gamma^T - "
+                                    "diag(gamma) (raising s_k raises gamma_k: the diagonal is positive)")
         compare(f"Jacobian for gamma of shape {tuple(gamma.shape)}", got, expected, atol=1e-10)
     return "diag(gamma) - gamma gamma^T."
