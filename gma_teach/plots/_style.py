@@ -5,6 +5,7 @@ A private module of :mod:`gma_teach.plots`: the figure modules import its names,
 """
 from __future__ import annotations
 
+import re
 from collections.abc import MutableMapping
 
 import matplotlib
@@ -92,3 +93,17 @@ def as_float_array(name: str, value) -> np.ndarray:
         return np.asarray(value, dtype=np.float64)
     except (TypeError, ValueError) as error:
         raise TypeError(f"{name} must be a tensor or an array of numbers, got {type(value).__name__}") from error
+
+
+def tick_label(name: str, note: str, width: int = 14) -> str:
+    """A bar group's tick label: the name in lines of about ``width`` characters (broken at spaces and after ``=``,
+    so an option's name and value may part), with a note (seeds) on its own line."""
+    pieces = re.findall(r"[^\s=]+=?|=", name)
+    lines = [""]
+    for piece in pieces:
+        joined = lines[-1] + (" " if lines[-1] and not lines[-1].endswith("=") else "") + piece
+        if lines[-1] and len(joined) > width:
+            lines.append(piece)
+        else:
+            lines[-1] = joined
+    return "\n".join([*lines, note])

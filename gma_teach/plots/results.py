@@ -21,7 +21,6 @@ gets no bar and says so. Routing histories (active share of the components over 
 from __future__ import annotations
 
 import math
-import re
 import statistics
 from types import MappingProxyType
 
@@ -29,7 +28,7 @@ from ..designs import METRICS as METRIC_FACTS
 from ..designs import Arm, thawed
 from ..runs.arm_records import health_curve
 from ..stats import mean_half_width
-from ._style import COLORS, mixer_color, new_figure
+from ._style import COLORS, mixer_color, new_figure, tick_label
 
 __all__ = [
     "METRICS",
@@ -273,20 +272,6 @@ def _axis(ax, **size):
     return fig, axes[0][0]
 
 
-def _tick_label(name: str, note: str, width: int = 14) -> str:
-    """A bar group's tick label: the name in lines of about ``width`` characters (broken at spaces and after ``=``,
-    so an option's name and value may part), with a note (seeds) on its own line."""
-    pieces = re.findall(r"[^\s=]+=?|=", name)
-    lines = [""]
-    for piece in pieces:
-        joined = lines[-1] + (" " if lines[-1] and not lines[-1].endswith("=") else "") + piece
-        if lines[-1] and len(joined) > width:
-            lines.append(piece)
-        else:
-            lines[-1] = joined
-    return "\n".join([*lines, note])
-
-
 def plot_paper_comparison(records, paper: dict, *, metric: str = "test_accuracy", paper_label: str = "paper",
                           ax=None):
     """Bars per mixer: the recorded mean with its 95% interval over seeds, beside the paper's mean +- std.
@@ -325,9 +310,9 @@ def plot_paper_comparison(records, paper: dict, *, metric: str = "test_accuracy"
                    label=None if "recorded" in labelled else "recorded (mean, 95% interval)")
             labelled.add("recorded")
             tops.append(row["mean"] + (row["half_width"] or 0.0))
-            ticks.append(_tick_label(mixer, f"{row['n_seeds']} seed" + ("s" if row["n_seeds"] > 1 else "")))
+            ticks.append(tick_label(mixer, f"{row['n_seeds']} seed" + ("s" if row["n_seeds"] > 1 else "")))
         else:
-            ticks.append(_tick_label(mixer, "not recorded"))
+            ticks.append(tick_label(mixer, "not recorded"))
         if mixer in paper:
             mean, std = paper[mixer]
             ax.bar(index + 0.2, mean, width=0.4, color=color, alpha=0.35, hatch="//", edgecolor=color, yerr=std,
