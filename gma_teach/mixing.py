@@ -21,9 +21,13 @@ their prefix sums over ``j <= i``. The implementations (``impl=``) all compute t
   ``O(N C (K + d_v) + N K d_v)`` (the in-chunk scores cost ``N C K``, their product with ``V`` ``N C d_v``);
 * ``"recurrent"``: token by token with a ``(K, d_v)`` state -- the decoding form;
 * ``"triton"``: the fused kernels of :mod:`gma_teach.kernels` (only through :func:`gma`, which owns the mixture);
+* ``"lean"``: one autograd function (:mod:`gma_teach._gma_autograd`, only through :func:`gma`) that saves the
+  routing vectors, the values and one number per token and recomputes the responsibilities in the backward pass;
+  with a key padding mask, ``return_responsibilities`` or inaccurate float32 logits it runs the forms below;
 * ``"auto"``: :func:`gma` is the one place that chooses: ``"triton"`` on CUDA when the kernels are available and
   accept the inputs (``kernels.supports``), there is no key padding mask, and the float32 logits are accurate
-  (:func:`gma_teach.gmm.gemm_cancellation_bound`); else ``"chunked"`` (causal) or ``"linear"``.
+  (:func:`gma_teach.gmm.gemm_cancellation_bound`); else ``"lean"``, which itself falls back as above;
+  :func:`gma_from_responsibilities` (given responsibilities) runs ``"chunked"`` (causal) or ``"linear"``.
 
 For ``causal=False`` the prefix forms use their final (total) state, so every ``impl`` serves both settings
 except ``"linear"``, which is bidirectional by construction. Cross-attention (``N_q != N_k``) needs
@@ -35,6 +39,9 @@ with non-negative features in place of responsibilities: :func:`gma_teach.baseli
 :func:`~gma_teach.mixing.normalized_kernel_attention` (the forms of :func:`gma_from_responsibilities` without its
 check that every
 row sums to 1) with feature maps.
+
+Size: one file of 500-odd lines because it is the one place that chooses a GMA form (``impl=``), and its forms
+share one validation; the lean autograd form is its own module, :mod:`gma_teach._gma_autograd`.
 """
 from __future__ import annotations
 
@@ -44,9 +51,16 @@ import torch
 import torch.nn.functional as F
 
 from . import _checks
-from .gmm import GEMM_LOGIT_TOLERANCE, check_gma_inputs, compute_dtype, gemm_cancellation_bound, gemm_logits
+from ._gma_autograd import lean_applies, lean_gma
+from .gmm import (
+    GEMM_LOGIT_TOLERANCE,
+    check_gma_inputs,
+    compute_dtype,
+    gemm_cancellation_bound,
+    gemm_logits,
+)
 
-IMPLS = ("naive", "linear", "cumsum", "chunked", "recurrent", "triton")
+IMPLS = ("naive", "linear", "cumsum", "chunked", "recurrent", "triton", "lean")
 
 NAIVE_MAX_BYTES = 8 * 2**30
 """The largest ``(..., N_q, N_k)`` matrix (in bytes, in the compute dtype) that ``impl="naive"`` and
@@ -362,7 +376,7 @@ def gma_from_responsibilities(gamma_q, gamma_k, v, *, causal: bool = False, eps:
         causal: position ``i`` reads only keys ``j <= i`` (needs ``N_q == N_k``).
         eps: the normalizer's floor (finite, > 0).
         impl: ``"auto"`` (``"chunked"`` if causal, else ``"linear"``) or one of :data:`IMPLS` except ``"triton"``
-            (which fuses the responsibilities: use :func:`gma`); see the module docstring.
+            and ``"lean"`` (which compute the responsibilities: use :func:`gma`); see the module docstring.
         chunk_size: tokens per chunk for ``impl="chunked"``.
         max_naive_bytes: the largest ``(..., N_q, N_k)`` matrix ``impl="naive"`` may allocate (default
             :data:`~gma_teach.mixing.NAIVE_MAX_BYTES`, 8 GiB); a larger one is refused before allocation with the
@@ -392,9 +406,9 @@ def normalized_kernel_attention(phi_q, phi_k, v, *, causal: bool = False, eps: f
     """
     _check_options(causal, eps, impl, chunk_size)
     _check_responsibilities(phi_q, phi_k, v, causal=causal, names=("phi_q", "phi_k", "v"))
-    if impl == "triton":
-        raise ValueError("impl='triton' fuses the responsibilities into the kernel: call gma(q, k, v, means, "
-                         "variances, log_priors, impl='triton') instead of gma_from_responsibilities")
+    if impl in ("triton", "lean"):
+        raise ValueError(f"impl={impl!r} computes the responsibilities itself: call gma(q, k, v, means, "
+                         f"variances, log_priors, impl={impl!r}) instead of gma_from_responsibilities")
     return _mix(phi_q, phi_k, v, causal=causal, eps=eps, impl=impl, chunk_size=chunk_size,
                 max_naive_bytes=max_naive_bytes)
 
@@ -416,8 +430,10 @@ def gma(q, k, v, means, variances, log_priors, *, causal: bool = False, eps: flo
             from the inputs' (a float64 mixture on float32 inputs computes in float64).
         log_priors: ``(K,)`` or ``(H, K)``, normalized.
         causal, eps, chunk_size: as in :func:`gma_from_responsibilities`.
-        impl: ``"auto"`` (the kernels on CUDA when they can take the inputs, else ``"chunked"``/``"linear"``),
-            ``"triton"`` (the fused kernels, Gamma never stored; no ``key_padding_mask``) or a torch form.
+        impl: ``"auto"`` (the kernels on CUDA when they can take the inputs, else ``"lean"``), ``"triton"`` (the
+            fused kernels, Gamma never stored; no ``key_padding_mask``), ``"lean"`` (one autograd function that
+            recomputes Gamma in the backward pass; see the module docstring for when it falls back) or a torch
+            form.
         key_padding_mask: ``(B, N_k)`` bool, ``True`` for real keys (the opposite of
             ``torch.nn.MultiheadAttention``, where ``True`` marks padding), with ``B`` the first dim of ``k``; padded
             keys get responsibility 0, so they write nothing into the memory. A row with no ``True`` entry is
@@ -450,7 +466,12 @@ def gma(q, k, v, means, variances, log_priors, *, causal: bool = False, eps: flo
         _check_naive_memory(q, k, v, max_naive_bytes, "impl='naive'")
     if impl == "auto":
         fused = key_padding_mask is None and _kernels_take(q, k, v, means, variances, chunk_size)
-        impl = "triton" if fused else ("chunked" if causal else "linear")
+        impl = "triton" if fused else "lean"
+    if impl == "lean":
+        if key_padding_mask is None and not return_responsibilities and lean_applies(q, k, v, means, variances,
+                                                                                     log_priors):
+            return lean_gma(q, k, v, means, variances, log_priors, causal=causal, eps=eps, chunk_size=chunk_size)
+        impl = "chunked" if causal else "linear"
     if impl == "triton":
         output = _gma_triton(q, k, v, means, variances, log_priors, causal=causal, eps=eps, chunk_size=chunk_size)
         if not return_responsibilities:
