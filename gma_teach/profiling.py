@@ -5,9 +5,22 @@ The code lives in ``gma_teach.runs.profiling`` (running the sweep) and ``gma_tea
 """
 from __future__ import annotations
 
+from .runs.block_profile import (
+    BLOCK_MIXERS,
+    BLOCK_SEQ_LENS,
+    block_mixer,
+    interleaved_run,
+    run_block_record,
+    saved_for_backward,
+    time_by_operator,
+)
 from .runs.profile_tables import (
     PAPER_TABLE_1,
+    TARGETS,
+    block_ratios,
     fit_slopes,
+    format_block_table,
+    format_breakdown,
     format_table,
     label_of,
     load_recorded,
@@ -26,9 +39,11 @@ from .runs.profiling import (
     table1_options,
 )
 
-__all__ = ["DEFAULT_MIXERS", "PAPER_TABLE_1", "block_fits", "fit_slopes", "format_table", "label_of", "load_recorded",
-           "main", "memory_crossing", "n_sweep", "paper_memory_crossing", "profile_mixer", "run_recorded", "sweep",
-           "sweep_config", "table1_options"]
+__all__ = ["BLOCK_MIXERS", "BLOCK_SEQ_LENS", "DEFAULT_MIXERS", "PAPER_TABLE_1", "TARGETS", "block_fits",
+           "block_mixer", "block_ratios", "fit_slopes", "format_block_table", "format_breakdown", "format_table",
+           "interleaved_run", "label_of", "load_recorded", "main", "memory_crossing", "n_sweep",
+           "paper_memory_crossing", "profile_mixer", "run_block_record", "run_recorded", "saved_for_backward",
+           "sweep", "sweep_config", "table1_options", "time_by_operator"]
 
 
 if __name__ == "__main__":

@@ -9,8 +9,8 @@ import json
 
 from ..measure import loglog_slope
 
-__all__ = ["PAPER_TABLE_1", "fit_slopes", "format_table", "label_of", "load_recorded", "memory_crossing", "n_sweep",
-           "paper_memory_crossing"]
+__all__ = ["PAPER_TABLE_1", "TARGETS", "block_ratios", "fit_slopes", "format_block_table", "format_breakdown",
+           "format_table", "label_of", "load_recorded", "memory_crossing", "n_sweep", "paper_memory_crossing"]
 
 #: Table 1 of the paper, typed in from its Section 5.1 -- one block, forward + backward, on the authors' unnamed
 #: GPU -- as ``{label: {N: (memory_gb, tokens_per_second, params_millions)}}``. The paper's own numbers, not
@@ -137,3 +137,69 @@ def load_recorded(path) -> dict:
     if missing:
         raise ValueError(f"{path} is not a profiling record: missing {sorted(missing)}")
     return record
+
+
+# ----------------------------------------------------------------------------------- the equal-state block run
+TARGETS = {"memory": 1.1, "speed": 0.9}
+"""Issue 39's targets for GMA's block against linear attention's at equal state: peak memory at most 1.1 times,
+training tokens/s at least 0.9 times."""
+
+
+def block_ratios(record) -> list[dict]:
+    """Per form and ``N`` of a ``--block`` record (:func:`gma_teach.runs.block_profile.run_block_record`): GMA's
+    peak memory and tokens/s over linear attention's, the same for SDPA and for GMA's operator path, and whether
+    GMA meets :data:`TARGETS` -- ``{"form", "seq_len", "memory_ratio", "speed_ratio", "sdpa_memory_ratio",
+    "sdpa_speed_ratio", "operators_memory_ratio", "operators_speed_ratio", "memory_ok", "speed_ok", "gma_mib",
+    "linear_mib", "gma_tokens_per_second", "linear_tokens_per_second"}``, in the record's order."""
+    rows = {(r["causal"], r["seq_len"], r["label"]): r for r in record["results"]}
+    out = []
+    for causal, n, label in rows:
+        if label != "gma":
+            continue
+        gma, linear = rows[(causal, n, "gma")], rows[(causal, n, "linear")]
+
+        def ratio(other_label, key, causal=causal, n=n, linear=linear):
+            other = rows.get((causal, n, other_label))
+            return None if other is None else other[key] / linear[key]
+
+        memory, speed = ratio("gma", "peak_memory_bytes"), ratio("gma", "tokens_per_second")
+        out.append({"form": "causal" if causal else "bidirectional", "seq_len": n, "memory_ratio": memory,
+                    "speed_ratio": speed, "sdpa_memory_ratio": ratio("sdpa", "peak_memory_bytes"),
+                    "sdpa_speed_ratio": ratio("sdpa", "tokens_per_second"),
+                    "operators_memory_ratio": ratio("gma (operators)", "peak_memory_bytes"),
+                    "operators_speed_ratio": ratio("gma (operators)", "tokens_per_second"),
+                    "memory_ok": memory <= TARGETS["memory"], "speed_ok": speed >= TARGETS["speed"],
+                    "gma_mib": gma["peak_memory_bytes"] / 2**20, "linear_mib": linear["peak_memory_bytes"] / 2**20,
+                    "gma_tokens_per_second": gma["tokens_per_second"],
+                    "linear_tokens_per_second": linear["tokens_per_second"]})
+    return out
+
+
+def format_block_table(ratios) -> str:
+    """:func:`block_ratios` as a plain-text table, ratios to linear attention (<= 75 characters a line)."""
+    def cell(value):
+        return "   -" if value is None else f"{value:4.2f}"
+
+    lines = ["form    N       memory / linear        tokens/s / linear",
+             "                gma   ops  sdpa        gma   ops  sdpa"]
+    for r in ratios:
+        form = "bidir" if r["form"] == "bidirectional" else r["form"]
+        lines.append(f"{form:6s} {r['seq_len']:6,d}  {cell(r['memory_ratio'])}  "
+                     f"{cell(r['operators_memory_ratio'])}  {cell(r['sdpa_memory_ratio'])}      "
+                     f"{cell(r['speed_ratio'])}  {cell(r['operators_speed_ratio'])}  {cell(r['sdpa_speed_ratio'])}")
+    return "\n".join(lines)
+
+
+def format_breakdown(rows, *, top=6, width=75) -> str:
+    """The rows of :func:`gma_teach.runs.block_profile.saved_for_backward` as text: MiB, tensors and the saving
+    line (cut to ``width`` characters), the ``top`` largest, then the rest and the total."""
+    lines = []
+    for r in rows[:top]:
+        lines.append(f"{r['bytes'] / 2**20:6.2f} MiB {r['tensors']:2d}  {r['where']}"[:width])
+        lines.append(f"{'':14s}{r['code']}"[:width])
+    rest = rows[top:]
+    if rest:
+        lines.append(f"{sum(r['bytes'] for r in rest) / 2**20:6.2f} MiB {sum(r['tensors'] for r in rest):2d}  "
+                     f"{len(rest)} more lines (the mixture's coefficients)"[:width])
+    lines.append(f"{sum(r['bytes'] for r in rows) / 2**20:6.2f} MiB in all")
+    return "\n".join(lines)

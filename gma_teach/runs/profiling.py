@@ -18,6 +18,11 @@ squares: ``p ~ 1`` is linear memory, ``p ~ 2`` quadratic.
 Command line (writes a JSON file with hardware, date, commit and command)::
 
     python -m gma_teach.profiling --scale small --out book/results/profiling_cpu.json
+
+With ``--block``, the equal-state comparison of GMA's block with linear attention's and SDPA's
+(:mod:`gma_teach.runs.block_profile`)::
+
+    python -m gma_teach.profiling --block --threads 1 --out book/results/profiling_block_cpu.json
 """
 from __future__ import annotations
 
@@ -37,7 +42,17 @@ from ..environment import SCALES, preset, seed_everything
 from ..measure import peak_memory, run_point, time_call
 from ..models import parameter_counts
 from ..records import provenance, write_record
-from .profile_tables import PAPER_TABLE_1, fit_slopes, format_table, label_of, load_recorded, n_sweep
+from .block_profile import BLOCK_SEQ_LENS, run_block_record
+from .profile_tables import (
+    PAPER_TABLE_1,
+    block_ratios,
+    fit_slopes,
+    format_block_table,
+    format_table,
+    label_of,
+    load_recorded,
+    n_sweep,
+)
 
 __all__ = ["DEFAULT_MIXERS", "PAPER_TABLE_1", "block_fits", "fit_slopes", "format_table", "label_of", "load_recorded",
            "main", "n_sweep", "profile_mixer", "run_recorded", "sweep", "sweep_config", "table1_options"]
@@ -223,13 +238,33 @@ def main(argv=None):
                         help="sequence lengths of the sweep (default: the preset's)")
     parser.add_argument("--softmax-max-len", type=int, default=None,
                         help="longest sequence the explicit N x N softmax runs at (default: the preset's)")
+    parser.add_argument("--block", action="store_true",
+                        help="GMA K=64 against linear attention and SDPA at width 256, 4 heads, interleaved, with "
+                             f"the term-by-term breakdown (CPU; default lengths {list(BLOCK_SEQ_LENS)})")
+    parser.add_argument("--repeat", type=int, default=3, help="--block: timed rounds per length")
+    parser.add_argument("--long-repeat", type=int, default=2, help="--block: timed rounds at N >= 16,384")
+    parser.add_argument("--breakdown-len", type=int, default=4096, help="--block: N of the term-by-term breakdown")
     args = parser.parse_args(argv)
     if args.threads is not None:
         if args.threads < 1:
             parser.error(f"--threads must be >= 1, got {args.threads}")
         torch.set_num_threads(args.threads)
-    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     command = "python -m gma_teach.profiling " + shlex.join(argv if argv is not None else sys.argv[1:])
+    if args.block:
+        if args.device not in (None, "cpu"):
+            parser.error(f"--block measures the CPU path, got --device {args.device}")
+        for name in ("repeat", "long_repeat", "breakdown_len"):
+            if getattr(args, name) < 1:
+                parser.error(f"--{name.replace('_', '-')} must be >= 1, got {getattr(args, name)}")
+        record = run_block_record(seq_lens=tuple(args.seq_lens or BLOCK_SEQ_LENS), repeat=args.repeat,
+                                  long_repeat=args.long_repeat, breakdown_len=args.breakdown_len, command=command,
+                                  progress=True)
+        record["note"] = args.note
+        write_record(args.out, record)
+        print(format_block_table(block_ratios(record)))
+        print(f"wrote {args.out}")
+        return
+    device = args.device or ("cuda" if torch.cuda.is_available() else "cpu")
     record = run_recorded(args.scale, device=device, mixers=args.mixers, command=command,
                           printer=lambda row: print(format_table([row]).splitlines()[1], flush=True),
                           seq_lens=args.seq_lens, softmax_max_len=args.softmax_max_len)
