@@ -284,15 +284,20 @@ PRESETS: dict[str, dict[str, dict]] = {
     },
     # ch11: reading the routing of chapter 10's LM -- validation tokens analysed (the paper: 65,536), permutation
     # shuffles, the sizes of the pictures (tokens in the heatmap/strip, points in the PCA, components shown), and
-    # lm_scale: the scale of chapter 10's LM that is read (at full: the live demo's, not the days-long run).
+    # lm_scale: the scale of chapter 10's LM that is read (at full: the live demo's, not the days-long run);
+    # information_shuffles and untrained_seeds: the routing information's shuffled baseline and untrained draws.
     "ch11": {
-        "tiny": dict(n_tokens=4096, n_shuffles=30, heatmap_tokens=48, strip_tokens=96, pca_points=1500,
+        "tiny": dict(n_tokens=4096, n_shuffles=30, information_shuffles=10, untrained_seeds=3,
+                     heatmap_tokens=48, strip_tokens=96, pca_points=1500,
                      top_components=16, seed=0, lm_scale="tiny"),
-        "small": dict(n_tokens=16384, n_shuffles=100, heatmap_tokens=64, strip_tokens=160, pca_points=4000,
+        "small": dict(n_tokens=16384, n_shuffles=100, information_shuffles=20, untrained_seeds=3,
+                      heatmap_tokens=64, strip_tokens=160, pca_points=4000,
                       top_components=20, seed=0, lm_scale="small"),
-        "medium": dict(n_tokens=32768, n_shuffles=100, heatmap_tokens=64, strip_tokens=160, pca_points=5000,
+        "medium": dict(n_tokens=32768, n_shuffles=100, information_shuffles=20, untrained_seeds=3,
+                       heatmap_tokens=64, strip_tokens=160, pca_points=5000,
                        top_components=24, seed=0, lm_scale="medium"),
-        "full": dict(n_tokens=65536, n_shuffles=100, heatmap_tokens=64, strip_tokens=160, pca_points=6000,
+        "full": dict(n_tokens=65536, n_shuffles=100, information_shuffles=20, untrained_seeds=3,
+                     heatmap_tokens=64, strip_tokens=160, pca_points=6000,
                      top_components=24, seed=0, lm_scale="medium"),
     },
     # ch12: what the memory holds -- the exact demo (n_slots slots, pairs up to max_pairs; forgetting with decays and

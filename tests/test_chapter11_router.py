@@ -1,9 +1,12 @@
-"""Chapter 11's Table 4 and pictures read the remedy's router, not chapter 10's default one, which may collapse.
+"""Chapter 11 teaches the routing information before it uses it, judges chapter 10's router by it, and reads the
+router it chooses by it in Table 4 and the pictures.
 
-The chapter checks chapter 10's model first (a collapsed router has nothing to read), then reads the same model
-trained with ``gma_teach.LM_ROUTING_REMEDY``: every cell that computes the table or draws a picture of the
-routing must come after the cell that points ``resp`` and ``gamma_q`` at the remedy's read, and no later cell may
-point them elsewhere.
+The chapter first computes the information of hand-made routers (one component, near uniform, two halves, a
+K-way split), then judges chapter 10's model with ``read_router`` (its information against the untrained model and
+the shuffle), trains the live routers, and chooses the one to read by the state the package gives it. Every cell
+that computes the table or draws a picture of the routing comes after the cell that points ``resp`` and
+``gamma_q`` at the chosen router's read, and no later cell points them elsewhere. No cell calls a router "in use"
+from an argmax count.
 """
 import re
 from pathlib import Path
@@ -20,24 +23,28 @@ def _code_cells() -> list[str]:
     return [cell.source for cell in nbformat.read(CHAPTER, as_version=4).cells if cell.cell_type == "code"]
 
 
-def test_the_table_and_the_pictures_read_the_remedys_router():
+def _first(cells, needle) -> int:
+    return next(i for i, source in enumerate(cells) if needle in source)
+
+
+def test_the_table_and_the_pictures_read_the_chosen_router():
     cells = _code_cells()
-    remedy = [i for i, source in enumerate(cells) if re.search(r"gma_options=gma_teach\.LM_ROUTING_REMEDY", source)]
-    assert len(remedy) == 1, "one cell trains or loads the remedy's model"
-    start = remedy[0]
-    assert re.search(r'^ids, gamma_q, resp = remedy_read\["ids"\], remedy_read\["gamma_q"\], remedy_read\["resp"\]',
-                     cells[start], re.M)
+    start = _first(cells, 'ids, gamma_q, resp = chosen.read["ids"], chosen.read["gamma_q"], chosen.read["resp"]')
+    assert 'router.info["state"] == "in use"' in cells[start]  # chosen by the state the package computes
+    trained = [i for i, source in enumerate(cells) if "read_router(load_or_train_lm(" in source]
+    assert trained and all(i < start for i in trained), "every live router is read before one is chosen"
     for reader in READERS:
         where = [i for i, source in enumerate(cells) if reader in source]
         assert where, f"no cell calls {reader}"
-        assert all(i > start for i in where), f"{reader} reads a router before the remedy's"
+        assert all(i > start for i in where), f"{reader} reads a router before the chosen one"
     later = [i for i, source in enumerate(cells) if i > start and ASSIGNS.search(source)]
     assert not later, f"code cells {later} point resp or gamma_q at another router"
 
 
-def test_chapter_10s_model_is_judged_before_the_remedy_is_read():
+def test_information_is_taught_before_chapter_10s_router_is_judged_by_it():
     cells = _code_cells()
-    verdict = next(i for i, source in enumerate(cells) if "usage_verdict(default_metrics)" in source)
-    remedy = next(i for i, source in enumerate(cells) if "LM_ROUTING_REMEDY" in source)
-    assert verdict < remedy
-    assert "diagnostics.routing_metrics(resp, categories)" in cells[verdict]
+    taught = _first(cells, "diagnostics.routing_information(rows)")
+    judged = _first(cells, 'routers = {"default (chapter 10)": read_router(run)}')
+    assert taught < judged < _first(cells, "read_router(load_or_train_lm(")
+    assert "diagnostics.information_report(" in cells[_first(cells, "def read_router")]
+    assert not any("usage_verdict" in source for source in cells), "an argmax count is no verdict of use"

@@ -4,7 +4,14 @@ import math
 import pytest
 import torch
 
-from gma_teach.exercises import ExerciseError, NotAttempted, check_mutual_information, check_purity, check_token_entropy
+from gma_teach.exercises import (
+    ExerciseError,
+    NotAttempted,
+    check_mutual_information,
+    check_purity,
+    check_routing_information,
+    check_token_entropy,
+)
 
 
 def _purity(assignments, categories):
@@ -38,7 +45,8 @@ def test_correct_answers_pass(capsys):
         "Exercise 11.1: correct", "Exercise 11.2: correct", "Exercise 11.3: correct", "Exercise 11.2: correct"]
 
 
-@pytest.mark.parametrize("check", [check_purity, check_token_entropy, check_mutual_information])
+@pytest.mark.parametrize("check", [check_purity, check_token_entropy, check_mutual_information,
+                                   check_routing_information])
 def test_a_stub_is_not_attempted(check, capsys):
     def stub(*args):
         raise NotImplementedError
@@ -82,3 +90,29 @@ def test_token_entropy_mistakes_are_named():
         check_token_entropy(lambda resp: (-(resp * resp.log()).sum(-1) / math.log(resp.shape[-1])).mean().item())
     with pytest.raises(ExerciseError, match="single number"):
         check_token_entropy(lambda resp: -torch.special.xlogy(resp, resp).sum(-1))
+
+
+def _entropy(rows):
+    return -torch.special.xlogy(rows, rows).sum(-1)
+
+
+def _routing_information(resp):
+    return ((_entropy(resp.mean(0)) - _entropy(resp).mean()) / math.log(2)).item()
+
+
+def test_routing_information_accepts_a_correct_answer_and_names_the_mistakes(capsys):
+    check_routing_information(_routing_information)
+    assert capsys.readouterr().out.startswith("Exercise 11.4: correct")
+    mistakes = {
+        "in nats": lambda resp: _routing_information(resp) * math.log(2),
+        "divided by ln K": lambda resp: _routing_information(resp) * math.log(2) / math.log(resp.shape[-1]),
+        "sign is flipped": lambda resp: -_routing_information(resp),
+        "entropy of the mean row alone": lambda resp: (_entropy(resp.mean(0)) / math.log(2)).item(),
+        "argmax winners": lambda resp: (_entropy(torch.bincount(resp.argmax(-1), minlength=resp.shape[-1]).double()
+                                                 / resp.shape[0]) / math.log(2)).item(),
+        "non-finite": lambda resp: ((-(resp.mean(0) * resp.mean(0).log()).sum() + (resp * resp.log()).sum(-1).mean())
+                                    / math.log(2)).item(),
+    }
+    for message, wrong in mistakes.items():
+        with pytest.raises(ExerciseError, match=f"^Exercise 11.4: .*{message}"):
+            check_routing_information(wrong)

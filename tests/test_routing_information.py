@@ -72,14 +72,16 @@ def test_shuffled_baseline_separates_a_working_router_from_failed_ones():
         info = routing_information(resp)
         baseline = shuffled_information(resp, n_shuffles=20, seed=1)
         assert baseline["std"] >= 0 and baseline["n_shuffles"] == 20
-        assert routing_state(info["bits"], usage_entropy=info["usage_entropy"], untrained=0.0,
+        assert routing_state(info["bits"], usage_entropy=info["usage_entropy"],
+                             token_entropy=info["token_entropy"], untrained=0.0,
                              shuffled=baseline, n_components=n_components) == expected
     info = routing_information(working)
     baseline = shuffled_information(working, n_shuffles=20, seed=1)
     assert info["bits"] > baseline["mean"] + 3 * baseline["std"]
-    # a router that gained less than MIN_SHARE of log K over the untrained model is not in use
-    assert routing_state(info["bits"], usage_entropy=info["usage_entropy"], untrained=info["bits"] - 0.1,
-                         shuffled=baseline, n_components=n_components) == "dissolved"
+    # a router that gained less than MIN_SHARE of log K over the untrained model is not in use: sharp rows and
+    # spread usage make it neither collapsed nor dissolved
+    assert routing_state(info["bits"], usage_entropy=info["usage_entropy"], token_entropy=info["token_entropy"],
+                         untrained=info["bits"] - 0.1, shuffled=baseline, n_components=n_components) == "at baseline"
     # reproducible by seed
     assert shuffled_information(working, n_shuffles=5, seed=4) == shuffled_information(working, n_shuffles=5, seed=4)
 
@@ -109,17 +111,20 @@ def test_bad_input_is_refused(bad, error, message):
         shuffled_information(bad)
 
 
+ZERO = {"mean": 0.0, "std": 0.0}
+
+
 def test_routing_state_rejects_bad_arguments():
     with pytest.raises(TypeError, match="shuffled"):
-        routing_state(1.0, usage_entropy=0.5, untrained=0.0, shuffled=0.2, n_components=4)
+        routing_state(1.0, usage_entropy=0.5, token_entropy=0.2, untrained=0.0, shuffled=0.2, n_components=4)
     with pytest.raises(ValueError, match="information"):
-        routing_state(float("nan"), usage_entropy=0.5, untrained=0.0, shuffled={"mean": 0.0, "std": 0.0},
+        routing_state(float("nan"), usage_entropy=0.5, token_entropy=0.2, untrained=0.0, shuffled=ZERO,
                       n_components=4)
     with pytest.raises(ValueError, match="n_sd"):
-        routing_state(1.0, usage_entropy=0.5, untrained=0.0, shuffled={"mean": 0.0, "std": 0.0}, n_components=4,
+        routing_state(1.0, usage_entropy=0.5, token_entropy=0.2, untrained=0.0, shuffled=ZERO, n_components=4,
                       n_sd=0)
     with pytest.raises(ValueError, match="n_components"):
-        routing_state(1.0, usage_entropy=0.5, untrained=0.0, shuffled={"mean": 0.0, "std": 0.0}, n_components=1)
+        routing_state(1.0, usage_entropy=0.5, token_entropy=0.2, untrained=0.0, shuffled=ZERO, n_components=1)
     with pytest.raises(ValueError, match="n_shuffles"):
         shuffled_information(torch.eye(3).double(), n_shuffles=1)
 
@@ -171,3 +176,18 @@ def test_health_records_information_per_head():
         assert health["token_entropy"][head] == pytest.approx(expected["token_entropy"])
         assert health["mean_max_ratio"][head] == pytest.approx(expected["mean_max_ratio"])
     assert set(diagnostics.HEALTH_METRICS) <= set(health)
+
+
+def test_information_report_names_the_router_and_carries_both_baselines():
+    split = torch.eye(8, dtype=torch.float64).repeat(20, 1)
+    uniform = torch.full((160, 8), 1 / 8, dtype=torch.float64)
+    report = diagnostics.information_report(split, [uniform, uniform], n_shuffles=5)
+    assert report["state"] == "in use" and report["trained"]["bits"] == pytest.approx(3.0)
+    assert report["untrained"] == {"mean": pytest.approx(0.0, abs=1e-12), "std": pytest.approx(0.0, abs=1e-12),
+                                   "n": 2}
+    assert report["separation_sd"] > 3
+    # the same rows before and after training: no better than untrained
+    assert diagnostics.information_report(split, [split], n_shuffles=5)["state"] == "at baseline"
+    assert diagnostics.information_report(uniform, [uniform], n_shuffles=5)["state"] == "dissolved"
+    with pytest.raises(TypeError, match="untrained"):
+        diagnostics.information_report(split, split)

@@ -226,14 +226,19 @@ def ch10(p, on_cuda):
 
 def ch11(p, on_cuda):
     q = preset_sizes("lm", p.lm_scale, **preset_sizes("ch10", p.lm_scale).live_lm)  # the model chapter 10 saved
-    runs = [(f"lm gma K={q.n_components} (chapter 10's)", "gma", q.n_components),
-            (f"lm gma K={q.n_components} with the routing remedy", "gma", q.n_components)]
+    live = ("variance and balance", "balance", "information")  # the routers trained live beside chapter 10's
+    runs = [(f"lm gma K={q.n_components} (chapter 10's)", "gma", q.n_components)]
+    runs += [(f"lm gma K={q.n_components}, routing: {name}", "gma", q.n_components) for name in live]
     points = lm_points(q, runs, on_cuda, cached_first=True)
     forward = training_work(n_steps=0, batch_size=q.batch_size, seq_len=q.seq_len, d_model=q.d_model,
                             n_layers=q.n_layers, d_ff=q.d_ff, n_heads=q.n_heads, mixer="gma",
                             vocab_size=LM_VOCAB.get(q.source, 50_257), n_eval_tokens=p.n_tokens,
                             n_components=q.n_components)
-    points.append(Point("read the routing (two trained models, one untrained)", forward * 3))
-    shuffles = Work(10 * p.n_tokens * q.n_components, 0, 30) * (2 * p.n_shuffles)
-    points.append(Point("permutation baselines", shuffles, on="host"))
+    n_routers = 1 + len(live)
+    reads = n_routers * (1 + p.untrained_seeds) + p.untrained_seeds  # each router, its untrained draws, the control
+    points.append(Point(f"read the routing ({n_routers} trained models, {reads - n_routers} untrained)",
+                        forward * reads))
+    shuffles = Work(10 * p.n_tokens * q.n_components, 0, 30) * (2 * p.n_shuffles * (1 + p.untrained_seeds))
+    information = Work(10 * p.n_tokens * q.n_components * q.n_heads, 0, 30) * (n_routers * p.information_shuffles)
+    points.append(Point("permutation and shuffled baselines", shuffles + information, on="host"))
     return points

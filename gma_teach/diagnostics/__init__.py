@@ -43,6 +43,7 @@ from .information import (
     MIN_SHARE,
     ROUTING_STATES,
     information_from_log,
+    information_report,
     routing_information,
     routing_state,
     shuffled_information,
@@ -63,7 +64,8 @@ from .metrics import (
 
 __all__ = [
     "CATEGORIES", "EOS_STRINGS", "HEALTH_METRICS", "MIN_SHARE", "PAPER_TABLE4", "ROUTING_STATES", "as_labels",
-    "as_responsibilities", "information_from_log", "routing_information", "routing_state", "shuffled_information",
+    "as_responsibilities", "information_from_log", "information_report",
+    "routing_information", "routing_state", "shuffled_information",
     "capture_responsibilities", "component_summary", "contingency_table", "gma_layers", "hard_assignments",
     "head_averaged_tokens", "head_health", "lm_routing", "logit_term_spreads", "permutation_baseline",
     "responsibility_pca", "routing_health", "routing_logit_terms", "routing_metrics", "routing_report", "separation",

@@ -18,7 +18,7 @@ dissolved router's near-equal rows hand argmax wins to almost every component.
 
 :func:`routing_information` computes ``I`` (in bits and as a share of :math:`\\ln K`) with the mean maximum
 responsibility over its floor ``1/K``; :func:`shuffled_information` gives a baseline and its spread;
-:func:`routing_state` names a router *in use*, *collapsed* or *dissolved*.
+:func:`routing_state` names a router *in use*, *collapsed*, *dissolved* or *at baseline*.
 """
 from __future__ import annotations
 
@@ -28,11 +28,11 @@ import torch
 
 from .. import _checks
 
-__all__ = ["MIN_SHARE", "ROUTING_STATES", "information_from_log", "routing_information", "routing_state",
-           "shuffled_information"]
+__all__ = ["MIN_SHARE", "ROUTING_STATES", "information_from_log", "information_report", "routing_information",
+           "routing_state", "shuffled_information"]
 
-ROUTING_STATES = ("in use", "collapsed", "dissolved")
-"""The three names :func:`routing_state` gives a router."""
+ROUTING_STATES = ("in use", "collapsed", "dissolved", "at baseline")
+"""The four names :func:`routing_state` gives a router."""
 
 _LN2 = math.log(2.0)
 
@@ -145,8 +145,8 @@ def shuffled_information(resp, *, n_shuffles: int = 100, seed: int = 0) -> dict:
     generator = torch.Generator().manual_seed(seed)
     values = []
     for _ in range(n_shuffles):
-        order = torch.rand(n_heads, n_tokens, n_components, generator=generator).argsort(dim=1)
-        shuffled = resp.gather(1, order)
+        order = torch.stack([torch.randperm(n_tokens, generator=generator) for _ in range(n_heads * n_components)])
+        shuffled = resp.gather(1, order.view(n_heads, n_components, n_tokens).transpose(1, 2))  # each column
         totals = shuffled.sum(dim=-1, keepdim=True)
         shuffled = torch.where(totals > 0, shuffled / totals.clamp_min(1e-300),
                                torch.full_like(shuffled, 1.0 / n_components))
@@ -163,21 +163,25 @@ many standard deviations above a shuffle whose spread is smaller still: clearly 
 by an amount that matters."""
 
 
-def routing_state(information: float, *, usage_entropy: float, untrained: float, shuffled: dict,
-                  n_components: int, n_sd: float = 3.0, min_share: float = MIN_SHARE) -> str:
-    """Name a router from its information and its baselines: ``"in use"``, ``"collapsed"`` or ``"dissolved"``.
+def routing_state(information: float, *, usage_entropy: float, token_entropy: float, untrained: float,
+                  shuffled: dict, n_components: int, n_sd: float = 3.0, min_share: float = MIN_SHARE) -> str:
+    """Name a router from its information and its baselines: one of :data:`ROUTING_STATES`.
 
     The router is *in use* when its information (bits) is clearly above both baselines: above the untrained
     model's by at least ``min_share`` of :math:`\\log_2 K`, and more than ``n_sd`` standard deviations of the
-    shuffled baseline above that baseline's mean (and by at least ``min_share`` of it too). Otherwise
-    ``I = H(usage) - H(token)``
-    is small because both entropies are alike: *collapsed* when the usage entropy is below half of
-    :math:`\\ln K` (both low: a few components take the tokens), *dissolved* when it is above (both high: every
-    token spreads over the components).
+    shuffled baseline above that baseline's mean (and by at least ``min_share`` of it too). Otherwise, since
+    ``I = H(usage) - H(token)`` and the token entropy is never above the usage entropy:
+
+    * *collapsed* when the usage entropy is below half of :math:`\\ln K` (both low: a few components take the
+      tokens);
+    * *dissolved* when the token entropy is above half of :math:`\\ln K` (both high: every token spreads over the
+      components);
+    * *at baseline* otherwise: a router that sorts the tokens no better than its baselines do.
 
     Args:
         information: the router's ``I`` in bits (``routing_information(...)["bits"]``).
-        usage_entropy: its usage entropy as a share of :math:`\\ln K` (``routing_information(...)["usage_entropy"]``).
+        usage_entropy, token_entropy: its two entropies as shares of :math:`\\ln K` (from
+            :func:`routing_information`).
         untrained: the untrained model's ``I`` in bits.
         shuffled: :func:`shuffled_information` of the router (``{"mean", "std"}``).
         n_components: K (>= 2), for the margin ``min_share`` of :math:`\\log_2 K` bits.
@@ -186,6 +190,7 @@ def routing_state(information: float, *, usage_entropy: float, untrained: float,
     """
     information = _checks.number("information", information)
     usage_entropy = _checks.number("usage_entropy", usage_entropy)
+    token_entropy = _checks.number("token_entropy", token_entropy)
     untrained = _checks.number("untrained", untrained)
     n_sd = _checks.positive_number("n_sd", n_sd)
     margin = _checks.fraction("min_share", min_share) * math.log2(_checks.integer("n_components", n_components,
@@ -195,4 +200,36 @@ def routing_state(information: float, *, usage_entropy: float, untrained: float,
     if (information >= untrained + margin and information >= shuffled["mean"] + margin
             and information > shuffled["mean"] + n_sd * shuffled["std"]):
         return "in use"
-    return "collapsed" if usage_entropy < 0.5 else "dissolved"
+    if usage_entropy < 0.5:
+        return "collapsed"
+    return "dissolved" if token_entropy > 0.5 else "at baseline"
+
+
+def information_report(resp, untrained: list, *, n_shuffles: int = 20, seed: int = 0, n_sd: float = 3.0) -> dict:
+    """A router's information with both baselines, and the name :func:`routing_state` gives it.
+
+    Args:
+        resp: the trained router's responsibilities, ``(T, K)`` or ``(T, H, K)``.
+        untrained: the same model's responsibilities before training, one ``(T, K)`` or ``(T, H, K)`` tensor per
+            draw of its initialization (at least one; two or more give the untrained baseline a spread).
+        n_shuffles, seed: the shuffled baseline's draws (:func:`shuffled_information`).
+        n_sd: how many shuffled standard deviations count as clearly above.
+
+    Returns:
+        ``{"trained": routing_information(resp), "untrained": {"mean", "std", "n"} (bits), "shuffled":
+        shuffled_information(resp), "separation_sd": (bits - shuffled mean) / shuffled std, "state": one of
+        ROUTING_STATES}``.
+    """
+    if not isinstance(untrained, (list, tuple)) or not untrained:
+        raise TypeError(f"untrained must be a non-empty list of responsibility tensors, got {untrained!r:.60}")
+    trained = routing_information(resp)
+    draws = torch.tensor([routing_information(draw)["bits"] for draw in untrained], dtype=torch.float64)
+    spread = float(draws.std(correction=1)) if len(draws) > 1 else float("nan")
+    shuffled = shuffled_information(resp, n_shuffles=n_shuffles, seed=seed)
+    gap = trained["bits"] - shuffled["mean"]
+    separation = gap / shuffled["std"] if shuffled["std"] > 0 else (math.inf if gap > 0 else 0.0)
+    state = routing_state(trained["bits"], usage_entropy=trained["usage_entropy"],
+                          token_entropy=trained["token_entropy"], untrained=float(draws.max()), shuffled=shuffled,
+                          n_components=trained["n_components"], n_sd=n_sd)
+    return {"trained": trained, "untrained": {"mean": float(draws.mean()), "std": spread, "n": len(draws)},
+            "shuffled": shuffled, "separation_sd": separation, "state": state}

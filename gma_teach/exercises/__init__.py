@@ -19,7 +19,7 @@ from .ch07 import (check_causal_memory_bound, check_masked_softmax, check_matmul
 from .ch08 import check_gma_memory_extrapolation, check_loglog_slope, check_softmax_memory_prediction
 from .ch09 import check_cross_attention_gma, check_listops_evaluator, check_listops_tokenizer, check_multi_head_gma
 from .ch10 import check_chunked_causal_gma, check_k_sweep, check_pack, check_perplexity, check_state_bytes
-from .ch11 import check_mutual_information, check_purity, check_token_entropy
+from .ch11 import check_mutual_information, check_purity, check_routing_information, check_token_entropy
 
 __all__ = [
     "ExerciseError",
@@ -51,6 +51,7 @@ __all__ = [
     "check_read_memory",
     "check_recurrent_step",
     "check_responsibility_jacobian",
+    "check_routing_information",
     "check_softmax_attention",
     "check_softmax_backward",
     "check_softmax_memory_prediction",

@@ -1,4 +1,5 @@
-"""Chapter 11's exercises: weighted purity (11.1), normalized token entropy (11.2) and mutual information (11.3).
+"""Chapter 11's exercises: weighted purity (11.1), normalized token entropy (11.2), mutual information between
+component and category (11.3) and the information a router carries, between token and component (11.4).
 
 Each checker calls your function on random inputs of odd sizes (and on corner cases: one component taking every
 token, perfect alignment, one-hot rows) and compares it with :func:`gma_teach.diagnostics.routing_metrics`; it
@@ -14,7 +15,7 @@ import torch
 from .. import diagnostics
 from ._common import ExerciseError, call_reader, checker
 
-__all__ = ["check_mutual_information", "check_purity", "check_token_entropy"]
+__all__ = ["check_mutual_information", "check_purity", "check_routing_information", "check_token_entropy"]
 
 
 def _as_number(name: str, got) -> float:
@@ -138,3 +139,57 @@ def check_token_entropy(fn, *, seed: int = 0):
                 f"token entropy for T={n_tokens}, K={n_components}: got {got:.6f}, expected {expected:.6f}"
             )
     return "normalized by ln K, with 0 log 0 = 0."
+
+
+def _routers(seed: int):
+    """Responsibility matrices ``(T, K)``: random of odd sizes, and the corner cases a router's information must
+    get right (every token to one component, uniform rows, a perfect K-way split)."""
+    generator = torch.Generator().manual_seed(seed)
+    for n_tokens, n_components, scale in ((9, 3, 0.5), (31, 7, 3.0), (101, 11, 8.0)):
+        yield torch.softmax(scale * torch.randn(n_tokens, n_components, generator=generator, dtype=torch.float64), -1)
+    one_component = torch.zeros(12, 5, dtype=torch.float64)
+    one_component[:, 2] = 1.0
+    yield one_component
+    yield torch.full((10, 4), 0.25, dtype=torch.float64)
+    yield torch.eye(6, dtype=torch.float64).repeat(3, 1)
+
+
+def _hard_information(resp: torch.Tensor) -> float:
+    """The information of the argmax assignment alone, in bits: H(Z) of the winners (a common wrong answer)."""
+    counts = torch.bincount(resp.argmax(-1), minlength=resp.shape[-1]).double()
+    share = counts / counts.sum()
+    return float(-torch.special.xlogy(share, share).sum()) / math.log(2)
+
+
+@checker("11.4")
+def check_routing_information(fn, *, seed: int = 0):
+    """Exercise 11.4: check ``fn(resp) -> I`` in bits, the information a router's component carries about the token.
+
+    Args:
+        fn: your function; ``resp`` ``(T, K)`` float64 responsibilities (rows sum to 1; some rows one-hot, some
+            uniform) -> a float, :math:`I = H(\\bar\\gamma) - \\frac1T\\sum_t H(\\gamma_t)` in bits, with
+            :math:`\\bar\\gamma` the mean row and :math:`0 \\log 0 = 0`.
+        seed: seed of the random inputs.
+    """
+    for resp in _routers(seed):
+        reference = diagnostics.routing_information(resp)
+        expected = reference["bits"]
+        got = _as_number("routing information", call_reader(fn, resp.clone()))
+        if abs(got - expected) > _TOLERANCE:
+            log_k = math.log(resp.shape[-1])
+            if expected > 0 and abs(got - expected * math.log(2)) < _TOLERANCE:
+                raise ExerciseError("your value is in nats: divide by ln 2 for bits")
+            if expected > 0 and abs(got - reference["share"]) < _TOLERANCE:
+                raise ExerciseError("you divided by ln K (the share of the most there is); return I in bits")
+            if abs(got + expected) < _TOLERANCE and expected > 0:
+                raise ExerciseError("the sign is flipped: it is the entropy of the mean row minus the mean of the "
+                                    "rows' entropies (the mean row is the more spread of the two)")
+            if abs(got - reference["usage_entropy"] * log_k / math.log(2)) < _TOLERANCE:
+                raise ExerciseError("you returned the entropy of the mean row alone (the usage entropy); subtract "
+                                    "the mean of the rows' entropies")
+            if abs(got - _hard_information(resp)) < _TOLERANCE:
+                raise ExerciseError("you used the argmax winners: read the rows as distributions, so that a token "
+                                    "spread over all K components carries nothing")
+            raise ExerciseError(f"routing information for T={resp.shape[0]}, K={resp.shape[1]}: got {got:.6f}, "
+                                f"expected {expected:.6f} bits")
+    return "in bits, from the soft rows: collapsed and dissolved routers both carry none."

@@ -17,8 +17,10 @@ from .attention import (
 from .routing import (
     CATEGORY_COLORS,
     dominant_component_colors,
+    information_history,
     plot_component_categories,
     plot_component_usage,
+    plot_information_history,
     plot_responsibility_heatmap,
     plot_responsibility_pca,
     plot_token_strip,

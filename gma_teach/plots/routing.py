@@ -10,7 +10,8 @@ here) and, where needed, the ``T`` token strings or surface-form categories from
 * :func:`plot_component_usage` -- Fig. 4: soft usage of every component and the purity of the most-used ones;
 * :func:`plot_token_strip` -- Fig. 5: the tokens of a sequence coloured by their dominant component;
 * :func:`plot_responsibility_pca` -- Fig. 6: responsibility vectors projected on two principal components,
-  coloured by category and by component.
+  coloured by category and by component;
+* :func:`plot_information_history` -- the routing information of a study's arms over training (from records).
 """
 from __future__ import annotations
 
@@ -27,6 +28,8 @@ from ._style import new_figure
 __all__ = [
     "CATEGORY_COLORS",
     "dominant_component_colors",
+    "information_history",
+    "plot_information_history",
     "plot_component_categories",
     "plot_component_usage",
     "plot_responsibility_heatmap",
@@ -252,4 +255,54 @@ def plot_responsibility_pca(resp, categories: Sequence[str], *, max_points: int 
     for ax in (by_category, by_component):
         ax.set_xlabel(f"PC1 ({explained[0]:.1%} of variance)")
         ax.set_ylabel(f"PC2 ({explained[1]:.1%} of variance)")
+    return fig
+
+
+def information_history(run: dict, layer: int) -> tuple[list, list] | None:
+    """``(steps, bits)`` of one seed's training: the routing information of GMA layer ``layer`` (mean over its
+    heads) at initialization (step 0) and every evaluation, or ``None`` for a run that did not record it (records
+    made before the information was measured, or no GMA layer)."""
+    routing = run.get("routing")
+    if not routing or not routing.get("evaluations") or "information" not in routing["evaluations"][0][layer]:
+        return None
+    entries = [routing["initial"], *routing["evaluations"]]
+    return [0, *routing["steps"]], [float(np.mean(entry[layer]["information"])) for entry in entries]
+
+
+def plot_information_history(records: dict, *, n_components: int):
+    """The routing information over training, one panel per GMA layer, one line per arm: the mean over seeds of
+    each seed's mean over heads, the band spanning the seeds. The dotted line is :math:`\\log_2 K`, all there is.
+
+    Args:
+        records: ``{arm name: study record}`` (records without the information are named in the legend as such).
+        n_components: K, for the ceiling.
+
+    Returns:
+        the matplotlib ``Figure``; the legend sits below the panels, off the data.
+    """
+    if not isinstance(records, dict):
+        raise TypeError(f"records must be a dict of arm name -> record, got {type(records).__name__}")
+    _checks.integer("n_components", n_components, minimum=2)
+    n_layers = max((len(run["routing"]["initial"]) for record in records.values() for run in record["runs"]
+                    if run.get("routing")), default=1)
+    fig, axes = new_figure(n_layers, 1, height=3.0)
+    ceiling = float(np.log2(n_components))
+    for layer, ax in enumerate(axes[0]):
+        for index, (name, record) in enumerate(records.items()):
+            histories = [h for h in (information_history(run, layer) for run in record["runs"]) if h]
+            if not histories:
+                continue
+            steps = histories[0][0]
+            values = np.array([h[1] for h in histories if h[0] == steps])
+            label = f"{name} ({len(values)} seed{'s' if len(values) > 1 else ''})"
+            ax.plot(steps, values.mean(axis=0), marker="o", ms=3, color=f"C{index}", label=label if layer == 0
+                    else None)
+            if len(values) > 1:
+                ax.fill_between(steps, values.min(axis=0), values.max(axis=0), color=f"C{index}", alpha=0.15)
+        ax.axhline(ceiling, color="grey", lw=0.8, ls=":")
+        ax.set(xlabel="training step", ylabel="information (bits)" if layer == 0 else None,
+               title=f"layer {layer}", ylim=(0, ceiling * 1.05))
+    handles, labels = axes[0][0].get_legend_handles_labels()
+    if handles:
+        fig.legend(handles, labels, loc="outside lower center", ncol=min(3, len(handles)), fontsize=8)
     return fig
