@@ -207,6 +207,20 @@ def mqar_gap_probabilities(n_slots: int, power_a: float = 0.01) -> torch.Tensor:
     return weights / weights.sum()
 
 
+def _first_of_random_order(uniform: torch.Tensor, count: int) -> torch.Tensor:
+    """``uniform.argsort(dim=1)[:, :count]`` without sorting every row: the ``count`` smallest by ``topk``, and
+    ``argsort`` only for the rows where two of the ``count + 1`` smallest draws are equal (float32 draws tie now and
+    then, and ``argsort`` orders ties its own way), so the result is the same, draw for draw."""
+    if count >= uniform.shape[1]:
+        return uniform.argsort(dim=1)[:, :count]
+    smallest = uniform.topk(count + 1, dim=1, largest=False, sorted=True)
+    chosen = smallest.indices[:, :count].clone()
+    tied = (smallest.values[:, 1:] == smallest.values[:, :-1]).any(dim=1)
+    if tied.any():
+        chosen[tied] = uniform[tied].argsort(dim=1)[:, :count]
+    return chosen
+
+
 def mqar(n_examples: int, seq_len: int, n_pairs: int, *, vocab_size: int, seed: int = 0, power_a: float = 0.01,
          random_fill: bool = True) -> MQARData:
     """Multi-query associative recall (MQAR) after the rules of Zoology (Arora, Eyuboglu et al., 2023).
@@ -249,8 +263,9 @@ def mqar(n_examples: int, seq_len: int, n_pairs: int, *, vocab_size: int, seed: 
     n_slots = (seq_len - context) // 2
     probabilities = mqar_gap_probabilities(n_slots, power_a)
     generator = torch.Generator().manual_seed(seed)
-    keys = torch.rand(n_examples, n_keys, generator=generator).argsort(dim=1)[:, :n_pairs]
-    values = n_keys + torch.rand(n_examples, vocab_size - n_keys, generator=generator).argsort(dim=1)[:, :n_pairs]
+    keys = _first_of_random_order(torch.rand(n_examples, n_keys, generator=generator), n_pairs)
+    values = n_keys + _first_of_random_order(torch.rand(n_examples, vocab_size - n_keys, generator=generator),
+                                             n_pairs)
     # Weighted draws without replacement: the n_pairs largest of log p + Gumbel noise (successive sampling).
     uniform = torch.rand(n_examples, n_slots, generator=generator, dtype=torch.float64).clamp_min(1e-300)
     slots = (probabilities.log() - (-uniform.log()).log()).topk(n_pairs, dim=1).indices

@@ -189,19 +189,26 @@ def epoch_order(n_items, batch_size, seed, *, lengths=None, length_buckets=0):
     return torch.cat([full.flatten(), order[n_full * batch_size:]])
 
 
-def _loss_and_count(model, batch, task, device):
-    """Mean loss of a batch, the number of predictions in it and (classify) the number correct."""
+def _correct(logits, labels, count_correct: bool) -> int:
+    """How many arg-max predictions are right, or 0 without counting (a training step, which discards it: no
+    arg-max and no wait for the device)."""
+    return int((logits.argmax(-1) == labels).sum()) if count_correct else 0
+
+
+def _loss_and_count(model, batch, task, device, *, count_correct=True):
+    """Mean loss of a batch, the number of predictions in it and (classify, queries; with ``count_correct``) the
+    number correct."""
     if task == "classify":
         tokens, labels = (t.to(device) for t in batch)
         logits = model(tokens)
         loss = F.cross_entropy(logits.float(), labels)
-        return loss, labels.numel(), int((logits.argmax(-1) == labels).sum()), tokens.numel()
+        return loss, labels.numel(), _correct(logits, labels, count_correct), tokens.numel()
     if task == "queries":
         tokens, labels = (t.to(device) for t in batch)
         where = labels != IGNORED_LABEL
         logits, targets = model.logits_at(tokens, where), labels[where]
         loss = F.cross_entropy(logits.float(), targets)
-        return loss, targets.numel(), int((logits.argmax(-1) == targets).sum()), tokens.numel()
+        return loss, targets.numel(), _correct(logits, targets, count_correct), tokens.numel()
     blocks = batch.to(device)
     logits = model(blocks[:, :-1])
     loss = F.cross_entropy(logits.float().flatten(0, 1), blocks[:, 1:].flatten())
@@ -411,7 +418,7 @@ def fit(model, train_data, *, val_data=None, epochs=None, steps=None, lr=3e-4, w
                                 length_buckets=length_buckets)
         batch = _batch(train_set, order[position * batch_size:(position + 1) * batch_size], pad_id)
         with torch.autocast(device.type, dtype=dtype, enabled=dtype is not None):
-            loss, _, _, n_tokens = _loss_and_count(model, batch, task, device)
+            loss, _, _, n_tokens = _loss_and_count(model, batch, task, device, count_correct=False)
             extra = auxiliary() if auxiliary is not None else None
         loss_value = float(loss.detach())
         if not math.isfinite(loss_value):
