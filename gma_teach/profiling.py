@@ -18,6 +18,8 @@ from .runs.profile_tables import (
     PAPER_TABLE_1,
     TARGETS,
     block_ratios,
+    block_verdicts,
+    extra_time,
     fit_slopes,
     format_block_table,
     format_breakdown,
@@ -39,11 +41,11 @@ from .runs.profiling import (
     table1_options,
 )
 
-__all__ = ["BLOCK_MIXERS", "BLOCK_SEQ_LENS", "DEFAULT_MIXERS", "PAPER_TABLE_1", "TARGETS", "block_fits",
-           "block_mixer", "block_ratios", "fit_slopes", "format_block_table", "format_breakdown", "format_table",
-           "interleaved_run", "label_of", "load_recorded", "main", "memory_crossing", "n_sweep",
-           "paper_memory_crossing", "profile_mixer", "run_block_record", "run_recorded", "saved_for_backward",
-           "sweep", "sweep_config", "table1_options", "time_by_operator"]
+__all__ = ["BLOCK_MIXERS", "BLOCK_SEQ_LENS", "DEFAULT_MIXERS", "PAPER_TABLE_1", "TARGETS", "block_fits", "block_mixer",
+           "block_ratios", "block_verdicts", "extra_time", "fit_slopes", "format_block_table", "format_breakdown",
+           "format_table", "interleaved_run", "label_of", "load_recorded", "main", "memory_crossing", "n_sweep",
+           "paper_memory_crossing", "profile_mixer", "run_block_record", "run_recorded", "saved_for_backward", "sweep",
+           "sweep_config", "table1_options", "time_by_operator"]
 
 
 if __name__ == "__main__":

@@ -9,8 +9,9 @@ import json
 
 from ..measure import loglog_slope
 
-__all__ = ["PAPER_TABLE_1", "TARGETS", "block_ratios", "fit_slopes", "format_block_table", "format_breakdown",
-           "format_table", "label_of", "load_recorded", "memory_crossing", "n_sweep", "paper_memory_crossing"]
+__all__ = ["PAPER_TABLE_1", "TARGETS", "block_ratios", "block_verdicts", "extra_time", "fit_slopes",
+           "format_block_table", "format_breakdown", "format_table", "label_of", "load_recorded", "memory_crossing",
+           "n_sweep", "paper_memory_crossing"]
 
 #: Table 1 of the paper, typed in from its Section 5.1 -- one block, forward + backward, on the authors' unnamed
 #: GPU -- as ``{label: {N: (memory_gb, tokens_per_second, params_millions)}}``. The paper's own numbers, not
@@ -203,3 +204,39 @@ def format_breakdown(rows, *, top=6, width=75) -> str:
                      f"{len(rest)} more lines (the mixture's coefficients)"[:width])
     lines.append(f"{sum(r['bytes'] for r in rows) / 2**20:6.2f} MiB in all")
     return "\n".join(lines)
+
+
+def extra_time(record, form, *, top=3) -> list[tuple[str, float]]:
+    """Where GMA's time goes beyond linear attention's in a ``--block`` record's breakdown (``form``:
+    ``"bidirectional"`` or ``"causal"``): the ``top`` ATen operators (``"aten::"`` dropped) by GMA's seconds per call
+    minus linear attention's, largest first, as ``(operator, extra seconds)``; operators in ``"other"`` are left
+    out."""
+    def seconds(label):
+        return {r["op"].removeprefix("aten::"): r["seconds"] for r in record["breakdown"][f"{form}/{label}"]["time"]
+                if r["op"] != "other"}
+
+    gma, linear = seconds("gma"), seconds("linear")
+    extra = [(op, gma[op] - linear.get(op, 0.0)) for op in gma]
+    return sorted(extra, key=lambda item: -item[1])[:top]
+
+
+def block_verdicts(record) -> list[str]:
+    """One line per form and ``N`` of a ``--block`` record: GMA's memory and tokens/s against linear attention's,
+    judged by :data:`TARGETS` (met, or by how much it is missed); then, per form with a missed speed target, the
+    operators that cost GMA its extra time (:func:`extra_time`). Lines of at most 75 characters."""
+    lines = []
+    ratios = block_ratios(record)
+    for r in ratios:
+        memory = (f"memory {r['memory_ratio']:.2f}x " + ("(met)" if r["memory_ok"] else
+                  f"({r['memory_ratio'] - TARGETS['memory']:.2f} over {TARGETS['memory']})"))
+        speed = (f"speed {r['speed_ratio']:.2f}x " + ("(met)" if r["speed_ok"] else
+                 f"({TARGETS['speed'] - r['speed_ratio']:.2f} short of {TARGETS['speed']})"))
+        form = "bidir" if r["form"] == "bidirectional" else r["form"]
+        lines.append(f"{form:6s} N = {r['seq_len']:6,d}: {memory}; {speed}")
+    for form in dict.fromkeys(r["form"] for r in ratios):
+        if all(r["speed_ok"] for r in ratios if r["form"] == form):
+            continue
+        costs = ", ".join(f"{op} +{1e3 * t:.0f} ms" for op, t in extra_time(record, form))
+        n = record["config"]["breakdown_len"]
+        lines.append(f"{form}, N = {n:,}, GMA's extra time per call: {costs}"[:75])
+    return lines
