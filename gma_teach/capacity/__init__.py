@@ -21,6 +21,11 @@ reads off the recall study's table.
 * **The guessing floor.** :func:`guessing_floor` is the accuracy of a model that stores nothing but knows the answer
   is one of the ``n`` values in its context: ``1/n`` at each kv count (:func:`mean_guessing_floor` averages it over
   the counts, as the study's metric averages accuracy).
+* **The fast-weight capacity test.** Schlag, Irie and Schmidhuber's Setting 1 (``S`` distinct pairs, one
+  query, one layer): :func:`fast_weight_data` draws its sequences, :class:`FastWeightModel` is one registered mixer
+  with fixed random value embeddings, :func:`train_fast_weight` trains it under their :class:`StoppingRule`,
+  :func:`retrieval_scores` scores it by the nearest value embedding, and :func:`fast_weight_seed` runs one arm and
+  seed of ``gma_teach.designs.CAPACITY_STUDY`` over its grid of ``S`` (module ``_fast_weight``).
 * **The study's table.** :func:`check_recall_table` validates the table the recall study's records give (format in
   its docstring); :func:`recall_findings` (with its part :func:`forgetting_findings`) and
   :func:`when_to_choose_gma` turn it into sentences, every number computed from the table;
@@ -29,9 +34,9 @@ reads off the recall study's table.
   GMA arms that keep exactly linear attention's state.
 
 The package's modules are private (``_exact``: the demo, random routing and forgetting; ``_table``: state bytes, the
-live run, the guessing floor and the table; ``_findings``: the sentences): every name is imported from
-``gma_teach.capacity``. Which arms are forgetting or hybrid arms, what each is compared with and which mixers'
-routing can collapse are read from the mixers' registry (:mod:`gma_teach.mixers`).
+live run, the guessing floor and the table; ``_findings``: the sentences; ``_fast_weight``: the capacity test):
+every name is imported from ``gma_teach.capacity``. Which arms are forgetting or hybrid arms, what each is compared
+with and which mixers' routing can collapse are read from the mixers' registry (:mod:`gma_teach.mixers`).
 """
 from ..baselines import MIXERS, make_mixer
 from ..layer import LM_ROUTING_REMEDY
@@ -65,6 +70,20 @@ from ._table import (
     default_routing_floor,
 )
 from ._findings import recall_findings, forgetting_findings, when_to_choose_gma
+from ._fast_weight import (
+    FAST_WEIGHT_SIZES,
+    FastWeightBatch,
+    FastWeightModel,
+    StoppingRule,
+    fast_weight_batch,
+    fast_weight_data,
+    value_embeddings,
+    reconstruction_loss,
+    nearest_value,
+    retrieval_scores,
+    train_fast_weight,
+    fast_weight_seed,
+)
 
 # The documented names, in the book's order (the package-level names imported above, MIXERS, make_mixer,
 # read_memory, ..., stay importable from here, as before the module was split).
@@ -74,6 +93,9 @@ __all__ = [
     "measured_state_bytes", "shrink_study", "routing_share", "guessing_floor", "mean_guessing_floor",
     "check_recall_table", "table_entries", "gma_size", "recall_findings", "forgetting_findings",
     "uses_default_routing", "equal_state_points", "default_routing_floor", "when_to_choose_gma",
+    "FAST_WEIGHT_SIZES", "FastWeightBatch", "FastWeightModel", "StoppingRule", "fast_weight_batch",
+    "fast_weight_data", "value_embeddings", "reconstruction_loss", "nearest_value", "retrieval_scores",
+    "train_fast_weight", "fast_weight_seed",
 ]
 
 # The package's data, documented here (the page documents a name with the docstring its package gives it).

@@ -6,16 +6,21 @@ from collections.abc import Mapping
 from dataclasses import dataclass, field
 from types import MappingProxyType
 
-__all__ = ["ALPHA", "Arm", "EXPERIMENTS", "KMEANS_BLOCKS", "METRICS", "MetricFacts", "PREPARATIONS", "Study",
-           "as_study", "metric_facts", "thawed"]
+__all__ = ["ALPHA", "Arm", "CAPACITY_PRIMARY_PAIRS", "EXPERIMENTS", "KMEANS_BLOCKS", "METRICS", "MetricFacts",
+           "PREPARATIONS", "Study", "as_study", "metric_facts", "thawed"]
 
 ALPHA = 0.05
 """The level of every declared family, after Holm's correction (5%); a study with a declared second look tests
 each look at half of it."""
 
-EXPERIMENTS = ("lm", "listops", "text", "recall")
-"""What a study trains, by name (``lm``, ``listops``, ``text``, ``recall``): a causal language model, an encoder
-classifier on ListOps or the Text stand-in, or the recall models of chapter 12 (MQAR, one record per arm and width)."""
+EXPERIMENTS = ("lm", "listops", "text", "recall", "capacity")
+"""What a study trains, by name (``lm``, ``listops``, ``text``, ``recall``, ``capacity``): a causal language model,
+an encoder classifier on ListOps or the Text stand-in, the recall models of chapter 12 (MQAR, one record per arm and
+width), or chapter 12's fast-weight capacity test (one layer, one model per number of stored pairs)."""
+
+CAPACITY_PRIMARY_PAIRS = (80, 120, 160, 200)
+"""The numbers of stored pairs ``S`` at which the capacity study's primary family compares arms (each a metric
+``retrieval_accuracy_s<S>``)."""
 
 PREPARATIONS = ("kmeans",)
 """What an arm may do to its model before training (``kmeans`` sets the GMA means from k-means of routing vectors)."""
@@ -198,13 +203,17 @@ METRICS = MappingProxyType({m.name: m for m in (
                 "routing information (bits)"),
     MetricFacts("test_mean", "run", "test_mean", False, 100.0, 1, " points", "recall accuracy",
                 "test accuracy, mean over the kv-pair counts (%)"),
+    *(MetricFacts(f"retrieval_accuracy_s{n}", "retrieval_accuracy", str(n), False, 100.0, 1, " points",
+                  f"retrieval accuracy at S={n}", f"retrieval accuracy at S = {n} (%)")
+      for n in CAPACITY_PRIMARY_PAIRS),
 )})
 """The one table of metric facts, ``name -> MetricFacts``, saying where each metric sits in a run's record, which
 way is better, how a difference is printed and how a figure labels it. ``test_accuracy`` is what a classifier's record
 calls its test accuracy: that of the best epoch on the validation split. ``last_epoch_test_accuracy`` is the
 accuracy on the validation split after the last epoch, which is the test accuracy of the last epoch's weights only
 for a study whose validation split is its test split (the Text stand-in). ``test_mean`` is a recall run's query
-accuracy on the test split, averaged over the kv-pair counts."""
+accuracy on the test split, averaged over the kv-pair counts. ``retrieval_accuracy_s<S>`` is a capacity run's share
+of test queries whose nearest value embedding is the stored one, at ``S`` stored pairs."""
 
 
 def metric_facts(name: str) -> MetricFacts:

@@ -20,10 +20,12 @@ from collections.abc import Callable
 from dataclasses import dataclass
 from types import MappingProxyType, SimpleNamespace
 
+from ..capacity import fast_weight_seed
 from ..designs import KMEANS_BLOCKS, Arm, Study, as_study, thawed
 from ..environment import device, preset
 from ..models import init_routing_means
 from ..records import PROVENANCE_KEYS, provenance, write_record
+from ..stats import describe
 from .arm_records import chosen_lr, load_arm, record_path, recorded_under, summarize_arm
 from .classification import classification_seed, listops_data, text_data
 from .language_model import lm_data, lm_seed
@@ -60,7 +62,11 @@ def resolve(study: Study, arm: str, width: int | None = None) -> RunConfig:
     over it."""
     study = as_study(study)
     chosen = study.arm(arm)
-    if study.experiment == "recall":
+    if study.experiment == "capacity":  # pins every size itself, like recall, without widths
+        if width is not None:
+            raise ValueError(f"study {study.name!r} has no widths, got width {width!r}")
+        sizes = dict(thawed(study.setting))
+    elif study.experiment == "recall":
         if width not in (study.widths or ()):
             raise ValueError(f"width must be one of the study's widths {study.widths}, got {width!r}")
         sizes = dict(thawed(study.setting))
@@ -107,8 +113,13 @@ def _recall(config: RunConfig, seed: int, lr: float, data, progress: bool) -> di
     return recall_seed(config.namespace(), config.arm, lr, seed, data, progress=progress, arm_name=config.arm_name)
 
 
+def _capacity(config: RunConfig, seed: int, lr: float, data, progress: bool) -> dict:
+    arm = config.arm
+    return fast_weight_seed(config.sizes, arm.mixer, arm.options, seed, progress=progress, label=config.arm_name)
+
+
 SEED_TRAINERS: dict[str, Callable] = {"lm": _lm, "listops": _classification, "text": _classification,
-                                      "recall": _recall}
+                                      "recall": _recall, "capacity": _capacity}
 """The pluggable part of the runner, ``experiment -> trainer(config, seed, lr, data, progress) -> run record``."""
 
 
@@ -117,6 +128,8 @@ def _describe(run: dict, experiment: str) -> str:
         return f"val loss {run['val']['loss']:.4f}, {run['val']['bits_per_byte']:.4f} bits/byte"
     if experiment == "recall":
         return f"test {run['test_mean']:.3f} (val {run['val_mean']:.3f})"
+    if experiment == "capacity":
+        return "retrieval " + ", ".join(f"S={n} {a:.2f}" for n, a in run["retrieval_accuracy"].items())
     return f"test accuracy {run['test']['accuracy']:.4f}"
 
 
@@ -208,7 +221,8 @@ def run_arm(study: Study, arm: str, *, seeds=None, width: int | None = None, fol
         if swept:
             record["chosen_lr"] = chosen_lr(record)
         else:
-            record["summary"] = summarize_arm(study, arm, record["runs"])
+            record["summary"] = (_capacity_summary(record["runs"]) if study.experiment == "capacity"
+                                 else summarize_arm(study, arm, record["runs"]))
             record["complete"] = set(study.seeds) <= {r["seed"] for r in record["runs"]}
         record.update({key: origin[key] for key in PROVENANCE_KEYS})
         write_record(path, record)
@@ -218,9 +232,19 @@ def run_arm(study: Study, arm: str, *, seeds=None, width: int | None = None, fol
     return record
 
 
+def _capacity_summary(runs: list[dict]) -> dict:
+    """A capacity arm's seeds and, at each ``S``, the mean and std over seeds of its retrieval accuracy."""
+    return {"seeds": [r["seed"] for r in runs],
+            "retrieval_accuracy": {n: describe([r["retrieval_accuracy"][n] for r in runs])
+                                   for n in runs[0]["retrieval_accuracy"]}}
+
+
 def study_data(study: Study):
-    """The data every arm of ``study`` trains on (loaded once per command)."""
+    """The data every arm of ``study`` trains on (loaded once per command; a capacity study draws its own from
+    each run's seed, so it has none to load: ``{}``)."""
     study = as_study(study)
+    if study.experiment == "capacity":
+        return {}
     if study.experiment == "recall":
         return recall_data(study)
     q = resolve(study, next(iter(study.arms))).namespace()  # the data do not depend on the arm

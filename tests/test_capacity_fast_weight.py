@@ -1,0 +1,207 @@
+"""The fast-weight capacity test (gma_teach.capacity, module _fast_weight) and its study through the one runner."""
+from __future__ import annotations
+
+import json
+
+import pytest
+import torch
+
+from gma_teach import designs
+from gma_teach.baselines import make_mixer, mixer_state_bytes
+from gma_teach.capacity import (
+    FastWeightModel,
+    StoppingRule,
+    fast_weight_batch,
+    fast_weight_data,
+    nearest_value,
+    reconstruction_loss,
+    retrieval_scores,
+    train_fast_weight,
+    value_embeddings,
+)
+from gma_teach.layer import LM_ROUTING_REMEDY
+from gma_teach.study import run_arm
+
+
+@pytest.fixture(autouse=True)
+def one_thread():
+    """One torch thread: the models are tiny, and on a shared machine more threads only wait for each other."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
+# ------------------------------------------------------------------------------------------------ the task
+@pytest.mark.parametrize("n_pairs", [2, 7, 33])
+def test_keys_and_values_are_permutations_and_the_query_is_stored(n_pairs):
+    data = fast_weight_data(50, n_pairs, seed=3)
+    assert data.keys.shape == data.values.shape == (50, n_pairs) and data.query.shape == (50,)
+    assert data.keys.dtype == data.values.dtype == data.query.dtype == torch.int64
+    expected = torch.arange(n_pairs).expand(50, n_pairs)
+    assert torch.equal(data.keys.sort(dim=1).values, expected)  # every key once: unique
+    assert torch.equal(data.values.sort(dim=1).values, expected)
+    assert ((data.query >= 0) & (data.query < n_pairs)).all()
+    for row in range(50):  # the asked key is one of the stored keys, and the target is the value stored with it
+        position = int((data.keys[row] == data.asked[row]).nonzero())
+        assert position == int(data.query[row])
+        assert int(data.values[row, position]) == int(data.target[row])
+
+
+def test_the_same_seed_gives_the_same_sequences_and_another_seed_others():
+    a, b, c = (fast_weight_data(20, 10, seed=s) for s in (5, 5, 6))
+    assert torch.equal(a.keys, b.keys) and torch.equal(a.values, b.values) and torch.equal(a.query, b.query)
+    assert not torch.equal(a.keys, c.keys)
+    first = fast_weight_batch(4, 10, generator=torch.Generator().manual_seed(1))
+    second = fast_weight_batch(4, 10, generator=torch.Generator().manual_seed(1))
+    assert torch.equal(first.keys, second.keys)
+
+
+def test_queries_are_spread_over_the_positions():
+    data = fast_weight_data(4000, 8, seed=0)
+    counts = torch.bincount(data.query, minlength=8).double()
+    assert (counts - 500).abs().max() < 100  # uniform: 500 each, the bound is about 4.8 standard deviations
+
+
+def test_bad_input_is_refused_with_the_argument_named():
+    with pytest.raises(ValueError, match="n_pairs"):
+        fast_weight_data(4, 1, seed=0)
+    with pytest.raises(ValueError, match="n_examples|batch_size"):
+        fast_weight_data(0, 4, seed=0)
+    with pytest.raises(ValueError, match="seed"):
+        fast_weight_data(4, 4, seed=-1)
+    with pytest.raises(TypeError, match="generator"):
+        fast_weight_batch(4, 4, generator=0)
+    with pytest.raises(ValueError, match="dim"):
+        value_embeddings(4, 0, seed=0)
+    with pytest.raises(ValueError, match="shape"):
+        reconstruction_loss(torch.zeros(2, 3), torch.zeros(2, 4))
+    model = FastWeightModel(6, "linear", d_model=8)
+    with pytest.raises(ValueError, match="pairs"):
+        model(fast_weight_data(2, 5, seed=0))
+    with pytest.raises(ValueError, match="patience"):
+        StoppingRule(patience=-1)
+
+
+def test_value_embeddings_are_fixed_unit_rows():
+    table = value_embeddings(30, 16, seed=2)
+    assert table.shape == (30, 16)
+    torch.testing.assert_close(table.norm(dim=-1), torch.ones(30))
+    assert torch.equal(table, value_embeddings(30, 16, seed=2))
+
+
+# ------------------------------------------------------------------------------------------------ loss and score
+def test_reconstruction_loss_against_a_float64_spec():
+    read, target = torch.randn(5, 7, dtype=torch.float64), torch.randn(5, 7, dtype=torch.float64)
+    spec = sum(0.5 * sum((float(read[b, i]) - float(target[b, i])) ** 2 for i in range(7)) for b in range(5)) / 5
+    assert float(reconstruction_loss(read, target)) == pytest.approx(spec, rel=1e-12)
+
+
+def test_nearest_value_finds_the_closest_row():
+    table = value_embeddings(11, 5, seed=0)
+    noisy = table[[3, 7, 0]] + 0.01 * torch.randn(3, 5)
+    assert nearest_value(noisy, table).tolist() == [3, 7, 0]
+
+
+# ------------------------------------------------------------------------------------------------ the model
+@pytest.mark.parametrize("mixer, options", [("sdpa", {}), ("linear", {}), ("performer", {"n_features": 16}),
+                                            ("gma", {"n_components": 8}),
+                                            ("gma", {"n_components": 8, **LM_ROUTING_REMEDY})])
+def test_the_model_mixes_its_context(mixer, options):
+    """The read at the query moves when a stored pair changes, and not when nothing does."""
+    torch.manual_seed(0)
+    model = FastWeightModel(9, mixer, d_model=16, **options).eval()
+    data = fast_weight_data(4, 9, seed=1)
+    read = model(data)
+    assert read.shape == (4, 16)
+    assert torch.equal(read, model(data))
+    other = data.values.clone()
+    for row in range(4):  # swap two values that are not the asked one: the context changes, the query does not
+        free = [p for p in range(9) if p != int(data.query[row])]
+        other[row, free[0]], other[row, free[1]] = data.values[row, free[1]], data.values[row, free[0]]
+    moved = model(type(data)(data.keys, other, data.query))
+    assert (moved - read).abs().amax() > 1e-4
+
+
+def test_the_value_path_starts_as_the_identity():
+    """A read that lands on the right pair gives back its value exactly at initialization: with SDPA made to
+    attend only to the matching key, the model's output is the stored value."""
+    model = FastWeightModel(12, "sdpa", d_model=16).eval()
+    data = fast_weight_data(3, 12, seed=4)
+    tokens = model.tokens(data)
+    chosen = tokens.gather(1, data.query[:, None, None].expand(-1, 1, 16))[:, 0]
+    mixed = model.mixer.out_proj(model.mixer.v_proj(chosen))  # attention all on the stored pair
+    read = model.readout(torch.cat([mixed, model.key_table(data.asked)], dim=-1))
+    torch.testing.assert_close(read, model.value_table[data.target])
+
+
+def test_equal_state_pair_and_state_bytes():
+    """GMA with K = 64 and linear attention with 64 features (key size 64) keep the same state."""
+    linear, gma = (FastWeightModel(20, name, **options) for name, options in
+                   (("linear", {}), ("gma", {"n_components": 64, **LM_ROUTING_REMEDY})))
+    assert linear.state_bytes() == gma.state_bytes() == 64 * 65 * 4
+    assert linear.state_bytes() == mixer_state_bytes(make_mixer("linear", 64, 1, causal=True), 21)
+
+
+# ------------------------------------------------------------------------------------------------ stopping
+def test_the_stopping_rule_stops_at_the_target_and_on_a_plateau():
+    rule = StoppingRule(target=1e-3, patience=2)
+    assert [rule.update(loss) for loss in (0.5, 0.4, 0.3)] == [None, None, None]
+    assert rule.update(0.0009) == "target"
+    rule = StoppingRule(target=1e-3, patience=2)
+    verdicts = [rule.update(loss) for loss in (0.5, 0.4, 0.41, 0.4, 0.45)]
+    assert verdicts == [None, None, None, None, "plateau"]  # more than 2 evaluations without a new best
+    rule = StoppingRule(target=1e-3, patience=2)
+    assert [rule.update(loss) for loss in (0.5, 0.6, 0.6, 0.3, 0.6, 0.6)] == [None] * 6  # a new best resets
+
+
+def test_training_stops_by_the_rule_before_max_steps():
+    """A plateau rule of patience 0 stops at the first evaluation that is not a new best, long before the cap."""
+    torch.manual_seed(0)
+    model = FastWeightModel(6, "linear", d_model=8)
+    val = fast_weight_data(16, 6, seed=9)
+    trained = train_fast_weight(model, seed=0, val=val, lr=0.0, max_steps=1_000, eval_every=5,
+                                rule=StoppingRule(patience=0))
+    assert trained["stopped"] == "plateau" and trained["steps"] == 10
+    assert trained["curve"]["steps"] == [5, 10]
+
+
+def test_training_learns_a_small_memory():
+    torch.manual_seed(0)
+    model = FastWeightModel(4, "sdpa", d_model=16)
+    val = fast_weight_data(64, 4, seed=9)
+    before = retrieval_scores(model, val)
+    trained = train_fast_weight(model, seed=0, val=val, max_steps=300, eval_every=50)
+    after = retrieval_scores(model, val)
+    assert after["loss"] < 0.5 * before["loss"] and trained["steps"] <= 300
+
+
+# ------------------------------------------------------------------------------------------------ the study
+def test_the_study_is_declared_with_its_equal_state_family():
+    study = designs.STUDIES["capacity"]
+    assert study is designs.CAPACITY_STUDY and study.experiment == "capacity"
+    assert study.primary == (("gma_k64_remedy", "linear"),) and len(study.seeds) >= 5
+    remedy = study.arm("gma_k64_remedy")
+    assert {k: v for k, v in remedy.options.items() if k != "n_components"} == LM_ROUTING_REMEDY
+    assert all(n > 64 for n in designs.CAPACITY_PRIMARY_PAIRS)
+    assert set(designs.CAPACITY_PRIMARY_PAIRS) <= set(study.setting["n_pairs"])
+
+
+def test_one_seed_through_the_runner_is_recorded_and_resumed(tmp_path):
+    study = designs.CAPACITY_STUDY.with_changes(
+        seeds=(0, 1), setting={"n_pairs": (4, 6), "d_model": 16, "max_steps": 4, "eval_every": 2, "n_eval": 8,
+                               "n_test": 8})
+    record = run_arm(study, "gma_k64_remedy", seeds=(0,), folder=tmp_path, command="test")
+    path = tmp_path / "capacity_gma_k64_remedy.json"
+    on_disk = json.loads(path.read_text())
+    assert on_disk["runs"][0]["seed"] == 0 and on_disk["complete"] is False
+    run = on_disk["runs"][0]
+    assert set(run["retrieval_accuracy"]) == {"4", "6"} and all(0 <= a <= 1 for a in run["retrieval_accuracy"].values())
+    assert all(steps <= 4 for steps in run["steps"].values())
+    assert run["state_bytes"]["4"] == 64 * 17 * 4  # K = 64 slots of d_value + 1 = 17 float32 numbers
+    assert {"commit", "date", "command"} <= set(on_disk) and "provenance" in run
+    assert on_disk["summary"]["seeds"] == [0]
+    again = run_arm(study, "gma_k64_remedy", seeds=(0,), folder=tmp_path, command="test")  # nothing left to run
+    assert again["runs"] == record["runs"]
+    both = run_arm(study, "gma_k64_remedy", folder=tmp_path, command="test")
+    assert [r["seed"] for r in both["runs"]] == [0, 1] and both["complete"] is True
