@@ -42,7 +42,7 @@ from ..baselines import MIXERS, make_mixer
 from ..layer import LM_ROUTING_REMEDY
 from ..mixing import read_memory, write_memory
 from ..stats import paired_difference
-from . import _exact
+from . import _exact, _fast_weight
 from ._exact import (
     round_robin,
     slot_routing,
@@ -71,7 +71,6 @@ from ._table import (
 )
 from ._findings import recall_findings, forgetting_findings, when_to_choose_gma
 from ._fast_weight import (
-    FAST_WEIGHT_SIZES,
     FastWeightBatch,
     FastWeightModel,
     StoppingRule,
@@ -102,3 +101,6 @@ __all__ = [
 TIES = _exact.TIES
 """The two ways a tied arg-max is scored. ``"share"`` gives ``1/m`` to a read whose correct value is one of ``m`` tied
 maxima (a fair coin's expected score), ``"fail"`` counts any tie as a miss."""
+
+FAST_WEIGHT_SIZES = _fast_weight.FAST_WEIGHT_SIZES
+"""The grid of ``S`` (stored pairs) of Schlag, Irie and Schmidhuber's Setting 1: 20, 40, ..., 600."""
