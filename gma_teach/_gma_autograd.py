@@ -1,31 +1,31 @@
 r"""The lean torch form of GMA (``impl="lean"``): one autograd function that recomputes the responsibilities.
 
 Autograd through the separate operators of :func:`gma_teach.mixing.gma` keeps, for the backward pass, the GEMM
-operand ``[x*x, x]`` ``(N, 2d)``, the logits and the responsibilities ``(N, K)`` of queries and of keys, the values
-padded with a column of ones and the unnormalized output ``(N, d_v + 1)``. :func:`lean_gma` keeps only what the
+operand ``[x*x, x]`` ``(N, 2d)`` and the responsibilities ``(N, K)`` of queries and of keys, the values padded
+with a column of ones and the unnormalized output ``(N, d_v + 1)``. :func:`lean_gma` keeps only what the
 backward pass cannot rebuild cheaply, as flash attention and fla's chunked kernels do:
 
 * the routing vectors ``q``, ``k`` and the values ``v`` (the block's projections, which the block holds anyway);
-* one log-normalizer per token and stream, ``log sum_k exp(logit_k)`` ``(N, 1)``, from which
-  ``Gamma = exp(logits - lse)`` is rebuilt in one GEMM and one in-place ``exp``;
 * one denominator per token, ``Gamma^Q Z + eps`` ``(N, 1)``;
 * bidirectional only: the ``(K, d_v)`` memory and the ``(K,)`` normalizer.
 
-The logits are the GEMM form of :func:`gma_teach.gmm.gemm_logits`, ``[x*x, x] @ weight^T + constant``, with the
-coefficients of :func:`gma_teach.gmm.gemm_coefficients` passed in (autograd carries them back to the means,
-variances and priors). The softmax is done in place in log space: subtract the row maximum, ``exp``, divide by the
-row sum; ``lse = max + log(sum)``.
+The backward pass rebuilds ``Gamma`` with the same operations on the same inputs as the forward pass. The logits
+are the GEMM form of :func:`gma_teach.gmm.gemm_logits`, ``x @ weight[:, d:]^T + (x*x) @ weight[:, :d]^T +
+constant`` in two fused multiply-adds (``baddbmm``, no ``(N, 2d)`` operand), with the coefficients of
+:func:`gma_teach.gmm.gemm_coefficients` passed in (autograd carries them back to the means, variances and priors);
+the log-space steps are torch's fused softmax (row maximum, ``exp``, sum and division in one kernel) and its fused
+backward.
 
 Backward, with ``g = dL/dO``, ``den = Gamma^Q Z + eps`` and ``S = Gamma^K^T V`` (prefix sums when causal):
 ``dnum = g / den``, ``gS = dnum S^T`` ``(N, K)``, ``g . O = (gS * Gamma^Q).sum(-1)`` (no need to rebuild ``O``),
 ``dden = -(g . O) / den``, ``dGamma^Q = gS + dden Z^T``; ``dS = Gamma^Q^T dnum``, ``dZ = Gamma^Q^T dden``,
 ``dGamma^K = V dS^T + dZ``, ``dV = Gamma^K dS``; then the softmax's and the GEMM form's backward.
 
-Causal: chunks of ``chunk_size`` tokens, a masked ``(C, C)`` block inside each chunk and one ``(K, d_v)`` prefix
-state carried from chunk to chunk (only one chunk's state is ever alive). The backward pass sweeps the chunks
-forward (rebuilding the prefix state, for ``dGamma^Q``) and then backward (a suffix state ``sum_{i >= j}
-Gamma^Q_i dnum_i^T``, for ``dGamma^K`` and ``dV``); no state is subtracted, so no rounding carries one chunk's
-tokens into another's.
+Causal: chunks of ``chunk_size`` tokens, a masked ``(C, C)`` block inside each chunk and ``(K, d_v)`` prefix states
+between chunks, computed for :data:`GROUP_CHUNKS` chunks at a time, with one state carried from group to group (the
+prefix states alive never grow with N). The backward pass sweeps the groups forward (rebuilding the prefix states,
+for ``dGamma^Q``) and then backward (suffix states ``sum_{i >= j} Gamma^Q_i dnum_i^T``, for ``dGamma^K`` and
+``dV``); no state is subtracted, so no rounding carries one chunk's tokens into another's.
 
 Not twice differentiable (``once_differentiable``); :func:`gma_teach.mixing.gma` routes a key padding mask and
 ``return_responsibilities`` to the operator forms.
@@ -97,17 +97,29 @@ def _split(t, start, n_chunks, length):
 
 def _before(chunk_sums, carried):
     """The state before each chunk of a group, ``carried + sum of the group's earlier chunks`` ``(L, g, K, F)``
-    (shifted prefix sums: a chunk's own tokens never enter, not even as a rounding error), and the state after the
-    group."""
-    inclusive = chunk_sums.cumsum(1) + carried.unsqueeze(1)
-    return torch.cat([carried.unsqueeze(1), inclusive[:, :-1]], 1), inclusive[:, -1]
+    (one product with a strictly lower-triangular matrix of ones: a chunk's own tokens never enter, not even as a
+    rounding error), and the state after the group."""
+    n_chunks = chunk_sums.shape[1]
+    earlier = torch.ones(n_chunks, n_chunks, dtype=chunk_sums.dtype, device=chunk_sums.device).tril_(-1)
+    before = torch.matmul(earlier, chunk_sums.flatten(2)).unflatten(2, chunk_sums.shape[2:])
+    before += carried.unsqueeze(1)
+    return before, before[:, -1] + chunk_sums[:, -1]
 
 
 def _after(chunk_sums, carried):
     """The mirror of :func:`_before`: ``carried + sum of the group's later chunks``, and the state before the
     group."""
-    inclusive = chunk_sums.flip(1).cumsum(1).flip(1) + carried.unsqueeze(1)
-    return torch.cat([inclusive[:, 1:], carried.unsqueeze(1)], 1), inclusive[:, 0]
+    n_chunks = chunk_sums.shape[1]
+    later = torch.ones(n_chunks, n_chunks, dtype=chunk_sums.dtype, device=chunk_sums.device).triu_(1)
+    after = torch.matmul(later, chunk_sums.flatten(2)).unflatten(2, chunk_sums.shape[2:])
+    after += carried.unsqueeze(1)
+    return after, after[:, 0] + chunk_sums[:, 0]
+
+
+def _inclusive(rows):
+    """``rows.cumsum(-2)`` over a chunk ``(L, g, C, K)``, as one product with a lower-triangular matrix of ones."""
+    length = rows.shape[-2]
+    return torch.matmul(torch.ones(length, length, dtype=rows.dtype, device=rows.device).tril_(), rows)
 
 
 def _write(keys, values):
@@ -150,7 +162,7 @@ def _causal_backward(gamma_q, gamma_k, v, dnum, den, dden, chunk_size):
         # dden = -(g . O) / den, with g . O = dnum . num = <gs, Gamma^Q>: no need to rebuild O
         chunk_dden = (gs * queries).sum(-1, keepdim=True).neg_().div_(_split(den, *group))
         _split(dden, *group).copy_(chunk_dden)
-        gs += chunk_dden * (keys.cumsum(-2) + normalizer_before.transpose(-1, -2))
+        gs += chunk_dden * (_inclusive(keys) + normalizer_before.transpose(-1, -2))
         _split(dgamma_q, *group).copy_(gs)
     dgamma_k, dv = torch.empty_like(gamma_k), torch.empty_like(v)
     suffix, suffix_normalizer = v.new_zeros(n_batch, n_components, d_v), v.new_zeros(n_batch, n_components, 1)
