@@ -20,6 +20,7 @@ Command line (the record chapter 8 reads)::
 from __future__ import annotations
 
 import collections
+import contextlib
 import linecache
 import os
 import statistics
@@ -121,14 +122,44 @@ def saved_for_backward(mixer, x) -> list[dict]:
     return sorted(rows.values(), key=lambda row: -row["bytes"])
 
 
-def time_by_operator(mixer, x, *, repeat=3, top=8) -> list[dict]:
+@contextlib.contextmanager
+def _quiet_native_stderr():
+    """File descriptor 2 sent to /dev/null for the block, as :func:`gma_teach.measure.peak_memory` does: the
+    profiler's C++ start and stop lines would land in notebook outputs."""
+    try:
+        sys.stderr.flush()
+        saved = os.dup(2)
+    except (OSError, ValueError):  # no real descriptor (some notebook front ends)
+        yield
+        return
+    devnull = os.open(os.devnull, os.O_WRONLY)
+    try:
+        os.dup2(devnull, 2)
+        yield
+    finally:
+        os.dup2(saved, 2)
+        os.close(saved)
+        os.close(devnull)
+
+
+def time_by_operator(mixer, x, *, repeat=3, top=8, threads=1) -> list[dict]:
     """``torch.profiler``'s self CPU time of ``repeat`` forward + backward calls (after one warm-up), by ATen
-    operator: the ``top`` largest as ``{"op", "seconds" (per call), "share"}``, then ``"other"``."""
+    operator: the ``top`` largest as ``{"op", "seconds" (per call), "share"}``, then ``"other"``.
+
+    ``threads`` torch threads for the calls (restored after; ``None`` keeps the current number): one thread keeps
+    the shares to the work itself on a shared machine, where threads that wait for each other at every operator
+    charge their wait to whichever operator they wait in."""
     call = _forward_backward(mixer, x, torch.randn_like(x))
-    call()
-    with profile(activities=[ProfilerActivity.CPU]) as prof:
-        for _ in range(_checks.positive_int("repeat", repeat)):
-            call()
+    before = torch.get_num_threads()
+    if threads is not None:
+        torch.set_num_threads(_checks.positive_int("threads", threads))
+    try:
+        call()
+        with _quiet_native_stderr(), profile(activities=[ProfilerActivity.CPU]) as prof:
+            for _ in range(_checks.positive_int("repeat", repeat)):
+                call()
+    finally:
+        torch.set_num_threads(before)
     events = [(e.key, e.self_cpu_time_total) for e in prof.key_averages() if e.self_cpu_time_total > 0]
     total = sum(t for _, t in events)
     events.sort(key=lambda item: -item[1])
