@@ -41,34 +41,40 @@ from .runs.speed import measure_training_speed
 from .runs.study_cli import main
 from .runs.study_values import METRIC_PATHS, declared_metrics, kept_runs, metric_by_seed
 from .runs.synthesis import (
+    PROFILING_RECORD,
     STUDY_CHAPTERS,
+    VERDICTS,
     WHAT,
     format_claims,
     format_synthesis,
     gma_claims,
     part_iv_synthesis,
     standing_family,
+    standing_of,
+    verdict_of,
 )
 from .runs.tables import format_study_table, ordering_at_last_evaluations, study_table, study_tables
 from .runs.verdicts import (
     declared_comparisons,
     findings_summary,
     format_declared,
+    rests_on_looks,
     selected_arm,
     study_findings,
     study_selection,
 )
 
-__all__ = ["CURVES", "METRIC_PATHS", "RunConfig", "SEED_TRAINERS", "STUDY_CHAPTERS", "WHAT", "accuracy_by_count",
-           "build_model", "chosen_lr", "context_recovered", "declared_comparisons", "declared_metrics",
-           "exploratory_comparison", "final_health", "findings_summary", "format_claims", "format_declared",
-           "format_recall_table", "format_study_table", "format_synthesis", "gma_against_baselines", "gma_claims",
-           "health_curve", "kept_runs", "left_plateau", "listops_data", "lm_data", "load_arm", "load_speed", "main",
-           "measure_training_speed", "metric_by_seed", "ordering_at_last_evaluations", "part_iv_synthesis",
-           "recall_data", "recall_table", "record_path", "recorded_under", "resolve", "run_arm", "run_classification",
-           "run_lm", "scan_initial_routing", "seeds_needed", "selected_arm", "speed_path", "split", "standing_family",
-           "state_bytes", "study_data", "study_findings", "study_selection", "study_table", "study_tables",
-           "summarize_arm", "tables_path", "text_data", "train_run"]
+__all__ = ["CURVES", "METRIC_PATHS", "PROFILING_RECORD", "RunConfig", "SEED_TRAINERS", "STUDY_CHAPTERS", "VERDICTS",
+           "WHAT", "accuracy_by_count", "build_model", "chosen_lr", "context_recovered", "declared_comparisons",
+           "declared_metrics", "exploratory_comparison", "final_health", "findings_summary", "format_claims",
+           "format_declared", "format_recall_table", "format_study_table", "format_synthesis", "gma_against_baselines",
+           "gma_claims", "health_curve", "kept_runs", "left_plateau", "listops_data", "lm_data", "load_arm",
+           "load_speed", "main", "measure_training_speed", "metric_by_seed", "ordering_at_last_evaluations",
+           "part_iv_synthesis", "recall_data", "recall_table", "record_path", "recorded_under", "resolve",
+           "rests_on_looks", "run_arm", "run_classification", "run_lm", "scan_initial_routing", "seeds_needed",
+           "selected_arm", "speed_path", "split", "standing_family", "standing_of", "state_bytes", "study_data",
+           "study_findings", "study_selection", "study_table", "study_tables", "summarize_arm", "tables_path",
+           "text_data", "train_run", "verdict_of"]
 
 __getattr__ = deprecated_getattr(__name__, {
     **{name: "gma_teach.designs" for name in ("CAUSE_STUDY", "COLLAPSE_STUDY", "INIT_SCAN", "KMEANS_BLOCKS",

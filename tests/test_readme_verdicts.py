@@ -40,6 +40,10 @@ VERDICTS = [
      False),
     ("At the first look, paired over seeds 0-2, none is told apart", LM, [{}], False),
     ("each Holm p doubled for the two looks: it tells none apart either", LM2, [{}], False),
+    ("a study tested once would have told that pair apart, so \"none told apart\" rests on paying", LM2,
+     [{"arm": "gma_k128", "against": "sdpa"}], False),  # and rests on the looks: checked below
+    ("gave that pair an unadjusted interval excluding zero", LM, [{"arm": "gma_k32_remedy", "against": "linear"}],
+     False),
     ("seeds an arm would tell a GMA arm from SDPA", LM2, [], None),  # a planning figure, not a verdict
     ("an arm to tell Performer from GMA", LRA, [], None),  # a planning figure, not a verdict
     ("GMA with the remedy and linear attention are not told apart, with an interval", LM2,
@@ -157,3 +161,17 @@ def test_no_recall_arm_is_told_ahead():
     assert "no GMA arm is told ahead of anything" in " ".join(_section().split())
     told = [c for c in _table(RECALL)["declared"]["comparisons"] if c["told_apart"]]
     assert told and all(c["difference"] < 0 for c in told)
+
+
+def test_the_verdict_said_to_rest_on_the_looks_does():
+    """The LM study's smallest adjusted p is said to rest on paying for the second look: doubled it is at least
+    0.05, undoubled below (``gma_teach.runs.verdicts.rests_on_looks``), and its unadjusted interval excludes 0."""
+    from gma_teach.runs.verdicts import rests_on_looks
+
+    family = _table(LM)["second_look"]
+    smallest = min(family["comparisons"], key=lambda c: c["p_holm"])
+    assert (smallest["arm"], smallest["against"]) == ("gma_k128", "sdpa")
+    assert rests_on_looks(smallest, family["looks"]) and smallest["ci95"][0] > 0
+    first = next(c for c in _table(LM)["declared"]["comparisons"]
+                 if (c["arm"], c["against"]) == ("gma_k32_remedy", "linear"))
+    assert not first["told_apart"] and (first["ci95"][1] < 0 or first["ci95"][0] > 0)

@@ -147,18 +147,21 @@ def test_findings_sort_each_declared_comparison_from_the_gma_side():
     assert found["wins"] == ["gma vs sdpa, test accuracy: +5.00 points [+0.03, +9.97], Holm p 0.040"]
 
 
-def test_the_findings_summary_names_every_win_and_loss_and_the_closest_tie():
+def test_the_findings_summary_names_every_win_and_loss_and_the_smallest_adjusted_p():
     settings = {"arms": {"gma": {"mixer": "gma"}, "sdpa": {"mixer": "sdpa"}, "linear": {"mixer": "linear"}}}
     declared = _declared()
     lines = study.findings_summary(study.study_findings(settings, declared), declared)
     assert lines[0].startswith("2 of 2 declared comparisons recorded") and lines[0].endswith("1 told apart.")
     assert lines[1] == "Told apart, first arm behind: gma vs sdpa, bits/byte: +0.0500 [+0.0003, +0.0997], Holm p 0.040."
-    assert lines[2].startswith("Not told apart: 1 comparison(s); the closest, gma vs linear") and len(lines) == 3
-    # at a study's second look, a verdict told apart with a Holm p between 0.025 and 0.05 is marked
+    assert lines[2].startswith("Not told apart: 1 comparison(s); the smallest adjusted p, gma vs linear")
+    assert len(lines) == 3
+    # at a study's second look, the p is already doubled: one told apart at 0.040 rests on nothing, one not told
+    # apart at 0.08 (0.04 before doubling) rests on paying for the second look
     looked = {**declared, "looks": 2}
-    marked = study.findings_summary(study.study_findings(settings, looked), looked)
-    assert marked[2] == ("The verdict on gma vs sdpa (bits/byte) rests on testing each of the 2 looks at 2.5%: its "
-                         "Holm p, 0.040, lies between 0.025 and 0.05.") and len(marked) == 4
-    clear = {**looked, "comparisons": [{**c, "p_holm": 0.01} if c["told_apart"] else c
-                                       for c in looked["comparisons"]]}
-    assert len(study.findings_summary(study.study_findings(settings, clear), clear)) == 3
+    assert len(study.findings_summary(study.study_findings(settings, looked), looked)) == 3
+    resting = {**looked, "comparisons": [{**c, "p_holm": 0.08, "told_apart": False} if c["told_apart"] else c
+                                         for c in looked["comparisons"]]}
+    marked = study.findings_summary(study.study_findings(settings, resting), resting)
+    assert marked[1] == ("The verdict on gma vs sdpa (bits/byte) rests on paying for the 2 looks: its Holm p is "
+                         "0.080 with each p times 2, 0.040 without, so a single look would have told it apart.")
+    assert len(marked) == 3

@@ -7,11 +7,17 @@ of arms. :func:`arm_rows` builds the rows from recorded studies (``gma_teach.stu
 
 :func:`plot_declared_comparisons` draws a study's declared comparisons as a forest plot: one row per comparison,
 each seed's paired difference as a small point, the mean difference with its 95% interval, a filled marker where
-the comparison is told apart after Holm's correction and a hollow one where it is not.
+the comparison is told apart after Holm's correction and a hollow one where it is not; its intervals are the
+unadjusted 95% ones (Holm adjusts the p-value, not the interval), and the axis says so.
+
+:func:`plot_claims` draws Part IV's claims (``gma_teach.study.gma_claims``) the same way: one panel per claim, one
+row per comparison its verdict rests on, oriented so that GMA's better side is always to the right, coloured by the
+claim's verdict and naming the rival.
 """
 from __future__ import annotations
 
 import math
+import textwrap
 
 import matplotlib.pyplot as plt
 
@@ -152,10 +158,93 @@ def plot_declared_comparisons(declared: dict, *, metric: str | None = None, scal
     ax.set_yticks(positions, [f"{c['arm']} - {c['against']}" for c in comparisons])
     ax.set_ylim(-0.7, len(comparisons) - 0.3)
     ax.set_xlabel(f"paired difference, {metrics[0].replace('_', ' ')}{' (' + unit + ')' if unit else ''}: "
-                  "seeds, mean and 95% interval")
+                  "seeds, mean and unadjusted 95% interval")
     ax.grid(axis="x", alpha=0.3)
     ax.legend(loc="lower left", bbox_to_anchor=(0.0, 1.0), ncol=3, fontsize=8, frameon=False)
     if title:
         fig.suptitle(title, fontsize=10, y=1.0)
     fig.tight_layout()
+    return fig
+
+
+VERDICT_COLORS = {"for": "#1b7837", "not for": "#b2182b", "not shown": "0.45"}
+"""The colour of each verdict of ``gma_teach.study.verdict_of`` in :func:`plot_claims`."""
+
+
+def plot_claims(claims, *, title: str | None = None):
+    """A forest plot of Part IV's claims: one panel per claim, one row per comparison its verdict rests on.
+
+    Each row is the difference GMA minus the named rival, turned so that GMA's better side is to the right (for a
+    lower-is-better unit the sign flips), times the claim's ``scale``, in the claim's ``unit``: a declared
+    comparison as its mean with its unadjusted 95% interval, filled where Holm's correction tells it apart and
+    hollow where not; a measured one without an interval as a diamond (exact counts and single runs). A comparison
+    with no number (an exact property such as a state that stops growing) is written in its panel. Each panel's
+    title gives the verdict, the claim and its rivals, in the verdict's colour (:data:`VERDICT_COLORS`); the legend
+    sits above the panels.
+
+    Args:
+        claims: ``gma_teach.study.gma_claims()`` rows (``"side"``, ``"claim"``, ``"against"``, ``"basis"``,
+            ``"unit"``, ``"scale"``).
+        title: the figure's title.
+
+    Returns:
+        the matplotlib ``Figure``, one axis per claim in the claims' order.
+    """
+    if not isinstance(claims, (list, tuple)) or not claims:
+        raise ValueError(f"claims must be a non-empty list of gma_claims rows, got {claims!r}")
+    for claim in claims:
+        missing = {"side", "claim", "against", "basis"} - set(claim)
+        if missing:
+            raise ValueError(f"every claim needs side, claim, against and basis; {claim.get('claim')!r} lacks "
+                             f"{sorted(missing)}")
+        if claim["side"] not in VERDICT_COLORS:
+            raise ValueError(f"a claim's side must be one of {list(VERDICT_COLORS)}, got {claim['side']!r}")
+    book_style()
+    heights = [max(1, len(claim["basis"])) + 1.4 for claim in claims]
+    fig, axes = plt.subplots(len(claims), 1, figsize=(8.0, 0.9 + ROW_INCHES * sum(heights)),
+                             gridspec_kw={"height_ratios": heights})
+    axes = [axes] if len(claims) == 1 else list(axes)
+    for ax, claim in zip(axes, claims):
+        color, scale = VERDICT_COLORS[claim["side"]], claim.get("scale", 1.0)
+        basis = claim["basis"]
+        positions = list(range(len(basis)))[::-1]
+        labels = []
+        for y, b in zip(positions, basis):
+            width = f" (width {b['width']})" if b.get("width") is not None else ""
+            labels.append(f"{b.get('arm', 'gma')}{width} vs {b['rival']}")
+            if "difference" not in b:
+                ax.text(0.0, y, f"  exact: GMA {b.get('exact', '?')} of {b['rival']}", va="center", ha="left",
+                        fontsize=8, color=color)
+                continue
+            turn = -scale if b["lower_is_better"] else scale
+            mean = turn * b["difference"]
+            if "ci95" in b:
+                low, high = sorted(turn * bound for bound in b["ci95"])
+                ax.errorbar(mean, y, xerr=[[mean - low], [high - mean]], fmt="o", ms=6, capsize=3, color=color,
+                            mfc=color if b["told_apart"] else "white", zorder=3)
+            else:
+                ax.plot([mean], [y], "D", ms=6, color=color, zorder=3)
+        ax.axvline(0.0, color="0.3", lw=0.8, zorder=1)
+        ax.set_yticks(positions, labels, fontsize=8)
+        ax.set_ylim(-0.7, len(basis) - 0.3)
+        if all("difference" not in b for b in basis):
+            ax.set_xticks([])
+            ax.set_xlabel("an exact property, no scale", fontsize=8)
+        else:
+            ax.set_xlabel(f"{claim.get('unit') or 'difference'}, GMA minus the rival, GMA better to the right",
+                          fontsize=8)
+        ax.tick_params(axis="x", labelsize=8)
+        ax.grid(axis="x", alpha=0.3)
+        heading = textwrap.fill(f"{claim['side']}: {claim['claim']} (against {claim['against']})", 95)
+        ax.set_title(heading, loc="left", fontsize=8.5, color=color)
+    handles = [plt.Line2D([], [], marker="s", ls="", color=c, label=side) for side, c in VERDICT_COLORS.items()]
+    handles += [plt.Line2D([], [], marker="o", ls="", color="0.2", label="told apart (Holm)"),
+                plt.Line2D([], [], marker="o", ls="", color="0.2", mfc="white", label="not told apart"),
+                plt.Line2D([], [], marker="D", ls="", color="0.2", label="measured, no interval"),
+                plt.Line2D([], [], marker="|", ms=8, color="0.2", label="unadjusted 95% interval")]
+    top = 1.0 - 0.6 / fig.get_figheight()
+    fig.legend(handles=handles, loc="upper center", bbox_to_anchor=(0.5, 1.0), ncol=4, fontsize=8, frameon=False)
+    if title:
+        fig.suptitle(title, fontsize=10, y=1.0 + 0.3 / fig.get_figheight())
+    fig.tight_layout(rect=(0, 0, 1, top))
     return fig

@@ -24,13 +24,29 @@ from .arm_records import load_arm
 from .study_values import declared_metrics, metric_of, paired_on_common_seeds, seed_values
 
 __all__ = ["ALPHA", "LOOKS", "LOWER_IS_BETTER", "declared_comparisons", "declared_looks", "findings_summary",
-           "format_declared", "selected_arm", "study_findings", "study_selection", "with_verdict"]
+           "format_declared", "rests_on_looks", "selected_arm", "study_findings", "study_selection", "with_verdict"]
 
 LOOKS = 2
 """How many times a study with a declared ``"second_look"`` has been tested: its first seeds, then all of them.
 The Holm-adjusted p-values of *both* looks are multiplied by it (Bonferroni over the looks: each look at
 ``ALPHA / LOOKS``, 2.5%), so the chance of any false "told apart" over both looks stays below :data:`ALPHA`. The
 first look was first read at 5%, before the second was declared; read again at 2.5%, every verdict it gave stands."""
+
+
+def rests_on_looks(comparison: dict, looks: int) -> bool:
+    """Whether a declared comparison's verdict rests on paying for a second look: its Holm p, already multiplied by
+    ``looks`` (:func:`declared_comparisons`), is at least :data:`ALPHA`, while the p before that multiplication
+    is below it, so a study tested once would have told the pair apart. One scale, the multiplied p against
+    :data:`ALPHA`: a pair told apart never rests on it (its p is below ALPHA with or without the multiplication).
+
+    Args:
+        comparison: a declared comparison with its ``"p_holm"``.
+        looks: how many looks the study declares (``declared.get("looks", 1)``).
+    """
+    if not isinstance(looks, int) or looks < 1:
+        raise ValueError(f"looks must be a positive int, got {looks!r}")
+    p_holm = comparison["p_holm"]
+    return looks > 1 and ALPHA <= p_holm < 1.0 and p_holm / looks < ALPHA
 
 
 def with_verdict(paired: dict, arm: str, other: str, metric: str, looks: list[dict]) -> dict:
@@ -231,23 +247,25 @@ def study_findings(study: dict, declared: dict) -> dict:
 
 def findings_summary(found: dict, declared: dict) -> list[str]:
     """A few sentences for a chapter's "What we found" box from :func:`study_findings`: the family, every win and
-    loss (the first arm named is the GMA side, or the remedy), any verdict that rests on how the looks share the 5%
-    (told apart with a Holm p between ``ALPHA / looks`` and ``ALPHA``), and the ties as a count with the closest one
-    (smallest Holm p) spelled out."""
+    loss (the first arm named is the GMA side, or the remedy), any verdict that rests on paying for the looks
+    (:func:`rests_on_looks`: not told apart, though a study tested once would have told it apart), and the ties as
+    a count with the one of the smallest adjusted p spelled out (the smallest Holm p, not the smallest gap; its
+    interval is the unadjusted 95% one)."""
     lines = [found["family"][0].upper() + found["family"][1:] + "."]
     lines += [f"Told apart, first arm ahead: {sentence}." for sentence in found["wins"]]
     lines += [f"Told apart, first arm behind: {sentence}." for sentence in found["losses"]]
     looks = declared.get("looks", 1)
     for c in declared["comparisons"]:
-        if looks > 1 and c["told_apart"] and c["p_holm"] >= ALPHA / looks:
+        if rests_on_looks(c, looks):
             name = metric_facts(c["metric"]).label
-            lines.append(f"The verdict on {c['arm']} vs {c['against']} ({name}) rests on testing "
-                         f"each of the {looks} looks at {ALPHA / looks:.1%}: its Holm p, {c['p_holm']:.3f}, lies "
-                         f"between {ALPHA / looks:g} and {ALPHA:g}.")
+            lines.append(f"The verdict on {c['arm']} vs {c['against']} ({name}) rests on paying for the {looks} "
+                         f"looks: its Holm p is {c['p_holm']:.3f} with each p times {looks}, "
+                         f"{c['p_holm'] / looks:.3f} without, so a single look would have told it apart.")
     if found["ties"]:
         ties = [c for c in declared["comparisons"] if not c["told_apart"]]
-        closest = min(range(len(ties)), key=lambda i: ties[i]["p_holm"])
-        lines.append(f"Not told apart: {len(found['ties'])} comparison(s); the closest, {found['ties'][closest]}.")
+        smallest = min(range(len(ties)), key=lambda i: ties[i]["p_holm"])
+        lines.append(f"Not told apart: {len(found['ties'])} comparison(s); the smallest adjusted p, "
+                     f"{found['ties'][smallest]} (unadjusted 95% interval).")
     return lines
 
 
