@@ -538,7 +538,7 @@ BINDINGS: dict[str, list[Binding]] = {
                 Key(RC, _second(arm="variance_d_route", metric="val_bits_per_byte") + "/p_holm"),
                 *_signed(RC, _declared(RC, arm="variance_d_route", metric="val_bits_per_byte"), sign=-1),
                 Key(RC, _declared(RC, arm="variance_d_route", metric="val_bits_per_byte") + "/p_holm")),
-        Binding("the pair is lower by {} ({} to {}; Holm p {}).",
+        Binding("the pair is lower by {} (unadjusted interval {} to {}; Holm p {}).",
                 *_signed(RC, _second(arm="variance_and_balance", metric="val_bits_per_byte"), sign=-1),
                 Key(RC, _second(arm="variance_and_balance", metric="val_bits_per_byte") + "/p_holm")),
         Binding("within the first {} steps", Key("routing_collapse_cause_default.json", "runs/*/history/steps/0",

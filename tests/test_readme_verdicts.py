@@ -32,7 +32,7 @@ VERDICTS = [
     ("the balance loss, the pair and means from k-means were told apart on active share", RC,
      [{"arm": arm, "metric": "active_share"} for arm in ("balance", "variance_and_balance", "kmeans_means")], True),
     ("and nothing on bits per byte", RC, [{"metric": "val_bits_per_byte"}], False),
-    ("Every remedy is then told apart on usage", RC2, [{"metric": "active_share"}], True),
+    ("Every remedy is then told apart on active share", RC2, [{"metric": "active_share"}], True),
     ("it took the five seeds to tell one remedy apart: the variance change alone lowers it", RC2,
      [{"arm": "variance_d_route", "metric": "val_bits_per_byte"}], True),
     ("The other three are not told apart on bits per byte", RC2,
