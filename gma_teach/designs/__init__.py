@@ -545,9 +545,13 @@ set of 256 sequences.
   final model at the same load, most times came within 30% of these; under a heavier load (about 6) they ran 2 to
   6 times slower: the budget assumes the study has its cores to itself. No run of it is recorded yet.
 * **Pilot (not recorded; seed 0).** Softmax reaches 0.98 retrieval accuracy at S = 100 in 800 steps (theirs: the
-  target in 200); linear attention stays near the 0.5 plateau at S = 60 and 80 over 1,500 steps (theirs: 0.025 at
-  60). Before the records are read as a reproduction of their curves, chapter 12 explains or removes that
-  difference.
+  target in 200). Linear attention sits on the 0.5 plateau before it learns: at S = 20 it leaves it after about
+  500 steps (0.99 accuracy at 800), at S = 40 not within 800 at 1e-3 (at 3e-3: 0.70 at 800), at S = 60 and 80 not
+  within 1,500 (theirs: 0.025 at S = 60 by step 400). Fixing the value path at the identity did not shorten it.
+  So the 2,000-step cap may end linear runs on the plateau, which would read as a full memory: before the study
+  runs, a pilot of linear attention and GMA at S = 60 and 80 to 5,000 steps should set the cap (each doubling of
+  the cap doubles the bound on the cost), and chapter 12 explains the difference from their curves before the
+  records are read as a reproduction.
 """
 
 STUDIES = {"collapse": COLLAPSE_STUDY, "cause": CAUSE_STUDY, "remedy": REMEDY_STUDY, "lm": LM_STUDY,
