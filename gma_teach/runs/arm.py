@@ -2,9 +2,10 @@
 
 A study (:class:`gma_teach.designs.Study`) is resolved once per arm and width into a :class:`RunConfig`: the
 experiment's preset at the study's scale with the study's pinned setting over it (the recall study pins every
-size itself), the arm, and the width. That frozen configuration flows down unchanged: the trainer of one seed
-(:data:`SEED_TRAINERS`, one per experiment, each through :func:`gma_teach.train.fit`) reads its sizes from it and
-from nothing else.
+size itself, and so does the capacity study), the arm, and the width. That frozen configuration flows down
+unchanged: the trainer of one seed (:data:`SEED_TRAINERS`, one per experiment) reads its sizes from it and from
+nothing else. Every trainer goes through :func:`gma_teach.train.fit` except the capacity test's, which regresses
+values on a fresh batch each step and stops by its own rule (:mod:`gma_teach.capacity`).
 
 The runner is the same for every study: seeds already in the record are skipped, so an interrupted study continues
 where it stopped; a study that sweeps learning rates (``learning_rates``) trains its first seed at each and keeps
