@@ -271,12 +271,14 @@ def findings_summary(found: dict, declared: dict) -> list[str]:
 
 def format_declared(declared: dict, *, width: int = PAGE_WIDTH) -> list[str]:
     """Lines of at most ``width`` characters (default the book's page, :data:`gma_teach.measure.PAGE_WIDTH`):
-    each declared comparison, its difference and 95% interval, Holm's p and the verdict. A line too long for the
+    each declared comparison, its difference and unadjusted 95% interval (Holm adjusts the p, not the interval),
+    its p, Holm's p and the verdict. A line too long for the
     page is wrapped, never cut, so a verdict is always read whole."""
     looks = declared.get("looks", 1)
     lines = [f"declared comparisons ({len(declared['comparisons'])} of {declared['family_size']} recorded), "
              f"seeds {declared['seeds'][0]}-{declared['seeds'][-1]},",
-             "Holm over the family" + (f", each p x{looks} for {looks} looks:" if looks > 1 else ":")]
+             "Holm over the family" + (f", each p x{looks} for {looks} looks:" if looks > 1 else ":"),
+             "  each: mean [unadjusted 95% interval], p, Holm p"]
     for c in declared["comparisons"]:
         facts = metric_facts(c["metric"])
         scale, digits, unit, name = facts.factor, facts.digits, facts.unit, facts.label
