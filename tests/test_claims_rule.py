@@ -76,6 +76,15 @@ def _check_rows_against_records(folder, rows):
                 told = {c["told_apart"] for c in found}
                 means = {sign * c.get("mean", c.get("difference")) for c in found}
                 assert entry["told_apart"] in told and entry["difference"] in means, (row["claim"], entry)
+        if row["record"].startswith("profiling") and row["claim"].startswith("less training memory"):
+            results = [r for r in json.loads((folder / row["record"]).read_text())["results"]
+                       if not r.get("causal", False)]
+            peak = {}
+            for r in results:
+                peak.setdefault(r.get("mixer", r.get("label")), {})[r["seq_len"]] = r["peak_memory_bytes"]
+            n = max(set(peak["gma"]) & set(peak["linear"]) & set(peak["sdpa"]))
+            for entry in row["basis"]:
+                assert entry["exact"] == ("ahead" if peak["gma"][n] < peak[entry["rival"]][n] else "behind")
         if row["side"] == "not shown":
             assert "not known here" in row["evidence"] + row["scope"] or "told apart" in row["evidence"], row
 
@@ -147,11 +156,11 @@ def test_synthetic_lm_recall_and_profiling_records_move_their_rows(records):
 
     def gma_smallest(saved):
         for r in saved["results"]:
-            if r["mixer"] == "gma":
+            if r.get("mixer", r.get("label")) == "gma":
                 r["peak_memory_bytes"] = 1
     _edit(records, "lm_study_tables.json", lm_behind)
     _edit(records, "recall_study_tables.json", recall_ahead)
-    _edit(records, "profiling_cpu_small.json", gma_smallest)
+    _edit(records, synthesis.PROFILING_RECORD, gma_smallest)
     rows = {r["claim"]: r for r in study.gma_claims(records)}
     assert rows["language modelling against SDPA (small LM, bits per byte)"]["side"] == "not for"
     assert rows["a better memory than linear attention at equal state (recall)"]["side"] == "for"

@@ -109,10 +109,11 @@ VERDICTS = ("for", "not for", "not shown")
 CLAIM_COLUMNS = ("GMA is", "the claim", "against", "scope", "the number", "interval and verdict", "record",
                  "chapter")
 
-PROFILING_RECORD = "profiling_cpu_small.json"
-"""The record the memory and throughput rows read (one block trained at growing lengths, every mixer in one run).
-:func:`gma_claims` takes another of the same kind (``profiling_record=``), such as the GMA block's own CPU record
-``profiling_block_cpu.json``; the rows are read the same way from either."""
+PROFILING_RECORD = "profiling_block_cpu.json"
+"""The record the memory and throughput rows read: the GMA block's own CPU record (GMA, linear attention and SDPA
+trained at growing lengths in one interleaved run). :func:`gma_claims` takes another of the same kind
+(``profiling_record=``), such as ``profiling_cpu_small.json`` (every mixer of the registry, eager softmax among
+them); the rows are read the same way from either."""
 
 CONTROLS = ("none", "uniform")
 """Mixers that are controls, not rivals: no mixing, and the uniform causal average."""
@@ -232,12 +233,14 @@ def _profiling_rows(folder: Path, record_name: str) -> list[dict]:
                f"{slopes['gma']:.2f}: linear memory is ahead of eager softmax only") if "softmax" in slopes else ""
     threads = record.get("threads", 1)
     cpu = f"CPU, {threads} thread{'s' if threads != 1 else ''}, one run"
-    scope = f"one block, batch 1, N = {longest:,}, {cpu}"
+    direction = "bidirectional, " if any("causal" in r for r in record["results"]) else ""
+    scope = f"one block, {direction}batch 1, N = {longest:,}, {cpu}"
     where = {side: " and ".join(label for (name, label), m in zip(rivals, memory) if m["exact"] == side)
              for side in ("ahead", "behind")}
     memory_evidence = ("peak bytes counted (exact for this code): GMA "
-                       + "; ".join(f"{side} {where[side]}" for side in ("behind", "ahead") if where[side])
-                       + f"; SDPA never stores the N x N matrix{softmax}")
+                       + "; ".join(f"{word} {where[side]}" for side, word in (("behind", "behind"),
+                                                                              ("ahead", "ahead of")) if where[side])
+                       + f"; SDPA never stores the N x N matrix{softmax}; on a GPU, with its kernels, not known here")
     throughput = [{"rival": name, "difference": speed["gma"] - speed[name], "measured_once": True,
                    "lower_is_better": False} for name, _ in rivals]
     sides = "; ".join(f"{'ahead of' if speed['gma'] > speed[name] else 'behind'} {label}" for name, label in rivals)
