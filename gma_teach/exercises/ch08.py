@@ -88,10 +88,12 @@ def check_loglog_slope(fit, *, seed: int = 0) -> str:
 
 
 def measure_gma_memory(seq_len: int, n_components: int, *, d_model: int = 32, n_heads: int = 2) -> int:
-    """Incremental peak bytes of one GMA block, forward + backward, float32, batch 1
-    (:func:`gma_teach.profiling.profile_mixer`)."""
+    """Incremental peak bytes of one GMA block in its operator form (``impl="linear"``, chapter 4's, whose backward
+    keeps the responsibilities, so that its memory grows with K), forward + backward, float32, batch 1
+    (:func:`gma_teach.profiling.profile_mixer`). The lean form that ``impl="auto"`` takes on a CPU rebuilds the
+    responsibilities instead, and its memory barely moves with K."""
     row = profile_mixer("gma", d_model=d_model, n_heads=n_heads, seq_len=seq_len, batch_size=1, repeat=1,
-                        options={"n_components": n_components})
+                        options={"n_components": n_components, "impl": "linear"})
     return int(row["peak_memory_bytes"])
 
 
