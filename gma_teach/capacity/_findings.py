@@ -125,7 +125,7 @@ def _best_and_smallest(entries, width, near) -> list[str]:
                 f"{mean_of(gma[best]['test_mean']):.3f} with a state of {bytes_text(gma[best]['state_bytes'])}")
         if sdpa is not None:
             line += (f", against SDPA's {mean_of(sdpa['test_mean']):.3f} with "
-                     f"{bytes_text(sdpa['state_bytes'])} of KV cache")
+                     f"{bytes_text(sdpa['state_bytes'])} of decoding state (its KV cache and its convolution's)")
         found.append(line + ".")
     if sdpa is not None:
         target = mean_of(sdpa["test_mean"]) - near
@@ -324,21 +324,15 @@ def _against_linear(table, entries, width, remedy, floor) -> list[str]:
             found.append(f"At width {width}, do not choose GMA with the default routing: {arms} {verb} less than "
                          f"linear attention's {mean_of(linear['test_mean']):.3f} (Holm); they use {note}.")
     if unsure:
-        ks = word_list([k for k, _, _ in unsure])
-        below = [k for k, _, c in unsure if c["difference"] < 0]
-        above = [(k, arm) for k, arm, c in unsure if c["difference"] >= 0]
-        parts = []
-        if below:
-            parts.append(f"lower at K = {word_list(below)}")
-        if above:
-            parts.append(f"higher at K = {word_list([k for k, _ in above])}")
-        line = (f"At width {width}, GMA {routing} is not told apart from linear attention after Holm at K = {ks}: "
-                f"its means are " + " and ".join(parts))
-        larger = [(k, arm) for k, arm in above if entries[arm, width]["state_bytes"] > linear_bytes]
-        if larger:
-            line += (f", the higher ones with a larger state than linear attention's {bytes_text(linear_bytes)} "
-                     f"({word_list([bytes_text(entries[arm, width]['state_bytes']) for _, arm in larger])})")
-        line += "; recall alone does not choose between them" if remedy else f"; these arms use {note}"
+        each = []
+        for k, arm, c in unsure:
+            low, high = c["ci95"]
+            larger = entries[arm, width]["state_bytes"] > linear_bytes
+            each.append(f"K={k} {c['difference']:+.3f} (unadjusted 95% interval {low:+.3f} to {high:+.3f}, Holm p "
+                        f"{c['p_holm']:.2f}{', a larger state' if larger else ''})")
+        line = (f"At width {width}, GMA {routing} is not told apart from linear attention after Holm, each arm "
+                f"minus linear attention: " + "; ".join(each))
+        line += ("; recall alone does not choose between them" if remedy else f"; these arms use {note}")
         found.append(line + ".")
     return found
 
