@@ -20,7 +20,8 @@ from pathlib import Path
 
 import numpy as np
 
-from ..designs import RECALL_STUDY, STUDIES
+from ..baselines import make_mixer, mixer_state_bytes
+from ..designs import LM_SETTING, RECALL_STUDY, RECALL_V2_STUDY, STUDIES
 from ..records import results_folder
 from ..stats import largest_difference_allowed
 from .arm_records import tables_path
@@ -315,9 +316,6 @@ def _recall_claim(folder: Path) -> dict:
     """GMA with the routing remedy against linear attention at equal state (recall), with the study's scope: how
     its KV cache compares with GMA's largest state at the study's length, and whether the study where the size of
     a state decides (``designs.RECALL_V2_STUDY``) has run."""
-    from ..baselines import make_mixer, mixer_state_bytes
-    from ..designs import RECALL_V2_STUDY
-
     name = f"{RECALL_STUDY['name']}_study_tables.json"
     saved = _read(folder, name)
     pairs = [(_declared(saved, f"gma_k{k}_remedy", "linear", width=w), k, w) for k, w in ((64, 64), (128, 128))]
@@ -345,8 +343,7 @@ def _recall_claim(folder: Path) -> dict:
 
 
 def _lm_scope(seeds) -> str:
-    from ..designs import LM_SETTING as s
-
+    s = LM_SETTING
     return (f"{s['n_layers']} layers, width {s['d_model']}, {s['n_steps']} steps, seeds {seeds[0]}-{seeds[-1]}, "
             f"one learning rate ({s['lr']:g}) for every arm")
 
