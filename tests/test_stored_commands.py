@@ -195,6 +195,11 @@ def test_the_profiling_records_command_gives_the_sizes_it_recorded(parse_only):
         if not record.get("command", "").startswith("python -m gma_teach.profiling"):
             continue
         args = parse_only(shlex.split(record["command"]))
+        if args.block:  # the equal-state block run: its lengths and rounds
+            given = {"seq_lens": list(args.seq_lens or profiling.BLOCK_SEQ_LENS), "repeat": args.repeat,
+                     "long_repeat": args.long_repeat, "breakdown_len": args.breakdown_len}
+            assert {key: record["config"][key] for key in given} == given, path.name
+            continue
         config = profiling.sweep_config(args.scale, mixers=args.mixers, seq_lens=args.seq_lens,
                                         softmax_max_len=args.softmax_max_len)
         assert config == record["config"], path.name
