@@ -53,7 +53,7 @@ from .records import (  # provenance lives in gma_teach.records; its names stay 
 
 __all__ = ["PAGE_WIDTH", "TERMINAL_WIDTH", "PROVENANCE_KEYS", "RECORDS_IN_THE_CLONE", "SlopeCheck", "check_slope",
            "checked_slopes", "compare_timings", "crossover", "format_note", "git_commit", "hardware",
-           "is_out_of_memory", "load_average", "loglog_slope", "peak_memory", "provenance",
+           "is_out_of_memory", "load_average", "loglog_slope", "native_stderr_silenced", "peak_memory", "provenance",
            "results_folder", "run_point", "time_call"]
 
 
@@ -94,7 +94,7 @@ def peak_memory(fn: Callable[[], object], *, device=None) -> int:
         return max(0, torch.cuda.max_memory_allocated(device) - before)
     if device.type != "cpu":
         raise ValueError(f"device must be 'cpu' or 'cuda', got {device}")
-    with _native_stderr_silenced(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
+    with native_stderr_silenced(), profile(activities=[ProfilerActivity.CPU], profile_memory=True) as prof:
         fn()
     events = [
         (event.time_range.start, event.self_cpu_memory_usage)
@@ -109,9 +109,10 @@ def peak_memory(fn: Callable[[], object], *, device=None) -> int:
 
 
 @contextlib.contextmanager
-def _native_stderr_silenced():
-    """Send file descriptor 2 to /dev/null for the block: the profiler's C++ start/stop log lines would
-    otherwise land in notebook outputs. Python exceptions are unaffected (they are raised, not printed)."""
+def native_stderr_silenced():
+    """Send file descriptor 2 to /dev/null for the block (a context manager): the profiler's C++ start/stop log
+    lines would otherwise land in notebook outputs. Python exceptions are unaffected (they are raised, not
+    printed)."""
     try:
         sys.stderr.flush()
         saved = os.dup(2)

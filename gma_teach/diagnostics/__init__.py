@@ -52,6 +52,7 @@ from .metrics import (
     PAPER_TABLE4,
     as_labels,
     as_responsibilities,
+    checked_responsibilities,
     component_summary,
     contingency_table,
     hard_assignments,
@@ -64,7 +65,7 @@ from .metrics import (
 
 __all__ = [
     "CATEGORIES", "EOS_STRINGS", "HEALTH_METRICS", "MIN_SHARE", "PAPER_TABLE4", "ROUTING_STATES", "as_labels",
-    "as_responsibilities", "information_from_log", "information_report",
+    "as_responsibilities", "checked_responsibilities", "information_from_log", "information_report",
     "routing_information", "routing_state", "shuffled_information",
     "capture_responsibilities", "component_summary", "contingency_table", "gma_layers", "hard_assignments",
     "head_averaged_tokens", "head_health", "lm_routing", "logit_term_spreads", "permutation_baseline",

@@ -27,6 +27,7 @@ import math
 import torch
 
 from .. import _checks
+from .metrics import checked_responsibilities
 
 __all__ = ["MIN_SHARE", "ROUTING_STATES", "information_from_log", "information_report", "routing_information",
            "routing_state", "shuffled_information"]
@@ -38,30 +39,10 @@ _LN2 = math.log(2.0)
 
 
 def _per_head(resp) -> torch.Tensor:
-    """``resp`` ``(T, K)`` or ``(T, H, K)`` checked (finite, non-negative, rows summing to 1, ``K >= 2``) and
+    """``resp`` ``(T, K)`` or ``(T, H, K)`` checked (:func:`~gma_teach.diagnostics.checked_responsibilities`) and
     returned as a float64 ``(H, T, K)`` CPU tensor (``H = 1`` for a 2-D input)."""
-    if not isinstance(resp, torch.Tensor):
-        try:
-            resp = torch.as_tensor(resp)
-        except (TypeError, ValueError, RuntimeError) as error:
-            raise TypeError(f"resp must be a tensor or array of responsibilities, got {type(resp).__name__}") from error
-    if not resp.is_floating_point():
-        raise TypeError(f"resp must be floating point, got dtype {resp.dtype}")
-    if resp.dim() not in (2, 3):
-        raise ValueError(f"resp must have shape (T, K) or (T, H, K), got {tuple(resp.shape)}")
-    resp = resp.detach().to(device="cpu", dtype=torch.float64)
-    resp = resp.unsqueeze(0) if resp.dim() == 2 else resp.transpose(0, 1)
-    if resp.shape[1] < 1 or resp.shape[2] < 2:
-        raise ValueError(f"resp must hold at least one token and K >= 2 components, got T={resp.shape[1]}, "
-                         f"K={resp.shape[2]}")
-    if not torch.isfinite(resp).all():
-        raise ValueError(f"resp must be finite, got {int((~torch.isfinite(resp)).sum())} NaN or infinite values")
-    if (resp < 0).any():
-        raise ValueError(f"resp must be non-negative, got a minimum of {resp.min().item():.3g}")
-    row_error = (resp.sum(dim=-1) - 1).abs().max().item()
-    if row_error > 1e-4:
-        raise ValueError(f"resp rows must sum to 1 (tolerance 1e-4); one is off by {row_error:.3g}")
-    return resp
+    resp = checked_responsibilities(resp)
+    return resp.unsqueeze(0) if resp.dim() == 2 else resp.transpose(0, 1)
 
 
 def _entropy(probabilities: torch.Tensor) -> torch.Tensor:

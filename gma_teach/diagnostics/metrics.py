@@ -11,9 +11,10 @@ from .. import _checks
 from .categories import CATEGORIES
 
 
-def as_responsibilities(resp) -> torch.Tensor:
-    """Check ``resp`` (``(T, K)`` or ``(T, H, K)``: non-negative, finite, rows summing to 1, ``K >= 2``) and return
-    it head-averaged as a ``(T, K)`` float64 CPU tensor. Raises TypeError/ValueError saying what is wrong."""
+def checked_responsibilities(resp) -> torch.Tensor:
+    """Check ``resp`` (``(T, K)`` or ``(T, H, K)``: non-negative, finite, every row summing to 1, ``T >= 1``,
+    ``K >= 2``) and return it as a float64 CPU tensor of the same shape, heads kept. Raises TypeError/ValueError
+    saying what is wrong."""
     if not isinstance(resp, torch.Tensor):
         try:
             resp = torch.as_tensor(resp)
@@ -24,9 +25,7 @@ def as_responsibilities(resp) -> torch.Tensor:
     if resp.dim() not in (2, 3):
         raise ValueError(f"resp must have shape (T, K) or (T, H, K), got {tuple(resp.shape)}")
     resp = resp.detach().to(device="cpu", dtype=torch.float64)
-    if resp.dim() == 3:
-        resp = resp.mean(dim=1)
-    n_tokens, n_components = resp.shape
+    n_tokens, n_components = resp.shape[0], resp.shape[-1]
     if n_tokens < 1:
         raise ValueError(f"resp must hold at least one token, got shape {tuple(resp.shape)}")
     if n_components < 2:
@@ -39,11 +38,17 @@ def as_responsibilities(resp) -> torch.Tensor:
         raise ValueError(f"resp must be non-negative, got a minimum of {resp.min().item():.3g}")
     row_error = (resp.sum(dim=-1) - 1).abs()
     if (row_error > 1e-4).any():
-        worst = int(row_error.argmax())
-        raise ValueError(
-            f"resp rows must sum to 1 (tolerance 1e-4); row {worst} sums to {resp[worst].sum().item():.6f}"
-        )
+        worst = [int(i) for i in (row_error == row_error.max()).nonzero()[0]]
+        raise ValueError(f"resp rows must sum to 1 (tolerance 1e-4); row {worst[0]} sums to "
+                         f"{resp[tuple(worst)].sum().item():.6f}")
     return resp
+
+
+def as_responsibilities(resp) -> torch.Tensor:
+    """Check ``resp`` (``(T, K)`` or ``(T, H, K)``, :func:`checked_responsibilities`) and return it head-averaged
+    as a ``(T, K)`` float64 CPU tensor. Raises TypeError/ValueError saying what is wrong."""
+    resp = checked_responsibilities(resp)
+    return resp.mean(dim=1) if resp.dim() == 3 else resp
 
 
 def as_labels(categories, n_tokens: int) -> list:

@@ -20,7 +20,6 @@ Command line (the record chapter 8 reads)::
 from __future__ import annotations
 
 import collections
-import contextlib
 import linecache
 import os
 import statistics
@@ -35,7 +34,7 @@ from tqdm.auto import tqdm
 from .. import _checks
 from ..baselines import make_mixer
 from ..environment import seed_everything
-from ..measure import peak_memory
+from ..measure import native_stderr_silenced, peak_memory
 from ..records import load_average, provenance
 
 __all__ = ["BLOCK_MIXERS", "BLOCK_SEQ_LENS", "block_mixer", "interleaved_run", "run_block_record",
@@ -122,26 +121,6 @@ def saved_for_backward(mixer, x) -> list[dict]:
     return sorted(rows.values(), key=lambda row: -row["bytes"])
 
 
-@contextlib.contextmanager
-def _quiet_native_stderr():
-    """File descriptor 2 sent to /dev/null for the block, as :func:`gma_teach.measure.peak_memory` does: the
-    profiler's C++ start and stop lines would land in notebook outputs."""
-    try:
-        sys.stderr.flush()
-        saved = os.dup(2)
-    except (OSError, ValueError):  # no real descriptor (some notebook front ends)
-        yield
-        return
-    devnull = os.open(os.devnull, os.O_WRONLY)
-    try:
-        os.dup2(devnull, 2)
-        yield
-    finally:
-        os.dup2(saved, 2)
-        os.close(saved)
-        os.close(devnull)
-
-
 def time_by_operator(mixer, x, *, repeat=3, top=8, threads=1) -> list[dict]:
     """``torch.profiler``'s self CPU time of ``repeat`` forward + backward calls (after one warm-up), by ATen
     operator: the ``top`` largest as ``{"op", "seconds" (per call), "share"}``, then ``"other"``.
@@ -155,7 +134,7 @@ def time_by_operator(mixer, x, *, repeat=3, top=8, threads=1) -> list[dict]:
         torch.set_num_threads(_checks.positive_int("threads", threads))
     try:
         call()
-        with _quiet_native_stderr(), profile(activities=[ProfilerActivity.CPU]) as prof:
+        with native_stderr_silenced(), profile(activities=[ProfilerActivity.CPU]) as prof:
             for _ in range(_checks.positive_int("repeat", repeat)):
                 call()
     finally:
