@@ -422,7 +422,7 @@ def plot_active_share(records, *, ax=None):
         the matplotlib ``Figure``.
     """
     records = _check_records(records)
-    fig, ax = _axis(ax)
+    fig, ax = _axis(ax, width=6.4, height=3.0)
     drawn = 0
     for record in records:
         histories = [h for h in (active_share_history(run) for run in record.get("runs", [])) if h]
@@ -443,9 +443,9 @@ def plot_active_share(records, *, ax=None):
     if not drawn:
         ax.text(0.5, 0.5, "no recorded run tracked its routing", ha="center", va="center", transform=ax.transAxes)
     ax.axhline(0.5, color="grey", lw=0.8, ls=":")
-    ax.set(xlabel="training step", ylabel="active share of components", ylim=(0, 1.02))
-    if drawn:
-        ax.legend(fontsize=7)
+    ax.set(xlabel="training step", ylabel="share winning a token", ylim=(0, 1.02))
+    if drawn:  # below the axes, off the curves
+        ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1, frameon=False)
     return fig
 
 
