@@ -25,6 +25,7 @@ registered when the package was imported.
 """
 from __future__ import annotations
 
+import inspect
 import sys
 from collections.abc import Callable, Sequence
 from dataclasses import dataclass
@@ -34,7 +35,8 @@ from . import baselines
 
 __all__ = ["GMA_TENSORS_AT_PEAK", "GMA_TENSORS_AT_PEAK_BACKWARD", "LOCAL_WINDOW", "MAMBA_FLOPS_PER_TOKEN_WIDTH",
            "REGISTRY",
-           "SOFTMAX_FLOPS_PER_SCORE", "BlockCost", "LiveNames", "MixerEntry", "causal_lm_names", "entry",
+           "SOFTMAX_FLOPS_PER_SCORE", "BlockCost", "LiveNames", "MixerEntry", "accepted_options", "causal_lm_names",
+           "entry",
            "forgetting_and_hybrid_names", "reference_arms", "register", "registered_names", "registry_table",
            "routing_collapse_names", "table1_names", "unregister"]
 
@@ -89,8 +91,9 @@ class MixerEntry:
         cls: its class, built as ``cls(d_model, n_heads, causal=..., **options)``.
         color: its colour in every figure, or ``None`` for matplotlib's cycle (and, in the recall figures, black
             crosses).
-        options: ``options(p)``: the options the experiments give it under preset ``p`` (GMA's ``n_components``
-            and routing options are added by :func:`gma_teach.experiments.mixer_options`).
+        options: ``options(p)``: the options the experiments give it under preset ``p``, its defaults in every
+            study (an arm's own options go over them, :func:`gma_teach.study.resolve`); GMA's is its one default
+            of ``n_components``, the preset's.
         table1_options: ``table1_options(seq_len=, n_components=, n_features=, linformer_k=)``: its options under
             the Table 1 protocol of chapter 8, or ``None`` if it has no place in that table.
         cost: its :class:`BlockCost`, or ``None`` when the cost model does not know it.
@@ -184,6 +187,21 @@ def entry(name: str) -> MixerEntry:
     if name in baselines.MIXERS:
         return MixerEntry(name, baselines.MIXERS[name], table1_options=None)
     raise ValueError(f"unknown mixer name {name!r}; known names: {', '.join(registered_names())}")
+
+
+_NOT_OPTIONS = ("self", "d_model", "n_heads", "causal")
+
+
+def accepted_options(name: str) -> tuple[str, ...] | None:
+    """The option names mixer ``name`` takes: the keyword parameters of its class's ``__init__``
+    (:data:`gma_teach.baselines.MIXERS`), read with :func:`inspect.signature`, besides ``d_model``, ``n_heads`` and
+    ``causal``, in the signature's order; ``None`` for a class that takes any keyword (``**options``)."""
+    cls = entry(name).cls
+    parameters = inspect.signature(cls.__init__).parameters.values()
+    if any(p.kind is inspect.Parameter.VAR_KEYWORD for p in parameters):
+        return None
+    keyword = (inspect.Parameter.POSITIONAL_OR_KEYWORD, inspect.Parameter.KEYWORD_ONLY)
+    return tuple(p.name for p in parameters if p.kind in keyword and p.name not in _NOT_OPTIONS)
 
 
 class LiveNames(Sequence):
@@ -349,7 +367,7 @@ _BOOK = baselines.STATE_BYTES  # the book's mixers' formulas, written beside the
 
 for _entry in (
     MixerEntry("gma", baselines.GaussianMixtureAttention, color="#1b7837",
-               options=_no_options,  # K and the routing options: gma_teach.experiments.mixer_options
+               options=lambda p: {"n_components": p.n_components},  # K's one default: the preset's
                table1_options=lambda *, seq_len, n_components, n_features, linformer_k: {"n_components": n_components},
                cost=BlockCost(11.8, 110, lambda s: 12 * s.b * s.n * s.n_components * s.d
                               + 20 * s.b * s.h * s.n * s.n_components,

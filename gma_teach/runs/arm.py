@@ -2,10 +2,13 @@
 
 A study (:class:`gma_teach.designs.Study`) is resolved once per arm and width into a :class:`RunConfig`: the
 experiment's preset at the study's scale with the study's pinned setting over it (the recall study pins every
-size itself, and so does the capacity study), the arm, and the width. That frozen configuration flows down
-unchanged: the trainer of one seed (:data:`SEED_TRAINERS`, one per experiment) reads its sizes from it and from
-nothing else. Every trainer goes through :func:`gma_teach.train.fit` except the capacity test's, which regresses
-values on a fresh batch each step and stops by its own rule (:mod:`gma_teach.capacity`).
+size itself, and so does the capacity study), the arm's head count over the study's, the width, and the options
+of the arm's mixer (:func:`gma_teach.runs.options.arm_options`: its registry entry's defaults read from those
+sizes, then the arm's own options; an option the mixer does not take is an error naming the arm). That frozen
+configuration flows down unchanged: the trainer of one seed (:data:`SEED_TRAINERS`, one per experiment) builds
+its model from it and from nothing else. Every trainer goes through :func:`gma_teach.train.fit` except the
+capacity test's, which regresses values on a fresh batch each step and stops by its own rule
+(:mod:`gma_teach.capacity`).
 
 The runner is the same for every study: seeds already in the record are skipped, so an interrupted study continues
 where it stopped; a study that sweeps learning rates (``learning_rates``) trains its first seed at each and keeps
@@ -18,7 +21,7 @@ import json
 import sys
 import time
 from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from types import MappingProxyType, SimpleNamespace
 
 from ..capacity import fast_weight_seed
@@ -30,6 +33,7 @@ from ..stats import describe
 from .arm_records import chosen_lr, load_arm, record_path, recorded_under, summarize_arm
 from .classification import classification_seed, listops_data, text_data
 from .language_model import lm_data, lm_seed
+from .options import arm_options
 from .recall import recall_data, recall_seed
 
 __all__ = ["RunConfig", "SEED_TRAINERS", "resolve", "run_arm", "study_data"]
@@ -43,7 +47,10 @@ class RunConfig:
         study: the declared study.
         arm_name, arm: the arm.
         width: the model width (``None``: the sizes' ``d_model``).
-        sizes: the experiment's preset at the study's scale with the study's setting over it (read-only).
+        sizes: the experiment's preset at the study's scale with the study's setting over it, and the arm's
+            ``n_heads`` over the study's (read-only).
+        options: the options its mixer is built with, resolved once (:func:`gma_teach.runs.options.arm_options`,
+            read-only).
     """
 
     study: Study
@@ -51,6 +58,7 @@ class RunConfig:
     arm: Arm
     width: int | None
     sizes: MappingProxyType
+    options: MappingProxyType = field(default_factory=lambda: MappingProxyType({}))
 
     def namespace(self) -> SimpleNamespace:
         """The sizes as the attribute namespace the trainers read (``p.batch_size``, ...), a fresh copy."""
@@ -60,12 +68,21 @@ class RunConfig:
 def resolve(study: Study, arm: str, width: int | None = None) -> RunConfig:
     """``arm`` of ``study`` (a :class:`~gma_teach.designs.Study`, or a dict design,
     :func:`gma_teach.designs.as_study`) at ``width`` as a :class:`RunConfig`: the preset read once, the setting
-    over it."""
+    over it, the arm's head count over that, and its mixer's options (registry defaults, then the arm's).
+
+    Raises:
+        ValueError: for a width the study does not train at, a setting the preset lacks, an option the arm's mixer
+            does not take, or a head count or preparation the study's trainer cannot honour (the capacity test's
+            model has one head and no preparation)."""
     study = as_study(study)
     chosen = study.arm(arm)
     if study.experiment == "capacity":  # pins every size itself, like recall, without widths
         if width is not None:
             raise ValueError(f"study {study.name!r} has no widths, got width {width!r}")
+        if chosen.n_heads not in (None, 1) or chosen.prepare is not None:
+            raise ValueError(f"arm {arm!r} of capacity study {study.name!r} sets n_heads={chosen.n_heads!r}, "
+                             f"prepare={chosen.prepare!r}; the capacity test's model has one head and no "
+                             f"preparation")
         sizes = dict(thawed(study.setting))
     elif study.experiment == "recall":
         if width not in (study.widths or ()):
@@ -80,43 +97,52 @@ def resolve(study: Study, arm: str, width: int | None = None) -> RunConfig:
             raise ValueError(f"study {study.name!r} pins {unknown}, which preset {study.experiment!r} does not have")
     if width is not None:
         sizes["d_model"] = width
-    return RunConfig(study, arm, chosen, width, MappingProxyType(sizes))
+    if chosen.n_heads is not None:
+        sizes["n_heads"] = chosen.n_heads
+    options = arm_options(sizes, chosen, arm)
+    return RunConfig(study, arm, chosen, width, MappingProxyType(sizes), MappingProxyType(options))
 
 
-def _prepare(name: str | None):
-    if name is None:
+def _first_blocks(config: RunConfig, data):
+    """The first ``KMEANS_BLOCKS`` training inputs of a study's data, what a preparation reads."""
+    if config.study.experiment == "lm":
+        return data.train[:KMEANS_BLOCKS, :-1]
+    if config.study.experiment == "recall":
+        return data["train"].inputs[:KMEANS_BLOCKS]
+    return data["train"][0][:KMEANS_BLOCKS]
+
+
+def _prepare(config: RunConfig):
+    """The arm's preparation as ``prepare(model, data)``, or ``None``."""
+    if config.arm.prepare is None:
         return None
 
     def prepare(model, data):
         """Means of every GMA layer from k-means of its routing vectors on the first KMEANS_BLOCKS training
-        blocks."""
-        blocks = data.train[:KMEANS_BLOCKS, :-1].to(next(model.parameters()).device)
-        init_routing_means(model, blocks)
+        inputs."""
+        init_routing_means(model, _first_blocks(config, data).to(next(model.parameters()).device))
 
     return prepare
 
 
 def _lm(config: RunConfig, seed: int, lr: float, data, progress: bool) -> dict:
-    arm = config.arm
-    return lm_seed(config.namespace(), arm.mixer, data, seed=seed, n_components=arm.n_components,
-                   gma_options=arm.gma_options if arm.mixer == "gma" else None, prepare=_prepare(arm.prepare),
-                   progress=progress)
+    return lm_seed(config.namespace(), config.arm.mixer, data, seed=seed, options=dict(config.options),
+                   prepare=_prepare(config), progress=progress)
 
 
 def _classification(config: RunConfig, seed: int, lr: float, data, progress: bool) -> dict:
-    arm = config.arm
-    return classification_seed(config.study.experiment, config.namespace(), arm.mixer, data, seed=seed,
-                               n_components=arm.n_components,
-                               gma_options=arm.gma_options if arm.mixer == "gma" else None, progress=progress)
+    return classification_seed(config.study.experiment, config.namespace(), config.arm.mixer, data, seed=seed,
+                               options=dict(config.options), prepare=_prepare(config), progress=progress)
 
 
 def _recall(config: RunConfig, seed: int, lr: float, data, progress: bool) -> dict:
-    return recall_seed(config.namespace(), config.arm, lr, seed, data, progress=progress, arm_name=config.arm_name)
+    return recall_seed(config.namespace(), config.arm, lr, seed, data, progress=progress, arm_name=config.arm_name,
+                       options=dict(config.options), prepare=_prepare(config))
 
 
 def _capacity(config: RunConfig, seed: int, lr: float, data, progress: bool) -> dict:
-    arm = config.arm
-    return fast_weight_seed(config.sizes, arm.mixer, arm.options, seed, progress=progress, label=config.arm_name)
+    return fast_weight_seed(config.sizes, config.arm.mixer, dict(config.options), seed, progress=progress,
+                            label=config.arm_name)
 
 
 SEED_TRAINERS: dict[str, Callable] = {"lm": _lm, "listops": _classification, "text": _classification,
@@ -159,7 +185,7 @@ def _same_setting(record: dict, config: RunConfig) -> bool:
                 and {k: v for k, v in stored.items() if k in design} == design and set(stored) <= set(design))
     pinned = thawed(config.study.setting)
     return (Arm.from_spec(record["spec"]) == config.arm
-            and all(record["config"].get(key) == value for key, value in pinned.items()))
+            and all(record["config"].get(key) == thawed(config.sizes[key]) for key in pinned))
 
 
 def _plan(study: Study, seeds: tuple, record: dict) -> list[tuple[int, float | None]]:

@@ -10,7 +10,7 @@ from ..data import DataUnavailableError, listops, text
 from ..environment import device, preset, seed_everything
 from ..models import EncoderClassifier, parameter_counts
 from ..train import evaluate, fit
-from .options import check_seed, history_summary, mixer_options
+from .options import check_seed, chosen_options, history_summary, recorded_gma_options
 
 __all__ = ["build_classifier", "classification_seed", "listops_data", "majority_accuracy", "run_classification",
            "text_data"]
@@ -67,13 +67,15 @@ def majority_accuracy(labels: torch.Tensor) -> float:
 
 
 def build_classifier(p: SimpleNamespace, mixer: str, data: dict, *, n_components: int | None = None,
-                     gma_options: dict | None = None):
-    """An :class:`~gma_teach.models.EncoderClassifier` sized by preset ``p`` for ``data`` (``gma_options``: extra
+                     gma_options: dict | None = None, options: dict | None = None):
+    """An :class:`~gma_teach.models.EncoderClassifier` sized by preset ``p`` for ``data``; its mixer built with
+    ``options`` when given (an arm's, resolved once: :attr:`gma_teach.study.RunConfig.options`), else with
+    :func:`~gma_teach.experiments.mixer_options` of ``p``, ``n_components`` and ``gma_options`` (extra
     :class:`~gma_teach.GaussianMixtureAttention` options)."""
     return EncoderClassifier(data["vocab_size"], data["n_classes"], p.d_model, p.n_layers, p.n_heads, mixer=mixer,
                              max_seq_len=data["train"][0].shape[1], pooling=p.pooling, d_ff=p.d_ff,
                              dropout=p.dropout, pad_id=data["pad_id"],
-                             mixer_options=mixer_options(p, mixer, n_components, gma_options))
+                             mixer_options=chosen_options(p, mixer, n_components, gma_options, options))
 
 
 def run_classification(experiment: str, mixer: str, *, scale_name: str | None = None, seed: int = 0,
@@ -113,11 +115,16 @@ def run_classification(experiment: str, mixer: str, *, scale_name: str | None = 
 
 def classification_seed(experiment: str, p: SimpleNamespace, mixer: str, data: dict, *, seed: int = 0,
                         n_components: int | None = None, progress: bool = False,
-                        gma_options: dict | None = None) -> dict:
+                        gma_options: dict | None = None, options: dict | None = None, prepare=None) -> dict:
     """One seed of a classifier under the resolved sizes ``p`` (what :func:`run_classification` and the study
-    runner call): trains and tests it on ``data``; returns the record :func:`run_classification` describes."""
+    runner call): trains and tests it on ``data``; returns the record :func:`run_classification` describes.
+    ``options``: the mixer's options resolved once (the study runner's), in place of ``n_components`` and
+    ``gma_options``; ``prepare(model, data)``: called once before training (e.g. means from k-means)."""
     seed_everything(check_seed(seed))
-    model = build_classifier(p, mixer, data, n_components=n_components, gma_options=gma_options).to(device())
+    options = chosen_options(p, mixer, n_components, gma_options, options)
+    model = build_classifier(p, mixer, data, options=options).to(device())
+    if prepare is not None:
+        prepare(model, data)
     pad_id = data["pad_id"] if p.length_buckets else None  # the encoder ignores appended padding
     keep = "last" if data["validation"] is data["test"] else "best"  # never choose a checkpoint on the test split
     history = fit(model, data["train"], val_data=data["validation"], epochs=p.epochs, lr=p.lr,
@@ -126,8 +133,10 @@ def classification_seed(experiment: str, p: SimpleNamespace, mixer: str, data: d
                   label=f"{experiment} {mixer} seed {seed}", pad_id=pad_id, length_buckets=p.length_buckets,
                   keep=keep)
     test = evaluate(model, data["test"], task="classify", batch_size=p.batch_size, pad_id=pad_id)
-    return {"seed": seed, "mixer": mixer, "n_components": (n_components or p.n_components) if mixer == "gma" else None,
-            "gma_options": dict(gma_options or {}), "history": history_summary(history), "test": test,
+    gma = mixer == "gma"
+    return {"seed": seed, "mixer": mixer, "n_components": options["n_components"] if gma else None,
+            "gma_options": recorded_gma_options(mixer, options),
+            "history": history_summary(history), "test": test,
             "checkpoint": keep,
             "majority_baseline": majority_accuracy(data["test"][1]), "parameters": parameter_counts(model),
             "tokens_per_second": history.tokens_per_second, "train_seconds": history.train_seconds,

@@ -15,7 +15,7 @@ from ..data.wikitext import bits_per_byte
 from ..environment import cache_dir, device, preset, scale, seed_everything
 from ..models import DecoderLM, parameter_counts
 from ..train import History, evaluate, fit, save_atomically
-from .options import check_seed, history_summary, mixer_options
+from .options import check_seed, chosen_options, history_summary, mixer_options, recorded_gma_options
 
 __all__ = ["LMRun", "build_lm", "decoding_state_bytes", "lm_checkpoint_path", "lm_data", "lm_seed", "load_or_train_lm",
            "routing_monitor", "run_lm", "validation_bytes"]
@@ -29,13 +29,16 @@ def lm_data(p: SimpleNamespace, *, source: str | None = None):
 
 
 def build_lm(p: SimpleNamespace, mixer: str, vocab_size: int, *, n_components: int | None = None,
-             gma_options: dict | None = None) -> DecoderLM:
-    """A :class:`~gma_teach.models.DecoderLM` sized by preset ``p``."""
+             gma_options: dict | None = None, options: dict | None = None) -> DecoderLM:
+    """A :class:`~gma_teach.models.DecoderLM` sized by preset ``p``; its mixer built with ``options`` when given
+    (an arm's, resolved once: :attr:`gma_teach.study.RunConfig.options`), else with :func:`mixer_options` of
+    ``p``, ``n_components`` and ``gma_options``."""
     lm_mixers = tuple(name for name in mixers.registered_names() if mixers.entry(name).causal_lm)
     if mixer not in lm_mixers:
         raise ValueError(f"LM mixer must be one of {lm_mixers}, got {mixer!r}")
     return DecoderLM(vocab_size, p.d_model, p.n_layers, p.n_heads, mixer=mixer, max_seq_len=p.seq_len,
-                     d_ff=p.d_ff, dropout=p.dropout, mixer_options=mixer_options(p, mixer, n_components, gma_options))
+                     d_ff=p.d_ff, dropout=p.dropout, mixer_options=chosen_options(p, mixer, n_components,
+                                                                                   gma_options, options))
 
 
 def validation_bytes(data) -> int:
@@ -59,15 +62,13 @@ def routing_monitor(data, *, n_blocks: int = 8):
     return monitor
 
 
-def _train_lm(p, mixer, data, *, n_components, seed, progress, checkpoint_path=None, gma_options=None,
-              prepare=None, monitor=None):
+def _train_lm(p, mixer, data, *, options, seed, progress, checkpoint_path=None, prepare=None, monitor=None):
     seed_everything(check_seed(seed))
-    model = build_lm(p, mixer, data.tokenizer.n_vocab, n_components=n_components,
-                     gma_options=gma_options).to(device())
+    model = build_lm(p, mixer, data.tokenizer.n_vocab, options=options).to(device())
     if prepare is not None:
         prepare(model, data)
     initial = monitor(model) if monitor is not None else None
-    label = f"lm {mixer}" + (f" K={n_components or p.n_components}" if mixer == "gma" else "") + f" seed {seed}"
+    label = f"lm {mixer}" + (f" K={options['n_components']}" if mixer == "gma" else "") + f" seed {seed}"
     history = fit(model, data.train, val_data=data.val, steps=p.n_steps, eval_every=p.eval_every, lr=p.lr,
                   weight_decay=p.weight_decay, warmup=int(round(p.warmup_fraction * p.n_steps)),
                   batch_size=p.batch_size, seed=seed, task="lm", progress=progress, label=label,
@@ -105,21 +106,23 @@ def run_lm(mixer: str, *, scale_name: str | None = None, seed: int = 0, n_compon
 
 def lm_seed(p: SimpleNamespace, mixer: str, data, *, seed: int = 0, n_components: int | None = None,
             progress: bool = False, return_model: bool = False, gma_options: dict | None = None, prepare=None,
-            track_routing: bool = True):
+            track_routing: bool = True, options: dict | None = None):
     """One seed of a causal LM under the resolved sizes ``p`` (what :func:`run_lm` and the study runner call):
-    trains it on ``data`` and returns the record :func:`run_lm` describes (and the model if ``return_model``)."""
+    trains it on ``data`` and returns the record :func:`run_lm` describes (and the model if ``return_model``).
+    ``options``: the mixer's options resolved once (the study runner's), in place of ``n_components`` and
+    ``gma_options``."""
+    options = chosen_options(p, mixer, n_components, gma_options, options)
     monitor = routing_monitor(data) if track_routing and mixer == "gma" else None
-    model, history, initial = _train_lm(p, mixer, data, n_components=n_components, seed=seed, progress=progress,
-                                        gma_options=gma_options, prepare=prepare, monitor=monitor)
+    model, history, initial = _train_lm(p, mixer, data, options=options, seed=seed, progress=progress,
+                                        prepare=prepare, monitor=monitor)
     n_targets, n_bytes = data.val[:, 1:].numel(), validation_bytes(data)
     nats_to_bpb = n_targets / n_bytes / math.log(2)
     summary = history_summary(history)
     summary["val_bits_per_byte"] = [loss * nats_to_bpb for loss in history.val_loss]
     val = evaluate(model, data.val, task="lm", batch_size=p.batch_size)
     val["bits_per_byte"] = bits_per_byte(val["loss"] * n_targets, n_bytes)
-    record = {"seed": seed, "mixer": mixer,
-              "n_components": (n_components or p.n_components) if mixer == "gma" else None,
-              "gma_options": dict(gma_options or {}), "history": summary, "val": val,
+    record = {"seed": seed, "mixer": mixer, "n_components": options["n_components"] if mixer == "gma" else None,
+              "gma_options": recorded_gma_options(mixer, options), "history": summary, "val": val,
               "validation_tokens": n_targets, "validation_bytes": n_bytes,
               "parameters": parameter_counts(model), "tokens_per_second": history.tokens_per_second,
               "train_seconds": history.train_seconds, "data_source": data.source, "tokenizer": data.tokenizer.name}
@@ -181,25 +184,24 @@ def load_or_train_lm(scale_name: str | None = None, *, mixer: str = "gma", n_com
         if not hasattr(p, key):
             raise ValueError(f"unknown override {key!r} for preset 'lm'; known: {sorted(vars(p))}")
         setattr(p, key, value)
-    n_components = int(n_components or p.n_components) if mixer == "gma" else None
     gma_options = dict(gma_options or {})
     if gma_options and mixer != "gma":
         raise ValueError(f"gma_options apply to mixer 'gma' only, got mixer {mixer!r}")
+    options = mixer_options(p, mixer, n_components, gma_options)
+    n_components = options["n_components"] if mixer == "gma" else None
     path = lm_checkpoint_path(chosen, mixer, n_components, check_seed(seed), gma_options=gma_options)
     data = data if data is not None else lm_data(p)
     config = {**vars(p), "mixer": mixer, "n_components": n_components, "seed": seed, "tokenizer": data.tokenizer.name,
               "vocab_size": data.tokenizer.n_vocab}
     if gma_options:  # absent for the default, so that the default's saved models stay valid
         config["gma_options"] = gma_options
-    model = build_lm(p, mixer, data.tokenizer.n_vocab, n_components=n_components,
-                     gma_options=gma_options).to(device())
+    model = build_lm(p, mixer, data.tokenizer.n_vocab, options=options).to(device())
     saved = torch.load(path, map_location=device(), weights_only=False) if path.exists() else None
     if saved is not None and saved.get("config") == config:
         model.load_state_dict(saved["model"])
         history = History(**saved["history"])
     else:
-        model, history, _ = _train_lm(p, mixer, data, n_components=n_components, seed=seed, progress=progress,
-                                      gma_options=gma_options)
+        model, history, _ = _train_lm(p, mixer, data, options=options, seed=seed, progress=progress)
         path.parent.mkdir(parents=True, exist_ok=True)
         save_atomically(path, {"model": model.state_dict(), "history": history.to_dict(), "config": config})
     model.eval()

@@ -31,6 +31,7 @@ scoring per kv-pair count.
 from __future__ import annotations
 
 import time
+from collections import ChainMap
 from collections.abc import Mapping
 from types import SimpleNamespace
 
@@ -42,6 +43,7 @@ from ..environment import seed_everything
 from ..models import DecoderLM
 from ..tasks import IGNORE_INDEX, MQARData, mqar
 from ..train import fit
+from .options import arm_options
 
 __all__ = ["accuracy_by_count", "build_model", "recall_data", "recall_seed", "split", "state_bytes", "train_run"]
 
@@ -65,11 +67,15 @@ def recall_data(study: Mapping) -> dict:
     return {name: split(study, name) for name in ("train", "val", "test")}
 
 
-def _model(sizes, arm: Arm, width: int) -> DecoderLM:
+def _model(sizes, arm: Arm, width: int, options: dict | None = None, arm_name: str | None = None) -> DecoderLM:
+    """The recall model of ``arm``: its mixer built with ``options`` (resolved once by the runner), or with the
+    arm's options resolved here (:func:`gma_teach.runs.options.arm_options`) for a chapter's live run."""
     n_heads = arm.n_heads or sizes["n_heads"]
+    if options is None:
+        options = arm_options(ChainMap({"n_heads": n_heads, "d_model": width}, sizes), arm, arm_name)
     n_layers = sizes.get("n_layers", 1)  # pairs of blocks: a short convolution, then the mixer
     model = DecoderLM(sizes["vocab_size"], width, 2 * n_layers, n_heads, mixer=["conv", arm.mixer] * n_layers, d_ff=0,
-                      max_seq_len=sizes["seq_len"], mixer_options=[{}, thawed(arm.options)] * n_layers)
+                      max_seq_len=sizes["seq_len"], mixer_options=[{}, dict(options)] * n_layers)
     torch.nn.init.normal_(model.positions.weight, std=0.02)
     return model
 
@@ -83,7 +89,7 @@ def build_model(study: Mapping, arm: str, width: int) -> DecoderLM:
     language model's default of 1 drowns the tokens and stalls recall)."""
     if arm not in study["arms"]:
         raise ValueError(f"arm must be one of {sorted(study['arms'])}, got {arm!r}")
-    return _model(study, Arm.from_spec(study["arms"][arm]), width)
+    return _model(study, Arm.from_spec(study["arms"][arm]), width, arm_name=arm)
 
 
 @torch.no_grad()
@@ -112,16 +118,20 @@ def state_bytes(model: DecoderLM, n_tokens: int) -> int:
 
 
 def recall_seed(p: SimpleNamespace, arm: Arm, lr: float, seed: int, data: dict, *, progress=False,
-                return_model=False, arm_name: str | None = None):
+                return_model=False, arm_name: str | None = None, options: dict | None = None, prepare=None):
     """Train one recall model under the resolved sizes ``p`` (the study's setting, ``p.d_model`` the width) with
     :func:`gma_teach.train.fit` (``task="queries"``, the last weights kept: nothing is chosen on a split) and
     measure it: validation and test accuracy per kv count, state bytes, time; with ``p.eval_every``, also the
     validation accuracy every ``eval_every`` steps (``"curve"``), to see whether the run converged.
+    ``options``: the mixer's options resolved once (the study runner's; default: the arm's, resolved here);
+    ``prepare(model, data)``: called once before training (e.g. means from k-means).
 
     Returns the run's record (a dict of numbers), or ``(record, model)`` with ``return_model=True``."""
     sizes = vars(p)
     seed_everything(seed)
-    model = _model(sizes, arm, p.d_model)
+    model = _model(sizes, arm, p.d_model, options, arm_name)
+    if prepare is not None:
+        prepare(model, data)
     train = data["train"]
     name = arm_name or arm.mixer
     started, cpu_started = time.perf_counter(), time.process_time()

@@ -27,7 +27,7 @@ def measure_training_speed(study: dict, *, steps: int = 3, repeat: int = 3, warm
         raise ValueError(f"study must be a language-model study, got experiment {study.get('experiment')!r}")
     steps = _checks.positive_int("steps", steps)
     data = data if data is not None else study_data(study)
-    q = resolve(study, next(iter(study.arms))).namespace()  # the sizes do not depend on the arm
+    q = resolve(study, next(iter(study.arms))).namespace()  # the training sizes do not depend on the arm
     blocks = data.train[: q.batch_size * steps]
 
     def one_call(model):
@@ -35,10 +35,10 @@ def measure_training_speed(study: dict, *, steps: int = 3, repeat: int = 3, warm
                            task="lm", progress=False, seed=0)
 
     calls = {}
-    for name, arm in study.arms.items():
+    for name in study.arms:
+        config = resolve(study, name)  # the arm's own heads and options, as its runs build it
         torch.manual_seed(0)
-        model = build_lm(q, arm.mixer, data.tokenizer.n_vocab, n_components=arm.n_components,
-                         gma_options=arm.gma_options if arm.mixer == "gma" else None)
+        model = build_lm(config.namespace(), config.arm.mixer, data.tokenizer.n_vocab, options=dict(config.options))
         calls[name] = one_call(model)
     seconds = measure.compare_timings(calls, repeat=repeat, warmup=warmup, threads=1)
     tokens_per_step = q.batch_size * q.seq_len
