@@ -119,9 +119,9 @@ TRAINING_SECONDS_MEASURED = (0.51, 0.83)
 """predicted / measured training seconds of lm_{gma,linear,performer}_small.json and listops_gma_small.json (one row
 per seed): 0.506 (lm gma) to 0.828 (lm performer, the corrected mixer, re-run at load 1.2-3.2); the model undercounts
 a training step 1.2 to 2.0 times. Margin 10%: band (0.46, 0.91)."""
-CHAPTER_SECONDS_MEASURED = (0.83, 1.57)
-"""measured / predicted seconds of the 13 chapters (7b included) of chapter_seconds_cpu_tiny.json (load at most 1.2
-on 2 cores, so no slowdown): 0.827 (ch07) to 1.572 (ch08). Margin 10%: band (0.75, 1.73); a loaded machine widens the
+CHAPTER_SECONDS_MEASURED = (0.63, 1.28)
+"""measured / predicted seconds of the 13 chapters (7b included) of chapter_seconds_cpu_tiny.json (load at most 1.1
+on 2 cores, so no slowdown): 0.631 (ch07) to 1.283 (ch12). Margin 10%: band (0.57, 1.41); a loaded machine widens the
 upper end by its load per core."""
 
 
