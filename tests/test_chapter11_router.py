@@ -31,7 +31,7 @@ def test_the_table_and_the_pictures_read_the_chosen_router():
     cells = _code_cells()
     start = _first(cells, 'ids, gamma_q, resp = chosen.read["ids"], chosen.read["gamma_q"], chosen.read["resp"]')
     assert 'router.info["state"] == "in use"' in cells[start]  # chosen by the state the package computes
-    trained = [i for i, source in enumerate(cells) if "read_router(load_or_train_lm(" in source]
+    trained = [i for i, source in enumerate(cells) if "load_or_train_lm(lm_scale, gma_options=" in source]
     assert trained and all(i < start for i in trained), "every live router is read before one is chosen"
     for reader in READERS:
         where = [i for i, source in enumerate(cells) if reader in source]
@@ -45,6 +45,6 @@ def test_information_is_taught_before_chapter_10s_router_is_judged_by_it():
     cells = _code_cells()
     taught = _first(cells, "diagnostics.routing_information(rows)")
     judged = _first(cells, 'routers = {"default (chapter 10)": read_router(run)}')
-    assert taught < judged < _first(cells, "read_router(load_or_train_lm(")
+    assert taught < judged < _first(cells, "load_or_train_lm(lm_scale, gma_options=")
     assert "diagnostics.information_report(" in cells[_first(cells, "def read_router")]
     assert not any("usage_verdict" in source for source in cells), "an argmax count is no verdict of use"
