@@ -66,7 +66,7 @@ def routing_balance_loss(gamma: torch.Tensor, *, form: str = "switch", mask: tor
     Args:
         gamma: ``(N, K)``, ``(B, N, K)`` or ``(B, H, N, K)`` responsibilities (rows sum to 1). Usage is pooled
             over the batch and the tokens, computed per head, and the heads' losses are averaged.
-        form: one of :data:`BALANCE_FORMS` (``"switch"``, ``"entropy"``, ``"information"``).
+        form: one of ``BALANCE_FORMS`` (``"switch"``, ``"entropy"``, ``"information"``).
         mask: ``(B, N)`` bool, ``True`` for tokens to count (padding excluded; the opposite of
             ``torch.nn.MultiheadAttention``'s ``True`` = padding), or ``None``. A row with no ``True`` entry (no token
             to count, or a mask in torch's convention) is refused.

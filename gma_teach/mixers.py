@@ -194,7 +194,7 @@ _NOT_OPTIONS = ("self", "d_model", "n_heads", "causal")
 
 def accepted_options(name: str) -> tuple[str, ...] | None:
     """The option names mixer ``name`` takes: the keyword parameters of its class's ``__init__``
-    (:data:`gma_teach.baselines.MIXERS`), read with :func:`inspect.signature`, besides ``d_model``, ``n_heads`` and
+    (:data:`gma_teach.baselines.MIXERS`), read with ``inspect.signature``, besides ``d_model``, ``n_heads`` and
     ``causal``, in the signature's order; ``None`` for a class that takes any keyword (``**options``)."""
     cls = entry(name).cls
     parameters = inspect.signature(cls.__init__).parameters.values()

@@ -21,7 +21,7 @@ their prefix sums over ``j <= i``. The implementations (``impl=``) all compute t
   ``O(N C (K + d_v) + N K d_v)`` (the in-chunk scores cost ``N C K``, their product with ``V`` ``N C d_v``);
 * ``"recurrent"``: token by token with a ``(K, d_v)`` state -- the decoding form;
 * ``"triton"``: the fused kernels of :mod:`gma_teach.kernels` (only through :func:`gma`, which owns the mixture);
-* ``"lean"``: one autograd function (:mod:`gma_teach._gma_autograd`, only through :func:`gma`) that saves the
+* ``"lean"``: one autograd function (``gma_teach._gma_autograd``, only through :func:`gma`) that saves the
   routing vectors, the values and one number per token and recomputes the responsibilities in the backward pass;
   with a key padding mask, ``return_responsibilities`` or inaccurate float32 logits it runs the forms below;
 * ``"auto"``: :func:`gma` is the one place that chooses: ``"triton"`` on CUDA when the kernels are available and
@@ -41,7 +41,7 @@ check that every
 row sums to 1) with feature maps.
 
 Size: one file of 500-odd lines because it is the one place that chooses a GMA form (``impl=``), and its forms
-share one validation; the lean autograd form is its own module, :mod:`gma_teach._gma_autograd`.
+share one validation; the lean autograd form is its own module, ``gma_teach._gma_autograd``.
 """
 from __future__ import annotations
 

@@ -168,7 +168,7 @@ class FastWeightModel(nn.Module):
 
     Args:
         n_pairs: ``S``, the number of keys and of values.
-        mixer: a registered mixer name (:func:`gma_teach.baselines.make_mixer`); **options: its options.
+        mixer: a registered mixer name (:func:`gma_teach.baselines.make_mixer`); ``**options``: its options.
         d_model: the width, key size (one head) and size of the value embeddings; value_seed: their seed.
 
     ``forward(batch)`` maps a :class:`FastWeightBatch` of ``B`` sequences to the read values ``(B, d_model)``.

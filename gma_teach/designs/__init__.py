@@ -183,8 +183,8 @@ REMEDY_STUDY = Study(
     exploratory={"pairs": "every pair outside the primary family (two remedies against each other), the "
                           "information and logit spread per layer and over training, the mean maximum responsibility"},
 )
-"""The routing-remedy study, declared on 2026-12-04 before any of its runs: which routing makes the small LM's GMA a
-K-slot memory whose routing carries information, judged by that information and not by argmax counts.
+"""The routing-remedy study, declared on 2026-12-04 before any of its runs. It asks which routing makes the small
+LM's GMA a K-slot memory whose routing carries information, judged by that information and not by argmax counts.
 
 * **Setting.** The small LM of :data:`LM_SETTING` (600 steps, evaluated every 200), GMA with K = 64 in both layers.
 * **Arms.** The default routing; the balance loss alone (Switch form, weight 0.01); the variance change alone

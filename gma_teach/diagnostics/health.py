@@ -36,7 +36,7 @@ HEALTH_METRICS = ("information", "usage_entropy", "token_entropy", "mean_max_rat
 
 
 def head_health(log_resp: torch.Tensor) -> dict[str, list[float]]:
-    """The health numbers per head (:data:`HEALTH_METRICS`) from log-responsibilities ``(B, H, N, K)`` (or
+    """The health numbers per head (``HEALTH_METRICS``) from log-responsibilities ``(B, H, N, K)`` (or
     ``(H, T, K)``).
 
     Returns ``{"information": [H floats], "usage_entropy": [...], "token_entropy": [...], "mean_max_ratio": [...],
@@ -178,7 +178,7 @@ def routing_health(model: nn.Module, tokens: torch.Tensor, *, with_logit_terms: 
     also gives each layer's :func:`routing_logit_terms` entries, so a training monitor runs the model once.
 
     Returns:
-        ``[{"layer": i, name: [H], ...}, ...]`` with every name of :data:`HEALTH_METRICS`, each dict
+        ``[{"layer": i, name: [H], ...}, ...]`` with every name of ``HEALTH_METRICS``, each dict
         extended by ``"prior"``, ``"volume"``, ``"distance"``, ``"prior_entropy"``, ``"floor_share"`` and
         ``"spread_ratio"`` (one value per head) when ``with_logit_terms``.
     """

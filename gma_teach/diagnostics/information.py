@@ -146,7 +146,7 @@ by an amount that matters."""
 
 def routing_state(information: float, *, usage_entropy: float, token_entropy: float, untrained: float,
                   shuffled: dict, n_components: int, n_sd: float = 3.0, min_share: float = MIN_SHARE) -> str:
-    """Name a router from its information and its baselines: one of :data:`ROUTING_STATES`.
+    """Name a router from its information and its baselines: one of ``ROUTING_STATES``.
 
     The router is *in use* when its information (bits) is clearly above both baselines: above the untrained
     model's by at least ``min_share`` of :math:`\\log_2 K`, and more than ``n_sd`` standard deviations of the

@@ -3,7 +3,7 @@
 A study (:class:`gma_teach.designs.Study`) is resolved once per arm and width into a :class:`RunConfig`: the
 experiment's preset at the study's scale with the study's pinned setting over it (the recall study pins every
 size itself, and so does the capacity study), the arm's head count over the study's, the width, and the options
-of the arm's mixer (:func:`gma_teach.runs.options.arm_options`: its registry entry's defaults read from those
+of the arm's mixer (``gma_teach.runs.options.arm_options``: its registry entry's defaults read from those
 sizes, then the arm's own options; an option the mixer does not take is an error naming the arm). That frozen
 configuration flows down unchanged: the trainer of one seed (:data:`SEED_TRAINERS`, one per experiment) builds
 its model from it and from nothing else. Every trainer goes through :func:`gma_teach.train.fit` except the
@@ -49,7 +49,7 @@ class RunConfig:
         width: the model width (``None``: the sizes' ``d_model``).
         sizes: the experiment's preset at the study's scale with the study's setting over it, and the arm's
             ``n_heads`` over the study's (read-only).
-        options: the options its mixer is built with, resolved once (:func:`gma_teach.runs.options.arm_options`,
+        options: the options its mixer is built with, resolved once (``gma_teach.runs.options.arm_options``,
             read-only).
     """
 

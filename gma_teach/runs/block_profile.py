@@ -57,7 +57,7 @@ _PACKAGE_DIR = str(Path(__file__).resolve().parents[1])
 
 
 def block_mixer(label, *, d_model=256, n_heads=4, causal=False):
-    """The block of ``label`` (a key of :data:`BLOCK_MIXERS`): GMA with ``K = d_model / n_heads`` components, linear
+    """The block of ``label`` (a key of ``BLOCK_MIXERS``): GMA with ``K = d_model / n_heads`` components, linear
     attention with ``d_model / n_heads`` features per head, or SDPA."""
     if label not in BLOCK_MIXERS:
         raise ValueError(f"unknown block label {label!r}; known: {', '.join(BLOCK_MIXERS)}")

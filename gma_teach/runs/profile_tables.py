@@ -147,9 +147,9 @@ training tokens/s at least 0.9 times."""
 
 
 def block_ratios(record) -> list[dict]:
-    """Per form and ``N`` of a ``--block`` record (:func:`gma_teach.runs.block_profile.run_block_record`): GMA's
+    """Per form and ``N`` of a ``--block`` record (``gma_teach.profiling.run_block_record``): GMA's
     peak memory and tokens/s over linear attention's, the same for SDPA and for GMA's operator path, and whether
-    GMA meets :data:`TARGETS` -- ``{"form", "seq_len", "memory_ratio", "speed_ratio", "sdpa_memory_ratio",
+    GMA meets ``TARGETS`` -- ``{"form", "seq_len", "memory_ratio", "speed_ratio", "sdpa_memory_ratio",
     "sdpa_speed_ratio", "operators_memory_ratio", "operators_speed_ratio", "memory_ok", "speed_ok", "gma_mib",
     "linear_mib", "gma_tokens_per_second", "linear_tokens_per_second"}``, in the record's order."""
     rows = {(r["causal"], r["seq_len"], r["label"]): r for r in record["results"]}
@@ -192,7 +192,7 @@ def format_block_table(ratios) -> str:
 
 
 def format_breakdown(rows, *, top=6, width=75) -> str:
-    """The rows of :func:`gma_teach.runs.block_profile.saved_for_backward` as text: MiB, tensors and the saving
+    """The rows of ``gma_teach.profiling.saved_for_backward`` as text: MiB, tensors and the saving
     line (cut to ``width`` characters), the ``top`` largest, then the rest and the total."""
     lines = []
     for r in rows[:top]:
@@ -222,7 +222,7 @@ def extra_time(record, form, *, top=3) -> list[tuple[str, float]]:
 
 def block_verdicts(record) -> list[str]:
     """One line per form and ``N`` of a ``--block`` record: GMA's memory and tokens/s against linear attention's,
-    judged by :data:`TARGETS` (met, or by how much it is missed); then, per form with a missed speed target, two
+    judged by ``TARGETS`` (met, or by how much it is missed); then, per form with a missed speed target, two
     lines naming the operators that cost GMA its extra time (:func:`extra_time`). Lines of at most 75 characters."""
     lines = []
     ratios = block_ratios(record)

@@ -415,7 +415,7 @@ def gma_claims(folder=None, *, profiling_record: str = PROFILING_RECORD) -> list
 
     Args:
         folder: the results folder (default the book's).
-        profiling_record: the profiling record the memory and throughput rows read (:data:`PROFILING_RECORD`).
+        profiling_record: the profiling record the memory and throughput rows read (``PROFILING_RECORD``).
     """
     folder = Path(folder) if folder is not None else results_folder()
     return [*_profiling_rows(folder, profiling_record), _state_claim(), _text_claim(folder), _recall_claim(folder),

@@ -29,15 +29,17 @@ __all__ = ["ALPHA", "LOOKS", "LOWER_IS_BETTER", "declared_comparisons", "declare
 LOOKS = 2
 """How many times a study with a declared ``"second_look"`` has been tested: its first seeds, then all of them.
 The Holm-adjusted p-values of *both* looks are multiplied by it (Bonferroni over the looks: each look at
-``ALPHA / LOOKS``, 2.5%), so the chance of any false "told apart" over both looks stays below :data:`ALPHA`. The
-first look was first read at 5%, before the second was declared; read again at 2.5%, every verdict it gave stands."""
+``ALPHA / LOOKS``, 2.5%), so the chance of any false "told apart" over both looks stays below
+:data:`gma_teach.designs.ALPHA`. The first look was first read at 5%, before the second was declared; read again at
+2.5%, every verdict it gave stands."""
 
 
 def rests_on_looks(comparison: dict, looks: int) -> bool:
     """Whether a declared comparison's verdict rests on paying for a second look: its Holm p, already multiplied by
-    ``looks`` (:func:`declared_comparisons`), is at least :data:`ALPHA`, while the p before that multiplication
-    is below it, so a study tested once would have told the pair apart. One scale, the multiplied p against
-    :data:`ALPHA`: a pair told apart never rests on it (its p is below ALPHA with or without the multiplication).
+    ``looks`` (:func:`declared_comparisons`), is at least :data:`gma_teach.designs.ALPHA`, while the p before that
+    multiplication is below it, so a study tested once would have told the pair apart. One scale, the multiplied p
+    against :data:`gma_teach.designs.ALPHA`: a pair told apart never rests on it (its p is below ALPHA with or
+    without the multiplication).
 
     Args:
         comparison: a declared comparison with its ``"p_holm"``.
