@@ -232,7 +232,7 @@ def arm_files(study: str, arms: str) -> tuple[str, ...]:
 
 # ----------------------------------------------------------------------------------------- named computations
 LM = "lm_study_tables.json"
-LM_ARMS = (arm_files("lm_study", "sdpa gma_k32 gma_k128 gma_k32_remedy gma_k128_remedy linear performer none uniform")
+LM_ARMS = (arm_files("lm_study", "sdpa gma_k32 gma_k128 gma_k32_var_bal gma_k128_var_bal linear performer none uniform")
            + ("routing_collapse_default.json", "routing_collapse_variance_and_balance.json"))
 """The records of the LM comparison's arms (GMA K=64 is recorded by the routing-collapse study)."""
 
@@ -269,10 +269,11 @@ def _needed(records, table: str, arm: str, same_as: str | None = None) -> int:
 
 
 def _lm_never(records) -> int:
-    """The K of the one GMA arm that no seed count would tell apart (README names one, with the remedy)."""
+    """The K of the one GMA arm that no seed count would tell apart (the reports name one, with variance and
+    balance)."""
     never = [c for c in study.seeds_needed(records[LM]["second_look"])["comparisons"] if c["seeds"] is None]
     (only,) = never
-    assert only["arm"].endswith("_remedy") and only["against"] == "linear", only
+    assert only["arm"].endswith("_var_bal") and only["against"] == "linear", only
     return int(only["arm"].split("_")[1][1:])
 
 
@@ -286,7 +287,7 @@ def rc_commits(records) -> int:
                 for name in RC_ARMS for run in records[name]["runs"]})
 
 
-LRA_ARMS = arm_files("listops_lra", "sdpa gma gma_remedy linear performer")
+LRA_ARMS = arm_files("listops_lra", "sdpa gma gma_var_bal linear performer")
 LRA = "listops_lra_tables.json"
 
 
@@ -404,9 +405,9 @@ def _default_recalls(records):
 
 
 def _recall_pair(records, k, width):
-    """The declared comparison of GMA K=``k`` with the remedy against linear attention at ``width``."""
+    """The declared comparison of GMA K=``k`` with variance and balance against linear attention at ``width``."""
     return next(c for c in records[RECALL]["declared"]["comparisons"]
-                if c["arm"] == f"gma_k{k}_remedy" and c["against"] == "linear" and c["width"] == width)
+                if c["arm"] == f"gma_k{k}_var_bal" and c["against"] == "linear" and c["width"] == width)
 
 def recall_cpu_seconds(records, how):
     return how(c for name in records.names(RECALL_ARMS) for c in (r["cpu_seconds"] for r in records[name]["runs"]))
@@ -501,16 +502,16 @@ BINDINGS: dict[str, list[Binding]] = {
                 Key(ROUTING, "report/metrics/n_components")),
         Binding("the paper reports {} of {}.", Key(ROUTING, "paper/active"), Key(ROUTING, "paper/n_components")),
     ],
-    "**Routing collapse and its remedy**": [
+    "**Routing collapse and the routing changes**": [
         Binding("GMA with K={}, {} steps, {} seeds an arm, run on {} commits of the code",
                 Key(RC_ARMS, "spec/n_components"),
                 Key(RC_ARMS, "config/n_steps"), Key(RC, "tables/val_bits_per_byte/arms/*/val_bits_per_byte/n",
                                                     reduce="unique"),
                 Computed("the commits the collapse study's runs were made on", rc_commits, RC_ARMS)),
-        Binding("default routing {} of the components win a token at the end of training ({} in the second layer)",
+        Binding("default routing {} of the components win a token by argmax ({} in the second layer);",
                 Key(RC, "tables/active_share/arms/default/active_share/mean"),
                 Key("routing_collapse_default.json", "summary/per_layer/1/active_share/mean")),
-        Binding("d_route keep {}, means from k-means {}, the balance loss {}, and variances at d_route with the "
+        Binding("d_route give {}, means from k-means {}, the balance loss {}, and variances at d_route with the "
                 "balance loss {}.",
                 *(Key(RC, f"tables/active_share/arms/{arm}/active_share/mean")
                   for arm in ("variance_d_route", "kmeans_means", "balance", "variance_and_balance"))),
@@ -522,7 +523,7 @@ BINDINGS: dict[str, list[Binding]] = {
         Binding("each look tested at {}%", Computed(
             "each look's level: the family's alpha shared by the looks",
             lambda r: 100 * r[RC]["second_look"]["alpha"] / r[RC]["second_look"]["looks"], (RC,))),
-        Binding("the balance loss raises the active share by {} ({}% interval {} to {}), and by {} ({} to {}) with the "
+        Binding("the balance loss raises the count by {} ({}% interval {} to {}), and by {} ({} to {}) with the "
                 "variance change added; means from k-means raise it by {} and the variance change alone by {} (Holm p "
                 "{}).",
                 *_signed(RC, _second(arm="balance", metric="active_share"))[:1],
@@ -543,6 +544,10 @@ BINDINGS: dict[str, list[Binding]] = {
                 Key(RC, _second(arm="variance_and_balance", metric="val_bits_per_byte") + "/p_holm")),
         Binding("within the first {} steps", Key("routing_collapse_cause_default.json", "runs/*/history/steps/0",
                                                  reduce="unique")),
+        Binding("its routing logits end with a spread over the components of {}, against {} with the default routing "
+                "and {} with the balance loss alone,",
+                *(Key(f"routing_collapse_{arm}.json", "summary/logit_spread/mean")
+                  for arm in ("variance_and_balance", "default", "balance"))),
     ],
     "**LM comparison**": [
         Binding("same setting, seeds {}-{} for every arm)",
@@ -553,14 +558,16 @@ BINDINGS: dict[str, list[Binding]] = {
                 Key("lm_study_gma_k32.json", "spec/n_components"), *_lm_bits("gma_k32"),
                 Key("routing_collapse_default.json", "spec/n_components"), *_lm_bits("gma_k64"),
                 Key("lm_study_gma_k128.json", "spec/n_components"), *_lm_bits("gma_k128")),
-        Binding("remedy K={} {} +- {}, K={} {} +- {}, K={} {} +- {} (active share {}, {} and {}, against {}, {} and {} "
-                "with",
-                Key("lm_study_gma_k32_remedy.json", "spec/n_components"), *_lm_bits("gma_k32_remedy"),
-                Key("routing_collapse_variance_and_balance.json", "spec/n_components"), *_lm_bits("gma_k64_remedy"),
-                Key("lm_study_gma_k128_remedy.json", "spec/n_components"), *_lm_bits("gma_k128_remedy"),
-                *(Key(LM, f"tables/active_share/arms/{arm}/active_share/mean")
-                  for arm in ("gma_k32_remedy", "gma_k64_remedy", "gma_k128_remedy", "gma_k32", "gma_k64",
-                              "gma_k128"))),
+        Binding("a routing that dissolves: chapter 11) K={} {} +- {}, K={} {} +- {}, K={} {} +- {} (their routing "
+                "logits end with a spread over the components of {}, {} and {}, every token spread almost evenly over "
+                "all K, against {}, {} and {} with the default routing, which collapses);",
+                Key("lm_study_gma_k32_var_bal.json", "spec/n_components"), *_lm_bits("gma_k32_var_bal"),
+                Key("routing_collapse_variance_and_balance.json", "spec/n_components"), *_lm_bits("gma_k64_var_bal"),
+                Key("lm_study_gma_k128_var_bal.json", "spec/n_components"), *_lm_bits("gma_k128_var_bal"),
+                *(Key(name, "summary/logit_spread/mean") for name in (
+                    "lm_study_gma_k32_var_bal.json", "routing_collapse_variance_and_balance.json",
+                    "lm_study_gma_k128_var_bal.json", "lm_study_gma_k32.json", "routing_collapse_default.json",
+                    "lm_study_gma_k128.json"))),
         Binding("linear attention {} +- {}; Performer, re-run at every seed with the corrected mixer under a re-run "
                 "declared before its runs (its withdrawn records measured key features that underflowed below eps), "
                 "{} +- {};", *_lm_bits("linear"), *_lm_bits("performer")),
@@ -587,15 +594,16 @@ BINDINGS: dict[str, list[Binding]] = {
                 Computed("the largest GMA - SDPA mean difference", lambda r: _lm_second(r, "sdpa", max), (LM,)),
                 Computed("the smallest GMA - linear mean difference", lambda r: _lm_second(r, "linear", min), (LM,)),
                 Computed("the largest GMA - linear mean difference", lambda r: _lm_second(r, "linear", max), (LM,))),
-        Binding("Seeds {}-{} of GMA K={} with the remedy and of linear attention ran before the others, after seeds "
+        Binding("Seeds {}-{} of GMA K={} with variance and balance, and of linear attention, ran before the others, "
+                "after seeds "
                 "{}-{} gave that pair an unadjusted interval excluding zero (GMA lower by {}, {} to {}), not told "
                 "apart (Holm p {}); over the five seeds GMA is lower by {} (interval {} to {}).",
                 Key(LM, "design/exploratory/seeds/0"), Key(LM, "design/exploratory/seeds/-1"),
-                Key("lm_study_gma_k32_remedy.json", "spec/n_components"),
+                Key("lm_study_gma_k32_var_bal.json", "spec/n_components"),
                 Key(LM, "declared/seeds/0"), Key(LM, "declared/seeds/-1"),
-                *_signed(LM, _declared(LM, arm="gma_k32_remedy", against="linear"), sign=-1),
-                Key(LM, _declared(LM, arm="gma_k32_remedy", against="linear") + "/p_holm"),
-                *_signed(LM, _second(arm="gma_k32_remedy", against="linear"), sign=-1)),
+                *_signed(LM, _declared(LM, arm="gma_k32_var_bal", against="linear"), sign=-1),
+                Key(LM, _declared(LM, arm="gma_k32_var_bal", against="linear") + "/p_holm"),
+                *_signed(LM, _second(arm="gma_k32_var_bal", against="linear"), sign=-1)),
         Binding("at Holm's strictest step, {} over {}): {} to {} seeds an arm would tell a GMA arm from SDPA, {} to {} "
                 "one from linear attention,",
                 Key(LM, "second_look/alpha"), Key(LM, "second_look/family_size"),
@@ -605,7 +613,7 @@ BINDINGS: dict[str, list[Binding]] = {
                          (LM,)),
                 Computed("the most seeds to tell a GMA arm from linear", lambda r: _lm_needed(r, "linear", max),
                          (LM,))),
-        Binding("no count would for GMA K={} with the remedy,", Computed(
+        Binding("no count would for GMA K={} with variance and balance,", Computed(
             "the K of the one GMA arm no seed count tells from linear attention", lambda r: _lm_never(r), (LM,))),
         Binding("GMA K={} is not told apart from the uniform causal average ({} against {} bits per byte).",
                 Key("routing_collapse_default.json", "spec/n_components"),
@@ -620,18 +628,20 @@ BINDINGS: dict[str, list[Binding]] = {
                 Key(LM, "tables/val_bits_per_byte/ordering/interval_excludes_zero/*", reduce="count"),
                 Key(LM, "tables/val_bits_per_byte/ordering/told_apart/*", reduce="count"),
                 Key(LM, "tables/val_bits_per_byte/ordering/p_holm/*", reduce="count")),
-        Binding("mean gains over seeds {}-{}, with", Key(LM, f"{_RECOVERED}/gma_k32_remedy/seeds/0"),
-                Key(LM, f"{_RECOVERED}/gma_k32_remedy/seeds/-1")),
-        Binding("with Fieller's paired {}% interval over seeds, Student's t), GMA K={} with the remedy recovers {} "
-                "({} to {}), linear attention {} ({} to {}), GMA K={} with the default routing, whose components "
-                "collapse, {} ({} to {}), the uniform average {} and the hybrid {} ({} to {}).",
+        Binding("mean gains over seeds {}-{}, with", Key(LM, f"{_RECOVERED}/gma_k32_var_bal/seeds/0"),
+                Key(LM, f"{_RECOVERED}/gma_k32_var_bal/seeds/-1")),
+        Binding("with Fieller's paired {}% interval over seeds, Student's t), GMA K={} with variance and balance "
+                "recovers {} ({} to {}), linear attention {} ({} to {}), GMA K={} with the default routing, whose "
+                "components collapse, {} ({} to {}), the uniform average {} and the hybrid {} ({} to {}).",
                 100 * Key(LM, "tables/val_bits_per_byte/confidence"),
-                Key("lm_study_gma_k32_remedy.json", "spec/n_components"), *_signed(LM, f"{_RECOVERED}/gma_k32_remedy"),
+                Key("lm_study_gma_k32_var_bal.json", "spec/n_components"),
+                *_signed(LM, f"{_RECOVERED}/gma_k32_var_bal"),
                 *_signed(LM, f"{_RECOVERED}/linear"), Key("routing_collapse_default.json", "spec/n_components"),
                 *_signed(LM, f"{_RECOVERED}/gma_k64"), Key(LM, f"{_RECOVERED}/uniform/mean"),
                 *_signed(LM, f"{_RECOVERED}/local_gma")),
-        Binding("not told apart, with an interval ({} to {}) that allows",
-                *_signed(LM, _second(arm="gma_k32_remedy", against="linear"), sign=-1)[1:]),
+        Binding("linear attention and GMA K={} with variance and balance are not told apart, with an interval ({} to "
+                "{}) that allows", Key("lm_study_gma_k32_var_bal.json", "spec/n_components"),
+                *_signed(LM, _second(arm="gma_k32_var_bal", against="linear"), sign=-1)[1:]),
         Binding("Between steps {} and {}, {} pairs of arms change places, none of them among the {}.",
                 Key(LM_ARMS, "runs/*/history/steps/-2", reduce="unique"),
                 Key(LM_ARMS, "runs/*/history/steps/-1", reduce="unique"),
@@ -679,10 +689,10 @@ BINDINGS: dict[str, list[Binding]] = {
                                                              "epochs", "batch_size", "n_layers", "d_model",
                                                              "n_components")),
                 100 * Key(LRA_ARMS, "summary/majority_baseline")),
-        Binding("per seed SDPA {}, {}, {}, {} and {}%; GMA {}, {}, {}, {} and {}%; GMA with the remedy {}% at every "
-                "seed; linear attention {}, {}, {}, {} and {}%; Performer {}, {}, {}, {} and {}%.",
+        Binding("per seed SDPA {}, {}, {}, {} and {}%; GMA {}, {}, {}, {} and {}%; GMA with variance and balance {}% "
+                "at every seed; linear attention {}, {}, {}, {} and {}%; Performer {}, {}, {}, {} and {}%.",
                 *_lra_seeds("sdpa"), *_lra_seeds("gma"),
-                100 * Key("listops_lra_gma_remedy.json", "runs/*/test/accuracy", reduce="unique"),
+                100 * Key("listops_lra_gma_var_bal.json", "runs/*/test/accuracy", reduce="unique"),
                 *_lra_seeds("linear"), *_lra_seeds("performer")),
         Binding("{}% is the share of test trees whose answer is {}, the training set's most frequent label: a run at "
                 "{}% gives",
@@ -712,14 +722,15 @@ BINDINGS: dict[str, list[Binding]] = {
                 Key(LRA, "tables/test_accuracy/paired/performer/p"),
                 *_signed(LRA, "tables/test_accuracy/paired/sdpa", scale=100)),
         Binding("on seeds {}-{}, at Holm's strictest step, {} over {}; exploratory, and rough for an outcome this "
-                "bimodal): {} an arm to tell Performer from GMA, {} for SDPA and {} for linear attention and for the "
-                "remedy.",
+                "bimodal): {} an arm to tell Performer from GMA, {} for SDPA and {} for linear attention and for GMA "
+                "with variance and balance.",
                 Key(LRA, "declared/seeds/0"), Key(LRA, "declared/seeds/-1"),
                 Key(LRA, "declared/alpha"), Key(LRA, "declared/family_size"),
                 *(Computed(f"the seeds a new ListOps-LRA study would need for {arm} - GMA",
                            lambda r, arm=arm: _needed(r, LRA, arm), (LRA,)) for arm in ("performer", "sdpa")),
-                Computed("the seeds a new ListOps-LRA study would need for linear - GMA and for the remedy - GMA",
-                         lambda r: _needed(r, LRA, "linear", same_as="gma_remedy"), (LRA,))),
+                Computed("the seeds a new ListOps-LRA study would need for linear - GMA and for GMA with variance and "
+                         "balance - GMA",
+                         lambda r: _needed(r, LRA, "linear", same_as="gma_var_bal"), (LRA,))),
         Binding("gives p {}, one of {} such tests against GMA (Holm p {}).",
                 Key(LRA, "left_plateau/fisher/performer/p"), Key(LRA, "left_plateau/fisher/*/p", reduce="count"),
                 Key(LRA, "left_plateau/fisher/performer/p_holm")),
@@ -753,10 +764,10 @@ BINDINGS: dict[str, list[Binding]] = {
                 _recall("sdpa", width=128), _recall("linear", width=128), _bytes("linear", 128)),
         Binding("at K={} and width {} GMA keeps exactly linear attention's {} bytes and recalls {} against {}, and at "
                 "K={} and width {} its {} bytes and recalls {} against {}.",
-                _recall_k("gma_k64_remedy"), Key(RECALL, "table/design/widths/0"), _bytes("gma_k64_remedy"),
-                _recall("gma_k64_remedy"), _recall("linear"), _recall_k("gma_k128_remedy", 128),
-                Key(RECALL, "table/design/widths/1"), _bytes("gma_k128_remedy", 128),
-                _recall("gma_k128_remedy", width=128), _recall("linear", width=128)),
+                _recall_k("gma_k64_var_bal"), Key(RECALL, "table/design/widths/0"), _bytes("gma_k64_var_bal"),
+                _recall("gma_k64_var_bal"), _recall("linear"), _recall_k("gma_k128_var_bal", 128),
+                Key(RECALL, "table/design/widths/1"), _bytes("gma_k128_var_bal", 128),
+                _recall("gma_k128_var_bal", width=128), _recall("linear", width=128)),
         Binding("With the default routing GMA recalls {} to {} at every K and both widths (table below), at or under "
                 "the {} that guessing",
                 Computed("the lowest default-routing GMA recall", lambda r: min(_default_recalls(r)), (RECALL,)),
@@ -773,12 +784,12 @@ BINDINGS: dict[str, list[Binding]] = {
         Binding("at each width ({} comparisons, paired t over the {} seeds, Holm). Of these, {} are told apart,",
                 Key(RECALL, "declared/family_size"), Computed("the seeds of every recall arm", recall_seeds, (RECALL,)),
                 Computed("the recall comparisons told apart", recall_told_apart, (RECALL,))),
-        Binding("with the remedy, K={}, {} and {} behind SDPA at width {}, and K={} behind both and K={} behind SDPA "
-                "at width {}. With the remedy at K of {} or more",
-                _recall_k("gma_k8_remedy"), _recall_k("gma_k16_remedy"), _recall_k("gma_k32_remedy"),
-                Key(RECALL, "table/design/widths/0"), _recall_k("gma_k8_remedy", 128),
-                _recall_k("gma_k16_remedy", 128), Key(RECALL, "table/design/widths/1"),
-                _recall_k("gma_k64_remedy")),
+        Binding("with variance and balance, K={}, {} and {} behind SDPA at width {}, and K={} behind both and K={} "
+                "behind SDPA at width {}. With variance and balance at K of {} or more",
+                _recall_k("gma_k8_var_bal"), _recall_k("gma_k16_var_bal"), _recall_k("gma_k32_var_bal"),
+                Key(RECALL, "table/design/widths/0"), _recall_k("gma_k8_var_bal", 128),
+                _recall_k("gma_k16_var_bal", 128), Key(RECALL, "table/design/widths/1"),
+                _recall_k("gma_k64_var_bal")),
         Binding("exploratory and ran at width {}: a window of {} tokens recalls {} ({} bytes); window heads beside GMA "
                 "K={} heads recall {} ({} bytes) and GMA K={} with a decay {},", Key(RECALL_ARMS, "width"),
                 Key(RECALL, "table/arms/window/64/options/window"), _recall("window"), _bytes("window"),
@@ -792,11 +803,11 @@ BINDINGS: dict[str, list[Binding]] = {
         Binding("recalls {} ({} bytes), under the same floor", _recall("performer"), _bytes("performer")),
         Binding("| K | {} | {} | {} | {} | {} | {} |", *(_recall_k(f"gma_k{k}") for k in RECALL_KS)),
         Binding(" ".join(f"| width {{}}: {label} | {{}} | {{}} | {{}} | {{}} | {{}} | {{}} |" for _ in (64, 128)
-                         for label in ("state bytes", "default routing", "with the remedy")),
+                         for label in ("state bytes", "default routing", "variance and balance")),
                 *(source for width in (64, 128) for row in (
                     [_bytes(f"gma_k{k}", width) for k in RECALL_KS],
                     [_recall(f"gma_k{k}", width=width) for k in RECALL_KS],
-                    [_recall(f"gma_k{k}_remedy", width=width) for k in RECALL_KS])
+                    [_recall(f"gma_k{k}_var_bal", width=width) for k in RECALL_KS])
                   for source in (_recall_width(width), *row))),
     ],
 }

@@ -19,21 +19,21 @@ RC, LM, TEXT, LRA = ("routing_collapse_tables.json", "lm_study_tables.json", "te
 RECALL = "recall_study_tables.json"
 RC2, LM2 = RC + "#second_look", LM + "#second_look"
 _RECALL_BEHIND = [{"arm": f"gma_k{k}"} for k in (8, 16, 32, 64, 128, 256)] + [
-    {"arm": f"gma_k{k}_remedy", "against": "sdpa", "width": 64} for k in (8, 16, 32)] + [
-    {"arm": "gma_k8_remedy", "width": 128}, {"arm": "gma_k16_remedy", "against": "sdpa", "width": 128}]
-_RECALL_NOT_TOLD = [{"arm": f"gma_k{k}_remedy", "against": "linear", "width": 64} for k in (8, 16, 32)] + [
-    {"arm": "gma_k16_remedy", "against": "linear", "width": 128}, {"arm": "gma_k32_remedy", "width": 128}]
+    {"arm": f"gma_k{k}_var_bal", "against": "sdpa", "width": 64} for k in (8, 16, 32)] + [
+    {"arm": "gma_k8_var_bal", "width": 128}, {"arm": "gma_k16_var_bal", "against": "sdpa", "width": 128}]
+_RECALL_NOT_TOLD = [{"arm": f"gma_k{k}_var_bal", "against": "linear", "width": 64} for k in (8, 16, 32)] + [
+    {"arm": "gma_k16_var_bal", "against": "linear", "width": 128}, {"arm": "gma_k32_var_bal", "width": 128}]
 
 DEFINITION = "Two arms are told apart only by a comparison their study declared"
 """The section's opening says what "told apart" means; it is a definition, not a verdict."""
 
 VERDICTS = [
     # (fragment of README, table, [{selector of declared comparisons}], told apart?)
-    ("the balance loss, the pair and means from k-means were told apart on active share", RC,
+    ("the balance loss, the pair and means from k-means were told apart on the argmax count", RC,
      [{"arm": arm, "metric": "active_share"} for arm in ("balance", "variance_and_balance", "kmeans_means")], True),
     ("and nothing on bits per byte", RC, [{"metric": "val_bits_per_byte"}], False),
-    ("Every remedy is then told apart on active share", RC2, [{"metric": "active_share"}], True),
-    ("it took the five seeds to tell one remedy apart: the variance change alone lowers it", RC2,
+    ("Every change is then told apart on the argmax count", RC2, [{"metric": "active_share"}], True),
+    ("it took the five seeds to tell one change apart: the variance change alone lowers it", RC2,
      [{"arm": "variance_d_route", "metric": "val_bits_per_byte"}], True),
     ("The other three are not told apart on bits per byte", RC2,
      [{"arm": arm, "metric": "val_bits_per_byte"} for arm in ("kmeans_means", "balance", "variance_and_balance")],
@@ -42,12 +42,12 @@ VERDICTS = [
     ("each Holm p doubled for the two looks: it tells none apart either", LM2, [{}], False),
     ("a study tested once would have told that pair apart, so \"none told apart\" rests on paying", LM2,
      [{"arm": "gma_k128", "against": "sdpa"}], False),  # and rests on the looks: checked below
-    ("gave that pair an unadjusted interval excluding zero", LM, [{"arm": "gma_k32_remedy", "against": "linear"}],
+    ("gave that pair an unadjusted interval excluding zero", LM, [{"arm": "gma_k32_var_bal", "against": "linear"}],
      False),
     ("seeds an arm would tell a GMA arm from SDPA", LM2, [], None),  # a planning figure, not a verdict
     ("an arm to tell Performer from GMA", LRA, [], None),  # a planning figure, not a verdict
-    ("GMA with the remedy and linear attention are not told apart, with an interval", LM2,
-     [{"arm": "gma_k32_remedy", "against": "linear"}], False),
+    ("linear attention and GMA K=32 with variance and balance are not told apart, with an interval", LM2,
+     [{"arm": "gma_k32_var_bal", "against": "linear"}], False),
     ("GMA K=64 is not told apart from the uniform causal average", LM, [], None),  # exploratory: checked below
     ("higher than SDPA by 0.0077 (interval -0.0407 to 0.0561): not told apart from it", LM, [], None),  # the hybrid
     ("tells GMA ahead of softmax by", TEXT, [{"arm": "gma", "against": "softmax"}, {"arm": "gma", "against": "linear"},
@@ -56,11 +56,11 @@ VERDICTS = [
     ("on those seeds no arm is told apart from GMA", LRA, [{}], False),
     ("Of these, 30 are told apart, each a GMA arm behind", RECALL, _RECALL_BEHIND, True),
     ("K=8 behind both and K=16 behind SDPA at width 128", RECALL, _RECALL_NOT_TOLD, False),
-    ("With the remedy at K of 64 or more no GMA arm is told apart from either", RECALL,
-     [{"arm": f"gma_k{k}_remedy"} for k in (64, 128, 256)], False),
-    ("At equal state GMA with the remedy thus recalls less in the means at both points, neither difference told apart",
-     RECALL, [{"arm": "gma_k64_remedy", "against": "linear", "width": 64},
-              {"arm": "gma_k128_remedy", "against": "linear", "width": 128}], False),
+    ("With variance and balance at K of 64 or more no GMA arm is told apart from either", RECALL,
+     [{"arm": f"gma_k{k}_var_bal"} for k in (64, 128, 256)], False),
+    ("At equal state GMA with variance and balance thus recalls less in the means at both points, neither difference "
+     "told apart", RECALL, [{"arm": "gma_k64_var_bal", "against": "linear", "width": 64},
+                            {"arm": "gma_k128_var_bal", "against": "linear", "width": 128}], False),
     ("against 0.130 for GMA K=32 (not told apart, exploratory)", RECALL, [], None),  # checked below
 ]
 """README's verdicts. ``None``: a statement that a pair outside the family is *not* told apart, which needs no
@@ -173,5 +173,5 @@ def test_the_verdict_said_to_rest_on_the_looks_does():
     assert (smallest["arm"], smallest["against"]) == ("gma_k128", "sdpa")
     assert rests_on_looks(smallest, family["looks"]) and smallest["ci95"][0] > 0
     first = next(c for c in _table(LM)["declared"]["comparisons"]
-                 if (c["arm"], c["against"]) == ("gma_k32_remedy", "linear"))
+                 if (c["arm"], c["against"]) == ("gma_k32_var_bal", "linear"))
     assert not first["told_apart"] and (first["ci95"][1] < 0 or first["ci95"][0] > 0)
