@@ -36,6 +36,10 @@ from .mixing import IMPLS, GMAState, gma, recurrent_step
 
 BALANCE_FORMS = ("switch", "entropy", "information")
 
+ROUTING_OPTIONS = ("init_variance", "balance_weight")
+"""The options of :class:`GaussianMixtureAttention` that change its routing from the default: where the variances
+start and the weight of the balance loss (``balance_form`` says which loss, and counts only with a weight)."""
+
 LM_ROUTING_REMEDY = {"init_variance": "d_route", "balance_weight": 0.01}
 """Options of :class:`GaussianMixtureAttention` that keep a causal language model's routing from collapsing,
 variances started at ``d_route`` and a usage-balancing loss of weight 0.01. Use them as

@@ -11,6 +11,7 @@ import torch
 from conftest import random_responsibilities
 
 from gma_teach import capacity
+from gma_teach.designs import VARIANCE_AND_BALANCE
 from gma_teach.layer import LM_ROUTING_REMEDY
 from gma_teach.mixing import affinity, gma_from_responsibilities, write_memory
 from gma_teach.stats import t_quantile_975
@@ -280,8 +281,8 @@ def synthetic_table(*, with_extras=True, widths=(64, 128)):
         arms.setdefault("mamba", {})[width] = _run("mamba", _curve([0.8, 0.5, 0.3]), 19456 * scale)
         for k in (8, 16, 32, 64, 128, 256):
             level = min(0.99, 0.2 + 0.12 * math.log2(k))
-            for suffix, shift in (("", 0.0), ("_remedy", 0.02)):
-                routing = LM_ROUTING_REMEDY if suffix else {}
+            for suffix, shift in (("", 0.0), ("_var_bal", 0.02)):
+                routing = VARIANCE_AND_BALANCE if suffix else {}
                 arms.setdefault(f"gma_k{k}{suffix}", {})[width] = _run(
                     "gma", _curve([level + shift, level - 0.1 + shift, level - 0.2 + shift]),
                     2 * k * (width + 1) * 4, {"n_components": k, **routing})
@@ -298,7 +299,7 @@ def synthetic_table(*, with_extras=True, widths=(64, 128)):
     comparisons = []
     for width in widths:
         for k in (8, 16, 32, 64, 128, 256):
-            for suffix in ("", "_remedy"):
+            for suffix in ("", "_var_bal"):
                 arm = f"gma_k{k}{suffix}"
                 for against in ("linear", "sdpa"):
                     a, b = arms[arm][width]["test_mean"], arms[against][width]["test_mean"]
@@ -370,15 +371,15 @@ def test_findings_name_what_is_missing_and_the_smallest_close_state():
 
 def test_when_to_choose_gma_reads_the_table():
     table = synthetic_table(widths=(64,))
-    for k in (128, 256):  # two remedy arms told apart above linear attention, one with no more state
+    for k in (128, 256):  # two variance + balance arms told apart above linear attention, one with no more state
         for comparison in table["comparisons"]:
-            if comparison["arm"] == f"gma_k{k}_remedy" and comparison["against"] == "linear":
+            if comparison["arm"] == f"gma_k{k}_var_bal" and comparison["against"] == "linear":
                 comparison["told_apart"] = True
-    table["arms"]["gma_k128_remedy"][64]["state_bytes"] = table["arms"]["linear"][64]["state_bytes"]
+    table["arms"]["gma_k128_var_bal"][64]["state_bytes"] = table["arms"]["linear"][64]["state_bytes"]
     advice = capacity.when_to_choose_gma(table)
     linear_bytes = table["arms"]["linear"][64]["state_bytes"]
     winners = [c["arm"] for c in table["comparisons"] if c["against"] == "linear" and c["told_apart"]
-               and c["difference"] > 0 and c["arm"].endswith("_remedy")]
+               and c["difference"] > 0 and c["arm"].endswith("_var_bal")]
     cheaper = [arm for arm in winners if table["arms"][arm][64]["state_bytes"] <= linear_bytes]
     dearer = [arm for arm in winners if arm not in cheaper]
     assert cheaper and dearer  # the synthetic table exercises both sentences
@@ -425,10 +426,10 @@ def test_equal_state_points_and_their_sentences():
     table = synthetic_table()
     # GMA K=64 keeps 2 * 64 * 65 * 4 = 33,280 bytes at width 64, linear attention's state there
     points = capacity.equal_state_points(table)
-    assert [(p["width"], p["arm"], p["state_bytes"]) for p in points] == [(64, "gma_k64_remedy", 33280)]
-    table["arms"]["linear"][128]["state_bytes"] = table["arms"]["gma_k128_remedy"][128]["state_bytes"]
+    assert [(p["width"], p["arm"], p["state_bytes"]) for p in points] == [(64, "gma_k64_var_bal", 33280)]
+    table["arms"]["linear"][128]["state_bytes"] = table["arms"]["gma_k128_var_bal"][128]["state_bytes"]
     points = capacity.equal_state_points(table)
-    assert [(p["width"], p["arm"]) for p in points] == [(64, "gma_k64_remedy"), (128, "gma_k128_remedy")]
+    assert [(p["width"], p["arm"]) for p in points] == [(64, "gma_k64_var_bal"), (128, "gma_k128_var_bal")]
     advice = capacity.when_to_choose_gma(table)
     for point in points:
         comparison = point["comparison"]
@@ -443,7 +444,7 @@ def test_equal_state_points_and_their_sentences():
         assert ahead in lines[0]
     # a sentence for the two matched points together only when they agree
     same = all(p["mean"] < p["linear_mean"] for p in points) or all(p["mean"] >= p["linear_mean"] for p in points)
-    assert any(line.startswith("At equal state, GMA with the routing remedy") for line in advice) == same
+    assert any(line.startswith("At equal state, GMA with variance + balance") for line in advice) == same
 
 
 def test_the_guessing_floor():
@@ -511,10 +512,10 @@ def test_the_recorded_study_supports_the_chapters_advice():
     assert table["design"]["kv_pairs"] == [4, 6, 8, 12, 16]
     floor = capacity.mean_guessing_floor(table["design"]["kv_pairs"])
     assert floor == pytest.approx(0.1375)
-    # the two matched points: K=64 with the remedy at width 64, K=128 with the remedy at width 128
+    # the two matched points: K=64 with variance + balance at width 64, K=128 at width 128
     points = capacity.equal_state_points(table)
-    assert [(p["width"], p["arm"], p["state_bytes"]) for p in points] == [(64, "gma_k64_remedy", 17152),
-                                                                         (128, "gma_k128_remedy", 67072)]
+    assert [(p["width"], p["arm"], p["state_bytes"]) for p in points] == [(64, "gma_k64_var_bal", 17152),
+                                                                         (128, "gma_k128_var_bal", 67072)]
     for point in points:
         arm = table["arms"][point["arm"]][str(point["width"])]
         linear = table["arms"]["linear"][str(point["width"])]
@@ -522,7 +523,7 @@ def test_the_recorded_study_supports_the_chapters_advice():
         assert point["mean"] < statistics.fmean(linear["test_mean"])  # GMA recalls less in the means
         assert not point["comparison"]["told_apart"] and point["comparison"]["ci95"][0] < 0
     advice = capacity.when_to_choose_gma(table)
-    assert advice[0] == ("At equal state, GMA with the routing remedy recalls less than linear attention in the "
+    assert advice[0] == ("At equal state, GMA with variance + balance recalls less than linear attention in the "
                          "means at all 2 points where their states match (K=64 at width 64 and K=128 at width "
                          "128); after Holm no difference is told apart.")
     # every default-routing arm, the hybrid and the decayed GMA included, recalls no more than the floor
@@ -572,4 +573,4 @@ def test_shrink_study_copies_a_typed_study_with_its_setting_changed():
     with pytest.raises(ValueError, match=r"unknown study keys \['width'\]"):
         capacity.shrink_study(RECALL_STUDY, width=3)
     assert capacity.uses_default_routing(RECALL_STUDY.arms["gma_k8"])
-    assert not capacity.uses_default_routing(RECALL_STUDY.arms["gma_k8_remedy"])
+    assert not capacity.uses_default_routing(RECALL_STUDY.arms["gma_k8_var_bal"])

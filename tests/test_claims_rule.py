@@ -151,7 +151,7 @@ def test_synthetic_lm_recall_and_profiling_records_move_their_rows(records):
 
     def recall_ahead(saved):
         for c in saved["declared"]["comparisons"]:
-            if c["arm"] in ("gma_k64_remedy", "gma_k128_remedy") and c["against"] == "linear":
+            if c["arm"] in ("gma_k64_var_bal", "gma_k128_var_bal") and c["against"] == "linear":
                 _set(c, 0.2, True)
 
     def gma_smallest(saved):

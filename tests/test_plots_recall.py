@@ -53,14 +53,14 @@ def test_accuracy_by_pairs_groups_gma_in_a_small_legend_with_k_on_a_colour_bar()
     texts = [text.get_text() for text in legend.get_texts()]
     others = [arm for arm in table["arms"] if capacity.gma_size(arm) is None]
     assert texts == ["sdpa", "linear", "performer", "mamba", "window", "local_gma", "decay_linear", "decay_gma",
-                     "GMA, default routing (every K)", "GMA with the remedy (K: colour bar)",
+                     "GMA, default routing (every K)", "GMA, variance + balance (K: colour bar)",
                      "guessing one of the n values: 1/n"]
     assert len(texts) == len(others) + 3 <= 12
     (bar,) = [ax for ax in fig.axes if not ax.get_title()]
     assert [tick.get_text() for tick in bar.get_yticklabels()] == ["8", "16", "32", "64", "128", "256"]
-    # every curve a legend entry stands for has its own colour; the remedy's greens differ for every K
+    # every curve a legend entry stands for has its own colour; the changed routing's greens differ for every K
     lines = _lines_by_label(fig.axes[0])
-    remedy = [lines[f"gma_k{k}_remedy"].get_color() for k in (8, 16, 32, 64, 128, 256)]
+    remedy = [lines[f"gma_k{k}_var_bal"].get_color() for k in (8, 16, 32, 64, 128, 256)]
     default = {lines[f"gma_k{k}"].get_color() for k in (8, 16, 32, 64, 128, 256)}
     named = [lines[arm].get_color() for arm in others]
     assert len(set(remedy)) == 6 and len(default) == 1
@@ -102,16 +102,17 @@ def test_the_frontier_places_every_arm_at_its_state_and_accuracy():
     floor = [line for name, line in curves.items() if name.startswith("guessing")]
     assert len(floor) == 1 and floor[0].get_ydata()[0] == pytest.approx(capacity.mean_guessing_floor(KV))
     gma = {name: line for name, line in curves.items() if name.startswith("GMA")}
-    assert set(gma) == {f"GMA, {r}, d={w} (K = 8 to 256)" for w in (64, 128) for r in ("default routing", "remedy")}
+    assert set(gma) == {f"GMA, {r}, d={w} (K = 8 to 256)" for w in (64, 128)
+                        for r in ("default routing", "variance + balance")}
     assert len({line.get_color() for line in gma.values()}) == 4  # four curves, four colours
     curve = gma["GMA, default routing, d=64 (K = 8 to 256)"]
     ks = (8, 16, 32, 64, 128, 256)
     expected = sorted((table["arms"][f"gma_k{k}"][64]["state_bytes"],
                        statistics.fmean(table["arms"][f"gma_k{k}"][64]["test_mean"])) for k in ks)
     np.testing.assert_allclose(np.column_stack([curve.get_xdata(), curve.get_ydata()]), expected)
-    for width in (64, 128):  # the remedy's curves are labelled with K at both ends
+    for width in (64, 128):  # the changed routing's curves are labelled with K at both ends
         for k in (8, 256):
-            entry = table["arms"][f"gma_k{k}_remedy"][width]
+            entry = table["arms"][f"gma_k{k}_var_bal"][width]
             assert (entry["state_bytes"], statistics.fmean(entry["test_mean"])) in [
                 pytest.approx(text.xy) for text in ax.texts if text.get_text() == f"K={k}"]
     linear = [line for line in ax.get_lines() if line.get_label().startswith("_") and len(line.get_xdata()) == 2
@@ -149,7 +150,7 @@ def test_the_frontier_with_one_width_and_no_arm():
 
 
 def test_arm_styles():
-    small, large = recall.arm_style("gma_k8_remedy"), recall.arm_style("gma_k256_remedy")
+    small, large = recall.arm_style("gma_k8_var_bal"), recall.arm_style("gma_k256_var_bal")
     assert small["color"] != large["color"] and small["ls"] == "-" and small["marker"] == "s"
     assert recall.arm_style("gma_k8") == recall.arm_style("gma_k256") == {
         "color": recall.DEFAULT_ROUTING_COLOR, "ls": ":", "marker": "o"}

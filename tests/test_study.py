@@ -218,7 +218,7 @@ def test_summary_save_records_the_tables(tmp_path, monkeypatch, capsys):
     monkeypatch.setitem(designs.STUDIES, "tiny", with_sdpa)
     tables = study.main(["tiny", "--summary", "--save", "--out-dir", str(tmp_path)])
     saved = json.loads(study.tables_path(with_sdpa, tmp_path).read_text())
-    assert set(saved["tables"]) == {"val_bits_per_byte", "active_share"} == set(tables)
+    assert set(saved["tables"]) == {"val_bits_per_byte", "routing_information"} == set(tables)
     assert saved["tables"] == json.loads(json.dumps(tables)) and saved["command"].endswith("--summary --save --out-dir "
                                                                                         + str(tmp_path))
     assert saved["context_recovered"] == json.loads(json.dumps(study.context_recovered(with_sdpa, tmp_path)))
@@ -251,8 +251,8 @@ def test_an_arm_shared_with_another_study_is_trained_and_recorded_once(tmp_path,
 def test_the_lm_study_reads_the_collapse_study_runs_of_the_same_setting():
     assert designs.LM_STUDY["overrides"] == designs.COLLAPSE_STUDY["overrides"] == designs.LM_SETTING
     assert study.recorded_under(designs.LM_STUDY, "gma_k64") == (designs.COLLAPSE_STUDY, "default")
-    owner, arm = study.recorded_under(designs.LM_STUDY, "gma_k64_remedy")
-    assert owner is designs.COLLAPSE_STUDY and owner["arms"][arm]["gma_options"] == designs.REMEDY
+    owner, arm = study.recorded_under(designs.LM_STUDY, "gma_k64_var_bal")
+    assert owner is designs.COLLAPSE_STUDY and owner["arms"][arm]["gma_options"] == designs.VARIANCE_AND_BALANCE
 
 
 def test_a_recorded_seed_is_reproduced_exactly_on_the_same_machine(tmp_path):
@@ -552,7 +552,7 @@ def test_every_study_declares_its_design():
             assert arm in setting["arms"] and against in setting["arms"] and arm != against, (name, arm, against)
         assert "exploratory" in setting, name
     assert designs.STUDIES["cause"]["primary"] == ()
-    assert {("gma_k32_remedy", "linear"), ("gma_k128", "sdpa")} <= set(designs.LM_STUDY["primary"])
+    assert {("gma_k32_var_bal", "linear"), ("gma_k128", "sdpa")} <= set(designs.LM_STUDY["primary"])
     assert designs.TEXT_STUDY["metric"] == "last_epoch_test_accuracy"
     assert "post hoc" in designs.LISTOPS_LRA_STUDY["exploratory"]["tests"]
 

@@ -42,7 +42,7 @@ from ..baselines import MIXERS, make_mixer
 from ..layer import LM_ROUTING_REMEDY
 from ..mixing import read_memory, write_memory
 from ..stats import paired_difference
-from . import _exact, _fast_weight
+from . import _exact, _fast_weight, _table
 from ._exact import (
     round_robin,
     slot_routing,
@@ -65,6 +65,7 @@ from ._table import (
     check_recall_table,
     table_entries,
     gma_size,
+    gma_routing,
     uses_default_routing,
     equal_state_points,
     default_routing_floor,
@@ -90,7 +91,7 @@ __all__ = [
     "TIES", "round_robin", "slot_routing", "store_and_recall", "recall_credit", "recall_accuracy", "routed_recall",
     "capacity_formula", "recency_horizon", "random_slot_recall", "decayed_state", "decayed_gma",
     "measured_state_bytes", "shrink_study", "routing_share", "guessing_floor", "mean_guessing_floor",
-    "check_recall_table", "table_entries", "gma_size", "recall_findings", "forgetting_findings",
+    "check_recall_table", "table_entries", "gma_size", "gma_routing", "ROUTING_SUFFIXES", "recall_findings", "forgetting_findings",
     "uses_default_routing", "equal_state_points", "default_routing_floor", "when_to_choose_gma",
     "FAST_WEIGHT_SIZES", "FastWeightBatch", "FastWeightModel", "StoppingRule", "fast_weight_batch",
     "fast_weight_data", "value_embeddings", "reconstruction_loss", "nearest_value", "retrieval_scores",
@@ -101,6 +102,11 @@ __all__ = [
 TIES = _exact.TIES
 """The two ways a tied arg-max is scored. ``"share"`` gives ``1/m`` to a read whose correct value is one of ``m`` tied
 maxima (a fair coin's expected score), ``"fail"`` counts any tie as a miss."""
+
+ROUTING_SUFFIXES = _table.ROUTING_SUFFIXES
+"""The endings of a GMA arm's name that say its routing is not the default, and what each routing is:
+``gma_k{K}_remedy`` runs :data:`gma_teach.layer.LM_ROUTING_REMEDY`, ``gma_k{K}_var_bal`` the variance change with the
+balance loss (:data:`gma_teach.designs.VARIANCE_AND_BALANCE`)."""
 
 FAST_WEIGHT_SIZES = _fast_weight.FAST_WEIGHT_SIZES
 """The grid of ``S`` (stored pairs) of Schlag, Irie and Schmidhuber's Setting 1: 20, 40, ..., 600."""

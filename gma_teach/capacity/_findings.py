@@ -11,6 +11,7 @@ from ._table import (
     equal_state_points,
     exploratory_difference,
     find_comparison,
+    gma_routing,
     gma_size,
     mean_guessing_floor,
     mean_of,
@@ -91,6 +92,14 @@ def _floor_sentences(entries, width, counts) -> list[str]:
     return [f"{head} {arms} {verb} no more than that."]
 
 
+def _routing_words(arms, changed: bool) -> str:
+    """``"with the default routing"``, or ``"with"`` the changed routing of the first such arm of ``arms``
+    (:func:`gma_routing`)."""
+    if not changed:
+        return "with the default routing"
+    return "with " + next(gma_routing(arm) for arm in arms if (gma_size(arm) or (0, False))[1])
+
+
 def _family_sentences(table, entries, width) -> list[str]:
     found = []
     for against, name in (("linear", "linear attention"), ("sdpa", "SDPA")):
@@ -107,7 +116,7 @@ def _family_sentences(table, entries, width) -> list[str]:
                 seeds.add(len(comparison["seeds"]))
             if not any(groups.values()):
                 continue
-            routing = "with the routing remedy" if remedy else "with the default routing"
+            routing = _routing_words([c["arm"] for c in table["comparisons"]], remedy)
             parts = [f"{verdict} at K = {word_list(sorted(ks))}" for verdict, ks in groups.items() if ks]
             n_seeds = word_list(sorted(seeds))
             found.append(f"Against {name} at width {width}, GMA {routing} is " + "; ".join(parts)
@@ -199,7 +208,7 @@ def when_to_choose_gma(table, *, near: float = 0.05) -> list[str]:
     """The chapter's advice, one sentence per rule, every one computed from ``table``; it recommends an arm only
     where the table tells it apart, and names a broken configuration in the sentence about its arm.
 
-    * **Equal state.** Where GMA with the routing remedy keeps exactly linear attention's state
+    * **Equal state.** Where GMA with a changed routing keeps exactly linear attention's state
       (:func:`equal_state_points`): which recalls more in the means, the saved comparison's verdict (Holm) and the
       largest difference the comparison's 95% interval allows.
     * **Against linear attention**, for each width and routing: the GMA arms told apart above it (with no larger a
@@ -251,7 +260,8 @@ def _equal_state_lead(table) -> list[str]:
         verdict = ("no difference is told apart" if told == 0 else
                    f"{told} of the {len(points)} differences are told apart")
         where = word_list([f"K={gma_size(point['arm'])[0]} at width {point['width']}" for point in points])
-        return [f"At equal state, GMA with the routing remedy recalls {how} than linear attention in the means at "
+        routing = _routing_words([point["arm"] for point in points], True)
+        return [f"At equal state, GMA {routing} recalls {how} than linear attention in the means at "
                 f"all {len(points)} points where their states match ({where}); after Holm {verdict}."]
     return []
 
@@ -293,7 +303,7 @@ def _against_linear(table, entries, width, remedy, floor) -> list[str]:
     if not rows:
         return []
     rows.sort()
-    routing = "with the routing remedy" if remedy else "with the default routing"
+    routing = _routing_words([arm for _, arm, _ in rows], remedy)
     higher = [(k, arm) for k, arm, c in rows if c["told_apart"] and c["difference"] > 0]
     lower = [(k, arm) for k, arm, c in rows if c["told_apart"] and c["difference"] <= 0]
     unsure = [(k, arm, c) for k, arm, c in rows if not c["told_apart"]]

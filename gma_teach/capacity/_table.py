@@ -11,7 +11,7 @@ import torch
 from .. import _checks, mixers
 from ..baselines import MIXERS, make_mixer
 from ..designs import Study
-from ..layer import LM_ROUTING_REMEDY
+from ..layer import ROUTING_OPTIONS
 from ..stats import paired_difference
 
 
@@ -179,14 +179,30 @@ def mean_of(values) -> float:
     return sum(values) / len(values)
 
 
+ROUTING_SUFFIXES = {"_remedy": "the routing remedy", "_var_bal": "variance + balance"}
+"""The endings of a GMA arm's name that say its routing is not the default, and what each routing is:
+``gma_k{K}_remedy`` runs :data:`gma_teach.layer.LM_ROUTING_REMEDY`, ``gma_k{K}_var_bal`` the variance change with the
+balance loss (:data:`gma_teach.designs.VARIANCE_AND_BALANCE`)."""
+
+
 def gma_size(arm: str) -> tuple[int, bool] | None:
-    """``(K, remedy)`` for an arm named ``gma_k{K}`` or ``gma_k{K}_remedy``, else ``None``."""
+    """``(K, changed)`` for an arm named ``gma_k{K}`` (``changed`` False: the default routing) or ``gma_k{K}`` with
+    an ending of :data:`ROUTING_SUFFIXES` (``changed`` True), else ``None``."""
     if not arm.startswith("gma_k"):
         return None
-    rest, remedy = arm[len("gma_k"):], False
-    if rest.endswith("_remedy"):
-        rest, remedy = rest[: -len("_remedy")], True
-    return (int(rest), remedy) if rest.isdigit() else None
+    rest, changed = arm[len("gma_k"):], False
+    for suffix in ROUTING_SUFFIXES:
+        if rest.endswith(suffix):
+            rest, changed = rest[: -len(suffix)], True
+    return (int(rest), changed) if rest.isdigit() else None
+
+
+def gma_routing(arm: str) -> str | None:
+    """What routing a ``gma_k{K}...`` arm runs, in words (``"default routing"``, or a value of
+    :data:`ROUTING_SUFFIXES`), or ``None`` for an arm :func:`gma_size` does not read."""
+    if gma_size(arm) is None:
+        return None
+    return next((words for suffix, words in ROUTING_SUFFIXES.items() if arm.endswith(suffix)), "default routing")
 
 
 def word_list(numbers) -> str:
@@ -240,18 +256,18 @@ def uses_default_routing(entry) -> bool:
     """Whether a run of the table (``table_entries(table)[arm, width]``, or a study's arm spec ``{"mixer",
     "options"}``) routes with GMA's default routing: a mixer whose routing can collapse (``gma``, ``local_gma``'s
     GMA heads, ``decay_gma``: :func:`gma_teach.mixers.routing_collapse_names`) built without any option of the
-    routing remedy (:data:`gma_teach.layer.LM_ROUTING_REMEDY`). That routing collapses onto one component in causal
-    models (chapter 11), so such an arm measures a one-slot memory."""
+    routing options (:data:`gma_teach.layer.ROUTING_OPTIONS`). That routing collapses onto one component in causal models (chapter
+    11), so such an arm measures a one-slot memory."""
     if not isinstance(entry, Mapping) or "mixer" not in entry:
         raise TypeError("entry must be a run of the table or an arm spec: a mapping with 'mixer' and 'options' (a "
                         "dict, or a gma_teach.designs.Arm)")
     options = entry.get("options") or {}
     collapsing = entry["mixer"] in mixers.routing_collapse_names()
-    return collapsing and not any(key in options for key in LM_ROUTING_REMEDY)
+    return collapsing and not any(key in options for key in ROUTING_OPTIONS)
 
 
 def equal_state_points(table) -> list[dict]:
-    """The GMA arms with the routing remedy that keep exactly linear attention's decoding state at the same width,
+    """The GMA arms with a changed routing (:func:`gma_size`) that keep exactly linear attention's decoding state at the same width,
     each with its primary comparison against linear attention: ``[{"width", "arm", "state_bytes", "mean",
     "linear_mean", "comparison"}]`` (the comparison is ``None`` when the table does not list it), by width."""
     check_recall_table(table)

@@ -37,8 +37,8 @@ __all__ = ["ALPHA", "Arm", "CAPACITY_GMA_SIZES", "CAPACITY_PRIMARY_PAIRS", "CAPA
            "KMEANS_BLOCKS", "LISTOPS_LRA_STUDY", "LM_SETTING", "LM_STUDY", "METRICS", "MetricFacts", "PERFORMER_RERUN",
            "PREPARATIONS",
            "RECALL_GMA_SIZES", "RECALL_STUDY",
-           "RECALL_V2_STUDY", "RECALL_V2_WINDOWS", "RECALL_WINDOW", "REMEDY", "REMEDY_STUDY", "STUDIES", "Study",
-           "TEXT_STUDY",
+           "RECALL_V2_STUDY", "RECALL_V2_WINDOWS", "RECALL_WINDOW", "REMEDY", "REMEDY_STUDY", "RENAMED_ARMS",
+           "STUDIES", "Study", "TEXT_STUDY", "VARIANCE_AND_BALANCE",
            "as_study", "metric_facts", "thawed"]
 
 # The types' constants, stated again here with their docstrings: the API page reads a constant's docstring from the
@@ -73,10 +73,27 @@ accuracy on the test split, averaged over the kv-pair counts."""
 
 # ------------------------------------------------------------------------------------------------ the declarations
 REMEDY = dict(LM_ROUTING_REMEDY)
-"""The routing remedy the LM study compares against the default, :data:`gma_teach.layer.LM_ROUTING_REMEDY`, the
-collapse study's ``variance_and_balance`` arm. What its five seeds support: the balance loss keeps the
-components in use (active share 0.92-0.97 against 0.16). On bits per byte the pair is not told apart from the
-default after Holm's correction; of the four remedies only the variance change alone is (at the second look)."""
+"""The routing remedy, :data:`gma_teach.layer.LM_ROUTING_REMEDY`: the options the remedy study
+(:data:`REMEDY_STUDY`) chose by the information the routing carries. The studies whose arms carry it read it by
+reference (the capacity study and the second recall design)."""
+
+VARIANCE_AND_BALANCE = {"init_variance": "d_route", "balance_weight": 0.01}
+"""Variances started at ``d_route`` with the balance loss at weight 0.01: the earlier routing remedy, chosen because
+it raised the share of components that win a token by argmax. It dissolves the routing: every token spreads almost
+evenly over all K components (in the remedy study the routing of its ``variance_and_balance`` arm carries less
+information than any other arm's, the default's included). The LM, ListOps and recall studies ran it, under arm names that end in ``_remedy``; their arms are
+named for what they are, ending in ``_var_bal`` (:data:`RENAMED_ARMS`)."""
+
+RENAMED_ARMS = {
+    "declared": "2026-12-04, when the remedy study replaced this pair as the routing remedy",
+    "why": "the pair dissolves the routing (it carries almost no information), so an arm that runs it is not a "
+           "remedy; the model, the records and their numbers are unchanged, only the arm's name",
+    "lm_study": {f"gma_k{k}_remedy": f"gma_k{k}_var_bal" for k in (32, 64, 128)},
+    "listops_lra": {"gma_remedy": "gma_var_bal"},
+    "recall": {f"gma_k{k}_remedy": f"gma_k{k}_var_bal" for k in (8, 16, 32, 64, 128, 256)},
+}
+"""The arms renamed for what they run (``study name -> {old name: new name}``), each record keeping its old name
+under ``"renamed_from"``; the command a record stores is the one that ran, under the old name."""
 
 PERFORMER_RERUN = {
     "declared": "2026-12-03, before any run of the corrected Performer",
@@ -218,7 +235,7 @@ LM_STUDY = Study(
     arms={
         "sdpa": Arm("sdpa"),
         **{f"gma_k{k}": Arm("gma", {"n_components": k}) for k in (32, 64, 128)},
-        **{f"gma_k{k}_remedy": Arm("gma", {"n_components": k, **REMEDY}) for k in (32, 64, 128)},
+        **{f"gma_k{k}_var_bal": Arm("gma", {"n_components": k, **VARIANCE_AND_BALANCE}) for k in (32, 64, 128)},
         "linear": Arm("linear"),
         "performer": Arm("performer"),
         "none": Arm("none"),
@@ -226,7 +243,7 @@ LM_STUDY = Study(
         "local_gma": Arm("local_gma"),  # chapter 12's hybrid: 2 window heads (32 tokens) + 2 GMA heads, K=64
     },
     metric="val_bits_per_byte",
-    primary=[(f"gma_k{k}{remedy}", base) for k in (32, 64, 128) for remedy in ("", "_remedy")
+    primary=[(f"gma_k{k}{routing}", base) for k in (32, 64, 128) for routing in ("", "_var_bal")
              for base in ("linear", "sdpa")],
     test="paired t over seeds 0-2 (the seeds every arm has), two-sided; Holm over the primary family (12 tests)",
     second_look={"seeds": (0, 1, 2, 3, 4),
@@ -236,9 +253,9 @@ LM_STUDY = Study(
                     "test": "paired t over seeds 0-4, two-sided; Holm over the primary family (12 tests), each "
                             "adjusted p then doubled for the two looks at the data (Bonferroni over looks)"},
     reruns={"performer": {**PERFORMER_RERUN, "seeds": (0, 1, 2, 3, 4)}},
-    exploratory={"seeds": (3, 4), "arms": ("gma_k32_remedy", "linear"),
+    exploratory={"seeds": (3, 4), "arms": ("gma_k32_var_bal", "linear"),
                     "why": "seeds 3-4 were run for these two arms only, after seeds 0-2 put GMA K=32 with the "
-                           "remedy ahead of linear attention; the five-seed comparison of the pair is exploratory "
+                           "variance-and-balance routing ahead of linear attention; the five-seed comparison of the pair is exploratory "
                            "outside the second look",
                     "pairs": "every pair outside the primary family (the ordering of all pairs, the controls)",
                     "later_arms": ("local_gma",),
@@ -266,12 +283,12 @@ LISTOPS_LRA_STUDY = Study(
              "batch_size": 16, "epochs": 3, "lr": 2e-3, "length_buckets": 8},
     seeds=(0, 1, 2),
     arms={"gma": Arm("gma"), "sdpa": Arm("sdpa"), "linear": Arm("linear"), "performer": Arm("performer"),
-          "gma_remedy": Arm("gma", REMEDY)},
+          "gma_var_bal": Arm("gma", VARIANCE_AND_BALANCE)},
     metric="test_accuracy",
-    primary=[(arm, "gma") for arm in ("sdpa", "linear", "performer", "gma_remedy")],
+    primary=[(arm, "gma") for arm in ("sdpa", "linear", "performer", "gma_var_bal")],
     test="paired t over seeds 0-2, two-sided; Holm over the primary family (4 tests)",
     reruns={"performer": {**PERFORMER_RERUN, "seeds": (0, 1, 2, 3, 4)}},
-    exploratory={"seeds": (3, 4), "arms": ("gma", "sdpa", "linear", "performer", "gma_remedy"),
+    exploratory={"seeds": (3, 4), "arms": ("gma", "sdpa", "linear", "performer", "gma_var_bal"),
                     "why": "seeds 3-4 were run for every arm after the seeds-0-2 table told no pair with GMA apart "
                            "(optional stopping); the five-seed comparisons are exploratory",
                     "tests": "Fisher's exact test on how many seeds left the constant-answer plateau, an outcome "
@@ -286,8 +303,9 @@ the chapter's live ListOps setting (preset ``listops``, lengths 50-256) stays sh
 Softmax attention is the ``sdpa`` arm: the same function as ``softmax``, through PyTorch's fused kernel instead of
 an explicit N x N matrix. Batches hold trees of similar length (``length_buckets=8``), each cut after its longest
 tree: the trees range from 500 to 2,000 tokens, and a batch padded to the split's longest would spend much of its
-time on padding (quadratically so for softmax). ``gma_remedy`` is GMA with the language
-model's routing remedy (:data:`REMEDY`), to see whether the collapse fix matters on a long classification task."""
+time on padding (quadratically so for softmax). ``gma_var_bal`` is GMA with the variance change and the balance loss
+(:data:`VARIANCE_AND_BALANCE`, then the language model's routing remedy, since found to dissolve the routing), to see
+whether a change of routing matters on a long classification task."""
 
 TEXT_STUDY = Study(
     name="text_standin",
@@ -345,7 +363,7 @@ def _recall_arms() -> dict:
             "mamba": Arm("mamba")}
     for k in RECALL_GMA_SIZES:
         arms[f"gma_k{k}"] = Arm("gma", {"n_components": k})
-        arms[f"gma_k{k}_remedy"] = Arm("gma", {"n_components": k, **LM_ROUTING_REMEDY})
+        arms[f"gma_k{k}_var_bal"] = Arm("gma", {"n_components": k, **VARIANCE_AND_BALANCE})
     arms["window"] = Arm("window", {"window": RECALL_WINDOW})
     arms["local_gma"] = Arm("local_gma", {"window": RECALL_WINDOW, "local_heads": 1, "n_components": 32}, n_heads=2)
     arms["decay_linear"] = Arm("decay_linear")
@@ -365,7 +383,7 @@ RECALL_STUDY = Study(
     seeds=(0, 1, 2),
     arms=_recall_arms(),
     metric="test_mean",
-    primary=[(f"gma_k{k}{remedy}", base) for k in RECALL_GMA_SIZES for remedy in ("", "_remedy")
+    primary=[(f"gma_k{k}{routing}", base) for k in RECALL_GMA_SIZES for routing in ("", "_var_bal")
              for base in ("linear", "sdpa")],
     test="paired t over seeds, two-sided; Holm over the primary family",
     reruns={"performer": {**PERFORMER_RERUN, "seeds": (0, 1, 2), "widths": (64,)}},

@@ -6,7 +6,7 @@ draws the exact demo of :mod:`gma_teach.capacity`. Both study figures draw the g
 (:func:`gma_teach.capacity.guessing_floor`: a model that stores nothing but knows the answer is one of the ``n``
 values in its context scores ``1/n``). Every arm keeps one look (:func:`arm_style`): the registered colour, line
 style and marker of each mixer (:class:`gma_teach.mixers.MixerEntry`), one grey for every GMA arm with the default
-routing (their routing collapses and their curves lie on one another), and for GMA with the routing remedy a shade
+routing (their routing collapses and their curves lie on one another), and for GMA with a changed routing a shade
 of green per K (:func:`gma_k_color`, lighter for smaller K), read off a colour bar.
 """
 from __future__ import annotations
@@ -18,7 +18,14 @@ import numpy as np
 from matplotlib.lines import Line2D
 
 from .. import mixers
-from ..capacity import check_recall_table, gma_size, guessing_floor, mean_guessing_floor, table_entries
+from ..capacity import (
+    check_recall_table,
+    gma_routing,
+    gma_size,
+    guessing_floor,
+    mean_guessing_floor,
+    table_entries,
+)
 from ._style import as_float_array, mixer_color, new_figure
 
 __all__ = ["DEFAULT_ROUTING_COLOR", "arm_style", "gma_k_color", "plot_accuracy_by_pairs", "plot_exact_capacity",
@@ -33,7 +40,7 @@ _WIDTH_MARKERS = "oDv^<>"  # the frontier's marker of each width, in increasing 
 
 
 def gma_k_color(k: int) -> str:
-    """The green of GMA with K components (the routing remedy's arms): matplotlib's YlGn from light at K = 8 to dark
+    """The green of GMA with K components and a changed routing (:func:`gma_teach.capacity.gma_size`): matplotlib's YlGn from light at K = 8 to dark
     at K = 256, evenly in log2 K (K outside the range takes the nearest end)."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be a positive int, got {k!r}")
@@ -46,7 +53,8 @@ def gma_k_color(k: int) -> str:
 def arm_style(arm: str) -> dict:
     """Colour, line style and marker of an arm: ``{"color", "ls", "marker"}``.
 
-    ``gma_k{K}_remedy``: :func:`gma_k_color`, solid, square markers; ``gma_k{K}`` (the default routing):
+    ``gma_k{K}`` with a changed routing (``gma_k{K}_var_bal``, ``gma_k{K}_remedy``): :func:`gma_k_color`, solid,
+    square markers; ``gma_k{K}`` (the default routing):
     :data:`DEFAULT_ROUTING_COLOR`, dotted, round markers; an arm named after a registered mixer with a colour
     (``sdpa``, ``linear``, ``performer``, ``mamba``, ``window``, ...) the colour, line style and marker of its
     entry (:class:`gma_teach.mixers.MixerEntry`: solid with round markers, but dashed for the decayed mixers and
@@ -56,8 +64,8 @@ def arm_style(arm: str) -> dict:
         raise TypeError(f"arm must be an arm name (str), got {type(arm).__name__}")
     size = gma_size(arm)
     if size is not None:
-        k, remedy = size
-        if remedy:
+        k, changed = size
+        if changed:
             return {"color": gma_k_color(k), "ls": "-", "marker": "s"}
         return {"color": DEFAULT_ROUTING_COLOR, "ls": ":", "marker": "o"}
     registered = mixers.REGISTRY.get(arm)
@@ -72,14 +80,14 @@ def _mean(values) -> float:
 
 
 def _k_colorbar(fig, axes, ks):
-    """A colour bar of the remedy's K, one band per K drawn."""
+    """A colour bar of the K of GMA with a changed routing, one band per K drawn."""
     ks = sorted(ks)
     cmap = matplotlib.colors.ListedColormap([gma_k_color(k) for k in ks])
     norm = matplotlib.colors.BoundaryNorm([i - 0.5 for i in range(len(ks) + 1)], len(ks))
     bar = fig.colorbar(matplotlib.cm.ScalarMappable(norm=norm, cmap=cmap), ax=axes, ticks=range(len(ks)),
                        shrink=0.8, aspect=25, pad=0.02)
     bar.ax.set_yticklabels([str(k) for k in ks])
-    bar.set_label("K of GMA with the routing remedy", fontsize=8)
+    bar.set_label("K of GMA, changed routing", fontsize=8)
     bar.ax.tick_params(labelsize=7)
     return bar
 
@@ -88,8 +96,8 @@ def plot_accuracy_by_pairs(table, *, widths=None, axes=None):
     """Test accuracy against the number of key-value pairs, one line per arm (the mean over seeds), each seed a
     faint point; one panel per width, with the guessing floor ``1/n`` at each count.
 
-    The legend groups GMA: one entry for every arm with the default routing (one grey), one for the arms with the
-    routing remedy, whose K a colour bar gives; every other arm has its own entry, the registered mixers' in the
+    The legend groups GMA: one entry for every arm with the default routing (one grey), one for the arms with a
+    changed routing (named by :func:`gma_teach.capacity.gma_routing`), whose K a colour bar gives; every other arm has its own entry, the registered mixers' in the
     registry's order, then the others in the table's.
 
     Args:
@@ -113,7 +121,7 @@ def plot_accuracy_by_pairs(table, *, widths=None, axes=None):
             raise ValueError(f"axes must hold one axis per width ({len(widths)}), got {len(axes)}")
         fig = axes[0].figure
     floor = guessing_floor(table["design"]["kv_pairs"])
-    others, default, remedy_ks = {}, None, set()
+    others, default, changed_ks, routing = {}, None, set(), None
     for ax, width in zip(axes, widths):
         drawn = [(arm, entry) for (arm, w), entry in entries.items() if w == width]
         for arm, entry in drawn:
@@ -123,14 +131,15 @@ def plot_accuracy_by_pairs(table, *, widths=None, axes=None):
                 ax.plot([n] * len(entry["by_count"][n]), entry["by_count"][n], ls="none", marker=style["marker"],
                         ms=3, color=style["color"], alpha=0.3)
             size = gma_size(arm)
-            remedy = size is not None and size[1]
+            changed = size is not None and size[1]
             (line,) = ax.plot(counts, [_mean(entry["by_count"][n]) for n in counts], color=style["color"],
-                              ls=style["ls"], marker=style["marker"], ms=4 if remedy or size is None else 3,
-                              lw=1.6 if remedy else 1.2, label=arm, zorder=3 if remedy else 2)
+                              ls=style["ls"], marker=style["marker"], ms=4 if changed or size is None else 3,
+                              lw=1.6 if changed else 1.2, label=arm, zorder=3 if changed else 2)
             if size is None:
                 others.setdefault(arm, line)
-            elif remedy:
-                remedy_ks.add(size[0])
+            elif changed:
+                changed_ks.add(size[0])
+                routing = gma_routing(arm)
             else:
                 default = line
         if drawn:
@@ -147,11 +156,11 @@ def plot_accuracy_by_pairs(table, *, widths=None, axes=None):
     if default is not None:
         handles.append(Line2D([], [], color=DEFAULT_ROUTING_COLOR, ls=":", marker="o", ms=3))
         labels.append("GMA, default routing (every K)")
-    if remedy_ks:
-        middle = sorted(remedy_ks)[len(remedy_ks) // 2]
+    if changed_ks:
+        middle = sorted(changed_ks)[len(changed_ks) // 2]
         handles.append(Line2D([], [], color=gma_k_color(middle), ls="-", marker="s", ms=4, lw=1.6))
-        labels.append("GMA with the remedy (K: colour bar)")
-        _k_colorbar(fig, axes, remedy_ks)
+        labels.append(f"GMA, {routing} (K: colour bar)")
+        _k_colorbar(fig, axes, changed_ks)
     if handles:
         handles.append(Line2D([], [], color=FLOOR_COLOR, ls=(0, (1, 2)), lw=1.2))
         labels.append("guessing one of the n values: 1/n")
@@ -240,8 +249,8 @@ def plot_recall_frontier(table, *, ax=None):
     the model's decoding state (the table's ``state_bytes``: the mixer's own state plus the short convolution's;
     log scale), every arm at every width, with the guessing floor (the mean of ``1/n`` over the counts).
 
-    GMA's K sweep is a connected curve per width and routing, each in its own colour (the remedy's in greens, the
-    default routing's in greys) and in the legend; the remedy's curves are labelled with K at both ends. Linear
+    GMA's K sweep is a connected curve per width and routing, each in its own colour (a changed routing's in greens, the
+    default routing's in greys) and in the legend; the curves of a changed routing are labelled with K at both ends. Linear
     attention's widths are a connected curve when two or more are recorded; every other arm is a labelled point.
     The marker gives the width. Labels are placed so that none overlaps another or a marker.
 
@@ -259,7 +268,7 @@ def plot_recall_frontier(table, *, ax=None):
     markers = {width: marker for width, marker in zip(widths, _WIDTH_MARKERS)}
     curve_colors = {(True, 0): mixer_color("gma"), (True, 1): "#78c679", (False, 0): "#7a7a7a", (False, 1): "#b8b8b8"}
     curves: dict[tuple, list] = {}
-    labels, points = [], []
+    labels, points, routing_of = [], [], {}
     for (arm, width), entry in entries.items():
         style = arm_style(arm)
         size, accuracy = float(entry["state_bytes"]), _mean(entry["test_mean"])
@@ -270,12 +279,13 @@ def plot_recall_frontier(table, *, ax=None):
         points.append((size, accuracy))
         if gma is not None:
             curves.setdefault(("gma", gma[1], width), []).append((size, accuracy, gma[0]))
+            routing_of[gma[1]] = gma_routing(arm)
             continue
         ax.plot(size, accuracy, marker=markers[width], ms=6, color=style["color"], ls="none")
         labels.append((size, accuracy, f"{arm} (d={width})", style["color"]))
         if arm == "linear":
             curves.setdefault(("linear", False, 0), []).append((size, accuracy, width))
-    for (kind, remedy, width), points_of_curve in sorted(curves.items(), key=lambda item: (item[0][0], -item[0][1],
+    for (kind, changed, width), points_of_curve in sorted(curves.items(), key=lambda item: (item[0][0], -item[0][1],
                                                                                             item[0][2])):
         points_of_curve.sort()
         sizes, accuracies, _ = zip(*points_of_curve)
@@ -283,12 +293,12 @@ def plot_recall_frontier(table, *, ax=None):
             if len(points_of_curve) >= 2:
                 ax.plot(sizes, accuracies, color=mixer_color("linear"), lw=1.2, ls="-")
             continue
-        color = curve_colors[remedy, widths.index(width) % 2]
-        routing = "remedy" if remedy else "default routing"
+        color = curve_colors[changed, widths.index(width) % 2]
+        routing = routing_of[changed]
         ks = f"K = {points_of_curve[0][2]} to {points_of_curve[-1][2]}"
-        ax.plot(sizes, accuracies, color=color, ls="-" if remedy else ":", lw=1.6 if remedy else 1.3,
+        ax.plot(sizes, accuracies, color=color, ls="-" if changed else ":", lw=1.6 if changed else 1.3,
                 marker=markers[width], ms=5, label=f"GMA, {routing}, d={width} ({ks})")
-        if remedy:
+        if changed:
             for size, accuracy, k in (points_of_curve[0], points_of_curve[-1]):
                 labels.append((size, accuracy, f"K={k}", color))
     if entries:
@@ -301,7 +311,7 @@ def plot_recall_frontier(table, *, ax=None):
         ax.text(0.5, 0.5, "no arm recorded", ha="center", va="center", transform=ax.transAxes)
     ax.set(xlabel="decoding-state bytes of the model (the mixer and the short convolution)",
            ylabel="test accuracy (mean over kv counts)", ylim=(-0.05, 1.07),
-           title="the recall frontier (the remedy's curves labelled with K at their ends)")
+           title="the recall frontier (a changed routing's curves labelled with K at their ends)")
     ax.title.set_fontsize(9)
     if entries:
         _place_labels(ax, labels, points)

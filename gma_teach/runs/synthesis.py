@@ -43,7 +43,7 @@ def standing_family(saved: dict) -> dict:
 
 def _counts(comparisons: list[dict], study: dict | None) -> dict:
     """Declared comparisons counted from the GMA side, apart for GMA against another mixer (``"against_mixers"``)
-    and for a routing remedy against default GMA (``"remedies"``): ``{group: [ahead, not told apart, behind]}``."""
+    and for a routing change against default GMA (``"remedies"``): ``{group: [ahead, not told apart, behind]}``."""
     counts = {"against_mixers": [0, 0, 0], "remedies": [0, 0, 0]}
     for c in comparisons:
         if study is None:  # the recall study: every declared comparison is a GMA arm against linear or SDPA
@@ -70,7 +70,7 @@ def part_iv_synthesis(folder=None) -> list[dict]:
     """One row per study with a saved table: ``{"study", "what", "chapter", "declared" (the family's size),
     "recorded" (its comparisons run), "seeds" (those the verdicts rest on, ``"0-4"``), "against_mixers" and
     "remedies" (each ``[ahead, not told apart, behind]`` from the GMA side: GMA against another mixer, a routing
-    remedy against default GMA), "wins", "ties", "losses" (their sums)}``, in the chapters' order, each counted at
+    change against default GMA), "wins", "ties", "losses" (their sums)}``, in the chapters' order, each counted at
     its :func:`standing_family`."""
     folder = Path(folder) if folder is not None else results_folder()
     rows = []
@@ -91,10 +91,10 @@ def part_iv_synthesis(folder=None) -> list[dict]:
 
 
 def format_synthesis(rows: list[dict]) -> str:
-    """The rows as a Markdown table (one line a study). GMA against other mixers and routing remedies against default
-    GMA are counted in separate columns, each as ahead / not told apart / behind from the GMA (or remedy) side."""
+    """The rows as a Markdown table (one line a study). GMA against other mixers and routing changes against default
+    GMA are counted in separate columns, each as ahead / not told apart / behind from the GMA (or changed) side."""
     lines = ["| study | chapter | declared comparisons run | seeds | GMA vs other mixers: ahead / not told apart / "
-             "behind | a remedy vs default GMA: ahead / not told apart / behind |", "|---|---|---|---|---|---|"]
+             "behind | a routing change vs default GMA: ahead / not told apart / behind |", "|---|---|---|---|---|---|"]
     for r in rows:
         mixers, remedies = ("-" if sum(r[key]) == 0 else " / ".join(map(str, r[key]))
                             for key in ("against_mixers", "remedies"))
@@ -313,13 +313,14 @@ def _text_claim(folder: Path) -> dict:
 
 
 def _recall_claim(folder: Path) -> dict:
-    """GMA with the routing remedy against linear attention at equal state (recall), with the study's scope: how
+    """GMA with the variance change and the balance loss (the ``_var_bal`` arms, a routing that dissolves) against
+    linear attention at equal state (recall), with the study's scope: how
     its KV cache compares with GMA's largest state at the study's length, and whether the study where the size of
     a state decides (``designs.RECALL_V2_STUDY``) has run."""
     name = f"{RECALL_STUDY['name']}_study_tables.json"
     saved = _read(folder, name)
-    pairs = [(_declared(saved, f"gma_k{k}_remedy", "linear", width=w), k, w) for k, w in ((64, 64), (128, 128))]
-    basis = [{**_basis(c, "linear", c.get("metric", RECALL_STUDY["metric"])), "arm": f"gma_k{k}_remedy", "width": w}
+    pairs = [(_declared(saved, f"gma_k{k}_var_bal", "linear", width=w), k, w) for k, w in ((64, 64), (128, 128))]
+    basis = [{**_basis(c, "linear", c.get("metric", RECALL_STUDY["metric"])), "arm": f"gma_k{k}_var_bal", "width": w}
              for c, k, w in pairs]
     setting, seeds = RECALL_STUDY["setting"], RECALL_STUDY["seeds"]
     n, heads, width = setting["seq_len"], setting["n_heads"], min(RECALL_STUDY["widths"])
@@ -329,14 +330,15 @@ def _recall_claim(folder: Path) -> dict:
     largest = mixer_state_bytes(make_mixer("gma", width, heads, causal=True, n_components=largest_k), n)
     v2 = RECALL_V2_STUDY["setting"]
     ran = (folder / f"{RECALL_V2_STUDY['name']}_tables.json").exists()
-    scope = (f"{n} tokens, {setting['steps']:,} steps, seeds {seeds[0]}-{seeds[-1]}: SDPA's KV cache "
+    scope = (f"{n} tokens, {setting['steps']:,} steps, seeds {seeds[0]}-{seeds[-1]}, GMA's routing the variance "
+             f"change with the balance loss, which dissolves it: SDPA's KV cache "
              f"({cache:,} bytes at width {width}) is {'smaller' if cache < largest else 'no smaller'} than GMA's "
              f"largest state ({largest:,}), and so few steps may measure how fast a memory learns more than what "
              f"it holds; the study where the size of a state decides ({v2['seq_len']} tokens, {v2['steps']:,} "
              f"steps) has {'run' if ran else 'not run'}")
     number = "; ".join(f"K={k} (width {w}) {c['difference']:+.3f}" for c, k, w in pairs)
     return _claim_row(verdict_of(basis), "a better memory than linear attention at equal state (recall)",
-                      "linear attention, equal state", scope, f"GMA with the remedy minus linear attention: {number}",
+                      "linear attention, equal state", scope, f"GMA (variance + balance) minus linear attention: {number}",
                       "; ".join(f"K={k}: {_verdict(b, 3)}" for b, (_, k, _) in zip(basis, pairs))
                       + "; not known here: which recalls more where the size of the state decides", name, 12, basis,
                       "recall accuracy")

@@ -61,12 +61,18 @@ def study_table(study: dict, folder=None, *, reference: str | None = None, metri
 
 def study_tables(study: dict, folder=None) -> dict:
     """Every table of :func:`study_table` worth reading for ``study``: its declared metrics, then bits per byte and
-    (GMA arms) active share for a language-model study, test accuracy (the record's, best epoch on the validation
+    (GMA arms) the information the routing carries for a language-model study whose records hold it, test accuracy (the record's, best epoch on the validation
     split) for a classifier; ``{metric: table}``."""
-    usual = (("val_bits_per_byte", "active_share") if study.get("experiment", "lm") == "lm"
-             else ("test_accuracy",))
+    usual = (("val_bits_per_byte", *(("routing_information",) if _records_information(study, folder) else ()))
+             if study.get("experiment", "lm") == "lm" else ("test_accuracy",))
     metrics = dict.fromkeys((*declared_metrics(study), *usual))
     return {metric: study_table(study, folder, metric=metric) for metric in metrics}
+
+
+def _records_information(study: dict, folder) -> bool:
+    """Whether the records of ``study`` hold the routing information (those made before it was measured do not)."""
+    arms = (load_arm(study, arm, folder) for arm in study["arms"])
+    return any("information" in record["summary"] for record in arms if record is not None and record["runs"])
 
 
 def ordering_at_last_evaluations(arms: dict) -> dict:
@@ -144,10 +150,13 @@ def format_study_table(table: dict) -> str:
         lines += [f"{arm:<20} {len(s['seeds']):>5} {_cell(s, table['metric'], 4):>20}"
                   for arm, s in table["arms"].items()]
     else:
-        lines = ["mean +- 95% half-width over seeds",
-                 f"{'arm':<20} {'seeds':>5} {'val loss':>16} {'bits/byte':>16} {'active share':>14}"]
-        lines += [f"{arm:<20} {len(s['seeds']):>5} {_cell(s, 'val_loss', 4):>16} "
-                  f"{_cell(s, 'val_bits_per_byte', 4):>16} {_cell(s, 'active_share', 3):>14}"
+        information = any("information" in s for s in table["arms"].values())  # not in the older records
+        lines = ["mean +- 95% half-width over seeds" + (" (information: bits, GMA)" if information else ""),
+                 f"{'arm':<24} {'seeds':>5} {'val loss':>15} {'bits/byte':>15}"
+                 + (f" {'information':>12}" if information else "")]
+        lines += [f"{arm:<24} {len(s['seeds']):>5} {_cell(s, 'val_loss', 4):>15} "
+                  f"{_cell(s, 'val_bits_per_byte', 4):>15}" + (f" {_cell(s, 'information', 3):>12}" if information
+                                                                else "")
                   for arm, s in table["arms"].items()]
     if table.get("ordering", {}).get("seeds"):
         ordering = table["ordering"]
