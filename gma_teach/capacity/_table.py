@@ -255,9 +255,9 @@ def compared_arms(entries, arm, width) -> tuple[str, ...]:
 def uses_default_routing(entry) -> bool:
     """Whether a run of the table (``table_entries(table)[arm, width]``, or a study's arm spec ``{"mixer",
     "options"}``) routes with GMA's default routing: a mixer whose routing can collapse (``gma``, ``local_gma``'s
-    GMA heads, ``decay_gma``: :func:`gma_teach.mixers.routing_collapse_names`) built without any option of the
-    routing options (:data:`gma_teach.layer.ROUTING_OPTIONS`). That routing collapses onto one component in causal models (chapter
-    11), so such an arm measures a one-slot memory."""
+    GMA heads, ``decay_gma``: :func:`gma_teach.mixers.routing_collapse_names`) built without any of the routing
+    options (:data:`gma_teach.layer.ROUTING_OPTIONS`). That routing collapses onto one component in causal models
+    (chapter 11), so such an arm measures a one-slot memory."""
     if not isinstance(entry, Mapping) or "mixer" not in entry:
         raise TypeError("entry must be a run of the table or an arm spec: a mapping with 'mixer' and 'options' (a "
                         "dict, or a gma_teach.designs.Arm)")
@@ -267,9 +267,9 @@ def uses_default_routing(entry) -> bool:
 
 
 def equal_state_points(table) -> list[dict]:
-    """The GMA arms with a changed routing (:func:`gma_size`) that keep exactly linear attention's decoding state at the same width,
-    each with its primary comparison against linear attention: ``[{"width", "arm", "state_bytes", "mean",
-    "linear_mean", "comparison"}]`` (the comparison is ``None`` when the table does not list it), by width."""
+    """The GMA arms with a changed routing (:func:`gma_size`) that keep exactly linear attention's decoding state at
+    the same width, each with its primary comparison against linear attention: ``[{"width", "arm", "state_bytes",
+    "mean", "linear_mean", "comparison"}]`` (the comparison is ``None`` when the table does not list it), by width."""
     check_recall_table(table)
     entries = table_entries(table)
     points = []

@@ -81,8 +81,9 @@ VARIANCE_AND_BALANCE = {"init_variance": "d_route", "balance_weight": 0.01}
 """Variances started at ``d_route`` with the balance loss at weight 0.01: the earlier routing remedy, chosen because
 it raised the share of components that win a token by argmax. It dissolves the routing: every token spreads almost
 evenly over all K components (in the remedy study the routing of its ``variance_and_balance`` arm carries less
-information than any other arm's, the default's included). The LM, ListOps and recall studies ran it, under arm names that end in ``_remedy``; their arms are
-named for what they are, ending in ``_var_bal`` (:data:`RENAMED_ARMS`)."""
+information than any other arm's, the default's included). The LM, ListOps and recall studies ran it, under arm
+names that end in ``_remedy``; their arms are named for what they are, ending in ``_var_bal``
+(:data:`RENAMED_ARMS`)."""
 
 RENAMED_ARMS = {
     "declared": "2026-12-04, when the remedy study replaced this pair as the routing remedy",
@@ -255,8 +256,8 @@ LM_STUDY = Study(
     reruns={"performer": {**PERFORMER_RERUN, "seeds": (0, 1, 2, 3, 4)}},
     exploratory={"seeds": (3, 4), "arms": ("gma_k32_var_bal", "linear"),
                     "why": "seeds 3-4 were run for these two arms only, after seeds 0-2 put GMA K=32 with the "
-                           "variance-and-balance routing ahead of linear attention; the five-seed comparison of the pair is exploratory "
-                           "outside the second look",
+                           "variance-and-balance routing ahead of linear attention; the five-seed comparison "
+                           "of the pair is exploratory outside the second look",
                     "pairs": "every pair outside the primary family (the ordering of all pairs, the controls)",
                     "later_arms": ("local_gma",),
                     "later_arms_why": "the hybrid joined after the other arms had run: its comparisons are "

@@ -40,8 +40,8 @@ _WIDTH_MARKERS = "oDv^<>"  # the frontier's marker of each width, in increasing 
 
 
 def gma_k_color(k: int) -> str:
-    """The green of GMA with K components and a changed routing (:func:`gma_teach.capacity.gma_size`): matplotlib's YlGn from light at K = 8 to dark
-    at K = 256, evenly in log2 K (K outside the range takes the nearest end)."""
+    """The green of GMA with K components and a changed routing (:func:`gma_teach.capacity.gma_size`): matplotlib's
+    YlGn from light at K = 8 to dark at K = 256, evenly in log2 K (K outside the range takes the nearest end)."""
     if isinstance(k, bool) or not isinstance(k, int) or k < 1:
         raise ValueError(f"k must be a positive int, got {k!r}")
     low, high = (math.log2(v) for v in _K_RANGE)
@@ -97,8 +97,8 @@ def plot_accuracy_by_pairs(table, *, widths=None, axes=None):
     faint point; one panel per width, with the guessing floor ``1/n`` at each count.
 
     The legend groups GMA: one entry for every arm with the default routing (one grey), one for the arms with a
-    changed routing (named by :func:`gma_teach.capacity.gma_routing`), whose K a colour bar gives; every other arm has its own entry, the registered mixers' in the
-    registry's order, then the others in the table's.
+    changed routing (named by :func:`gma_teach.capacity.gma_routing`), whose K a colour bar gives; every other arm
+    has its own entry, the registered mixers' in the registry's order, then the others in the table's.
 
     Args:
         table: the recall study's table.
@@ -249,10 +249,10 @@ def plot_recall_frontier(table, *, ax=None):
     the model's decoding state (the table's ``state_bytes``: the mixer's own state plus the short convolution's;
     log scale), every arm at every width, with the guessing floor (the mean of ``1/n`` over the counts).
 
-    GMA's K sweep is a connected curve per width and routing, each in its own colour (a changed routing's in greens, the
-    default routing's in greys) and in the legend; the curves of a changed routing are labelled with K at both ends. Linear
-    attention's widths are a connected curve when two or more are recorded; every other arm is a labelled point.
-    The marker gives the width. Labels are placed so that none overlaps another or a marker.
+    GMA's K sweep is a connected curve per width and routing, each in its own colour (a changed routing's in greens,
+    the default routing's in greys) and in the legend; the curves of a changed routing are labelled with K at both
+    ends. Linear attention's widths are a connected curve when two or more are recorded; every other arm is a
+    labelled point. The marker gives the width. Labels are placed so that none overlaps another or a marker.
 
     Returns:
         the matplotlib ``Figure``.

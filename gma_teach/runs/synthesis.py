@@ -338,7 +338,8 @@ def _recall_claim(folder: Path) -> dict:
              f"steps) has {'run' if ran else 'not run'}")
     number = "; ".join(f"K={k} (width {w}) {c['difference']:+.3f}" for c, k, w in pairs)
     return _claim_row(verdict_of(basis), "a better memory than linear attention at equal state (recall)",
-                      "linear attention, equal state", scope, f"GMA (variance + balance) minus linear attention: {number}",
+                      "linear attention, equal state", scope,
+                      f"GMA (variance + balance) minus linear attention: {number}",
                       "; ".join(f"K={k}: {_verdict(b, 3)}" for b, (_, k, _) in zip(basis, pairs))
                       + "; not known here: which recalls more where the size of the state decides", name, 12, basis,
                       "recall accuracy")

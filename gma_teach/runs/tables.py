@@ -61,8 +61,8 @@ def study_table(study: dict, folder=None, *, reference: str | None = None, metri
 
 def study_tables(study: dict, folder=None) -> dict:
     """Every table of :func:`study_table` worth reading for ``study``: its declared metrics, then bits per byte and
-    (GMA arms) the information the routing carries for a language-model study whose records hold it, test accuracy (the record's, best epoch on the validation
-    split) for a classifier; ``{metric: table}``."""
+    (GMA arms) the information the routing carries for a language-model study whose records hold it, test accuracy
+    (the record's, best epoch on the validation split) for a classifier; ``{metric: table}``."""
     usual = (("val_bits_per_byte", *(("routing_information",) if _records_information(study, folder) else ()))
              if study.get("experiment", "lm") == "lm" else ("test_accuracy",))
     metrics = dict.fromkeys((*declared_metrics(study), *usual))
