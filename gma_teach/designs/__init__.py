@@ -443,7 +443,7 @@ RECALL_V2_STUDY = Study(
     primary=[(f"gma_h{heads}_k{128 // heads}_remedy", f"linear_h{heads}") for heads in (2, 4, 8)],
     test="paired t over seeds 0-7, two-sided; Holm over the primary family (3 tests)",
     exploratory={"pairs": "every comparison outside the primary family: SDPA, Mamba and Performer against the "
-                          "equal-state pairs; K below d_head; the default routing and each half of the remedy "
+                          "equal-state pairs; K below d_head; the default routing and each half of variance + balance "
                           "against the pair; the hybrid and the decayed GMA against GMA; the windows against SDPA. "
                           "Each is reported with its 95% interval, paired on seeds, not corrected",
                  "scored_against": "each count's accuracy beside min(1, K/n), the random-slot curve "
@@ -467,8 +467,8 @@ the regime where the size of a state decides, not the speed of learning.
 * **Equal state.** For two, four and eight heads, GMA with the routing remedy and K = d_head (64, 32, 16) against
   linear attention with d_head features: byte-identical states. These three comparisons are the primary family.
 * **The rest, exploratory:** K below d_head; the default routing (whose queries all route to one component: the
-  1/n signature); each half of the remedy (the variance change alone, the balance loss alone); the hybrid and the
-  decayed GMA with the remedy routing; windows of 8, 16 and 32 tokens (a wider window's cache would come within
+  1/n signature); each half of the earlier variance + balance pair (the variance change alone, the balance loss
+  alone); the hybrid and the decayed GMA with the remedy routing; windows of 8, 16 and 32 tokens (a wider window's cache would come within
   four times of SDPA's); Mamba; Performer; SDPA.
 * **Sizing.** Eight seeds an arm. With Holm over three tests the strictest step is at 0.05 / 3, where the paired
   t-test over eight seeds tells apart a difference of 0.05 with 80% power when the per-seed differences have a

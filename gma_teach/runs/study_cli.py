@@ -1,4 +1,5 @@
-"""The recorded studies of Part IV, seed by seed: why GMA's routing collapses (and a remedy), and the LM comparison.
+"""The recorded studies of Part IV, seed by seed: why GMA's routing collapses (and what fixes it), and the LM
+comparison.
 
 A *study* is a fixed setting (scale, preset overrides, seeds) and a list of *arms* (a mixer and its options). Each
 arm's seeds are written to one JSON record under :func:`gma_teach.measure.results_folder` (``<study>_<arm>.json``)
@@ -13,18 +14,20 @@ Seeds already recorded are skipped, so an interrupted study continues where it s
 
 Studies:
 
-* ``collapse`` (:data:`COLLAPSE_STUDY`): the small LM (:data:`LM_SETTING`, 600 steps, GMA K=64), today's default routing
-  against the remedies -- variances initialised at ``d_route`` (logits of order one at the start), means from
-  k-means of the routing vectors, a usage-balancing auxiliary loss, and the first and third together -- on the
-  same seeds. Read: active share of
-  components, usage entropy, logit spread (at initialization and every evaluation) and validation loss / bits per
-  byte.
+* ``collapse`` (:data:`COLLAPSE_STUDY`): the small LM (:data:`LM_SETTING`, 600 steps, GMA K=64), the default
+  routing against four routing changes -- variances initialised at ``d_route`` (logits of order one at the start),
+  means from k-means of the routing vectors, a usage-balancing auxiliary loss, and the first and third together --
+  on the same seeds. Read: the share of components that win a token by argmax (an argmax count, no measure of use),
+  usage entropy, logit spread (at initialization and every evaluation) and validation loss / bits per byte.
+* ``remedy`` (:data:`REMEDY_STUDY`): the same LM with six routings, judged by the information the routing carries
+  (bits) and by bits per byte; its declared rule picks :data:`gma_teach.layer.LM_ROUTING_REMEDY`.
 * ``cause`` (:data:`CAUSE_STUDY`): the default and balance arms again, evaluated every 50 steps with the spread of
   each term of the routing logits (prior, volume, distance), to see when the collapse happens and what drives it.
-* ``lm`` (:data:`LM_STUDY`): the same LM and steps with causal SDPA, GMA at K = 32, 64, 128 with and without the
-  remedy, linear attention, Performer and the two controls ``none`` (no mixing) and ``uniform`` (a causal average
-  of the past). Its GMA K=64 arms are the collapse study's runs (same setting, same seeds): an arm whose setting and
-  options equal an arm of the study it names in ``shared_with`` is trained and recorded once, under that study.
+* ``lm`` (:data:`LM_STUDY`): the same LM and steps with causal SDPA, GMA at K = 32, 64, 128 with the default routing
+  and with the variance change and the balance loss (``_var_bal``, a routing that dissolves), linear attention,
+  Performer and the two controls ``none`` (no mixing) and ``uniform`` (a causal average of the past). Its GMA K=64
+  arms are the collapse study's runs (same setting, same seeds): an arm whose setting and options equal an arm of
+  the study it names in ``shared_with`` is trained and recorded once, under that study.
 * ``listops-lra`` (:data:`LISTOPS_LRA_STUDY`): ListOps at LRA's lengths (500-2000 tokens, depth 10) with a model
   small enough for a CPU; ``text`` (:data:`TEXT_STUDY`): the offline stand-in for LRA Text.
 * ``recall`` (:data:`RECALL_STUDY`): chapter 12's multi-query associative recall against each mixer's state,
