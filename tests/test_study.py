@@ -138,7 +138,7 @@ def test_study_table_pairs_common_seeds(tmp_path):
 
 def test_study_settings_are_consistent():
     for settings in designs.STUDIES.values():
-        assert len(settings["seeds"]) >= 3
+        assert len(settings["seeds"]) >= 3 or not settings["primary"], settings["name"]  # a pilot tests nothing
         for spec in settings["arms"].values():
             assert spec.get("prepare") in (None, *designs.PREPARATIONS)
     lm_arms = designs.LM_STUDY["arms"]

@@ -32,9 +32,14 @@ reads off the recall study's table.
   :func:`uses_default_routing` tells which arms route with GMA's default (collapsing) routing,
   :func:`default_routing_floor` sets those arms beside the guessing floor and :func:`equal_state_points` finds the
   GMA arms that keep exactly linear attention's state.
+* **The MQAR pilot.** :func:`pilot_curves` reads each arm's validation curve, per kv-pair count and averaged over
+  the counts, from the records of ``gma_teach.designs.MQAR_PILOT``; :func:`pilot_learned` says whether each arm
+  learned (averaged accuracy above :data:`LEARNED_ABOVE` at any evaluation) and :func:`pilot_sentences` says so in
+  words (module ``_pilot``).
 
 The package's modules are private (``_exact``: the demo, random routing and forgetting; ``_table``: state bytes, the
-live run, the guessing floor and the table; ``_findings``: the sentences; ``_fast_weight``: the capacity test):
+live run, the guessing floor and the table; ``_findings``: the sentences; ``_fast_weight``: the capacity test;
+``_pilot``: the MQAR pilot's curves):
 every name is imported from ``gma_teach.capacity``. Which arms are forgetting or hybrid arms, what each is compared
 with and which mixers' routing can collapse are read from the mixers' registry (:mod:`gma_teach.mixers`).
 """
@@ -42,7 +47,7 @@ from ..baselines import MIXERS, make_mixer
 from ..layer import LM_ROUTING_REMEDY
 from ..mixing import read_memory, write_memory
 from ..stats import paired_difference
-from . import _exact, _fast_weight, _table
+from . import _exact, _fast_weight, _pilot, _table
 from ._exact import (
     round_robin,
     slot_routing,
@@ -71,6 +76,7 @@ from ._table import (
     default_routing_floor,
 )
 from ._findings import recall_findings, forgetting_findings, when_to_choose_gma
+from ._pilot import pilot_curves, pilot_learned, pilot_sentences
 from ._fast_weight import (
     FastWeightBatch,
     FastWeightModel,
@@ -96,7 +102,7 @@ __all__ = [
     "uses_default_routing", "equal_state_points", "default_routing_floor", "when_to_choose_gma",
     "FAST_WEIGHT_SIZES", "FastWeightBatch", "FastWeightModel", "StoppingRule", "fast_weight_batch",
     "fast_weight_data", "value_embeddings", "reconstruction_loss", "nearest_value", "retrieval_scores",
-    "train_fast_weight", "fast_weight_seed",
+    "train_fast_weight", "fast_weight_seed", "LEARNED_ABOVE", "pilot_curves", "pilot_learned", "pilot_sentences",
 ]
 
 # The package's data, documented here (the page documents a name with the docstring its package gives it).
@@ -111,3 +117,7 @@ balance loss (:data:`gma_teach.designs.VARIANCE_AND_BALANCE`)."""
 
 FAST_WEIGHT_SIZES = _fast_weight.FAST_WEIGHT_SIZES
 """The grid of ``S`` (stored pairs) of Schlag, Irie and Schmidhuber's Setting 1: 20, 40, ..., 600."""
+
+LEARNED_ABOVE = _pilot.LEARNED_ABOVE
+"""The MQAR pilot's criterion: an arm *learned* when its validation accuracy, averaged over the kv-pair counts, is
+above this at any evaluation (far above the guessing floor ``1/n``, 0.073 on average over 8, 16 and 32 pairs)."""

@@ -34,8 +34,8 @@ from ._types import Arm, MetricFacts, Study, as_study, metric_facts, thawed
 
 __all__ = ["ALPHA", "Arm", "CAPACITY_GMA_SIZES", "CAPACITY_PRIMARY_PAIRS", "CAPACITY_STUDY",
            "CAUSE_STUDY", "COLLAPSE_STUDY", "EXPERIMENTS", "INFORMATION_WEIGHT", "INIT_SCAN",
-           "KMEANS_BLOCKS", "LISTOPS_LRA_STUDY", "LM_SETTING", "LM_STUDY", "METRICS", "MetricFacts", "PERFORMER_RERUN",
-           "PREPARATIONS",
+           "KMEANS_BLOCKS", "LISTOPS_LRA_STUDY", "LM_SETTING", "LM_STUDY", "METRICS", "MQAR_PILOT", "MetricFacts",
+           "PERFORMER_RERUN", "PREPARATIONS",
            "RECALL_GMA_SIZES", "RECALL_STUDY",
            "RECALL_V2_STUDY", "RECALL_V2_WINDOWS", "RECALL_WINDOW", "REMEDY", "REMEDY_STUDY", "RENAMED_ARMS",
            "STUDIES", "Study", "TEXT_STUDY", "VARIANCE_AND_BALANCE",
@@ -468,8 +468,8 @@ the regime where the size of a state decides, not the speed of learning.
   linear attention with d_head features: byte-identical states. These three comparisons are the primary family.
 * **The rest, exploratory:** K below d_head; the default routing (whose queries all route to one component: the
   1/n signature); each half of the earlier variance + balance pair (the variance change alone, the balance loss
-  alone); the hybrid and the decayed GMA with the remedy routing; windows of 8, 16 and 32 tokens (a wider window's cache would come within
-  four times of SDPA's); Mamba; Performer; SDPA.
+  alone); the hybrid and the decayed GMA with the remedy routing; windows of 8, 16 and 32 tokens (a wider
+  window's cache would come within four times of SDPA's); Mamba; Performer; SDPA.
 * **Sizing.** Eight seeds an arm. With Holm over three tests the strictest step is at 0.05 / 3, where the paired
   t-test over eight seeds tells apart a difference of 0.05 with 80% power when the per-seed differences have a
   standard deviation up to 0.034 (``gma_teach.stats.paired_t_power``). The first design's equal-state pairs, far
@@ -480,6 +480,61 @@ the regime where the size of a state decides, not the speed of learning.
   book's 2-core machine, and about 16 GPU-hours on an H200: it is a GPU study. No run of it is recorded yet.
 """
 
+
+
+MQAR_PILOT = Study(
+    name="mqar_pilot",
+    experiment="recall",
+    scale=None,
+    setting={"seq_len": 128, "vocab_size": 4096, "kv_pairs": (8, 16, 32), "n_train": 30_000, "n_val": 600,
+             "n_test": 1_500, "data_seeds": {"train": 41_000, "val": 42_000, "test": 43_000}, "n_heads": 2,
+             "n_layers": 2, "batch_size": 64, "steps": 6_000, "warmup": 300, "weight_decay": 0.1,
+             "eval_every": 500},
+    widths=(64,),
+    learning_rates=(1e-3,),
+    seeds=(0,),
+    arms={"sdpa": Arm("sdpa"), "linear": Arm("linear")},
+    metric="test_mean",
+    primary=(),
+    test="none: a pilot of one seed, no comparison is tested",
+    exploratory={"pilot": "the whole study: one seed, one learning rate, no primary family; it decides whether the "
+                          "recurrent arm (linear attention at two heads) learns MQAR within 6,000 steps in this "
+                          "regime, and so whether MQAR's primary family can be declared and run here on a CPU",
+                 "learned": "an arm learned when its validation accuracy, averaged over the kv-pair counts, rises "
+                            "above 0.5 at any evaluation (gma_teach.capacity.pilot_learned)"},
+)
+"""The MQAR pilot, declared on 2026-12-04 before any of its runs: whether linear attention learns multi-query
+associative recall on a CPU budget in a regime between the first recall design and the second
+(:data:`RECALL_V2_STUDY`, whose 6,300 CPU-hours make it a GPU study).
+
+* **The regime.** Sequences of 128 tokens with 8, 16 and 32 key-value pairs, a vocabulary of 4,096, 10,000
+  training examples at each count (30,000), 200 validation and 500 test examples at each, data seeds of its own;
+  Zoology's MQAR model at width 64: two layers, each a short convolution then the mixer, no MLP, two heads; batch
+  64 for 6,000 steps (12.8 epochs), warm-up 300 steps, weight decay 0.1; the validation accuracy at each count
+  recorded every 500 steps (``"curve"`` of the run).
+* **Arms.** SDPA and linear attention, both with two heads (the setting's): the head count of
+  :data:`RECALL_V2_STUDY`'s first equal-state pair (``linear_h2``, at width 128 there).
+* **Learning rate.** One, 1e-3: the middle of :data:`RECALL_V2_STUDY`'s declared grid (1e-4 to 1e-2) and Mamba's;
+  the first design kept 3e-3 for both arms, but chose it from 3e-3 and 1e-2 only, at 64 tokens, a vocabulary of
+  256 and 1,000 steps, where 1e-2 failed (validation 0.04 to 0.08): no evidence that a higher rate is better at
+  this length. An arm that does not learn here has not learned at 1e-3 within 6,000 steps; no more is claimed.
+* **Learned.** Its validation accuracy, the mean over the three counts, above 0.5 at any of the twelve
+  evaluations (:func:`gma_teach.capacity.pilot_learned`); the guessing floor (one of the ``n`` values shown) is
+  ``1/n``, 0.073 on average over the counts.
+* **What it decides.** If linear attention learns, MQAR's primary family (GMA against linear attention at equal
+  state) is declared and run in this regime; if not, chapter 12 shows these curves and :data:`RECALL_V2_STUDY`
+  stays the GPU design with its measured cost.
+* **Before it ran.** An earlier try in this regime, not recorded: SDPA started learning between steps 1,250 and
+  1,500 and reached 0.98 / 0.96 / 0.94 at step 2,000; linear attention at two heads was still near 0.01 at step
+  2,000; 0.39 to 0.62 s a step on one thread.
+* **Budget, declared before any run.** 20 training steps of each arm on one thread after five warm-up steps, the
+  two arms timed side by side as they run: SDPA 0.18 and 0.20 CPU-seconds a step, linear attention 0.22 and 0.21
+  (0.18 to 0.33 s of wall time a step, with other work on the 2-core machine). So about 1,200 CPU-seconds an arm
+  for its 6,000 steps (the twelve evaluations and the data add under 1%), about 2,500 CPU-seconds for the pilot:
+  20 to 35 minutes of wall time with the arms side by side. The cost model (``gma_teach.cost.study_seconds``)
+  predicts 1,700 s in all, about a third less. The budget is 7,500 CPU-seconds, the earlier try's slowest step
+  (0.62 s) times 6,000 steps, for both arms.
+"""
 
 CAPACITY_GMA_SIZES = (32, 64, 128, 256)
 """The capacity study's GMA sizes ``K``."""
@@ -575,6 +630,6 @@ set of 256 sequences.
 
 STUDIES = {"collapse": COLLAPSE_STUDY, "cause": CAUSE_STUDY, "remedy": REMEDY_STUDY, "lm": LM_STUDY,
            "listops-lra": LISTOPS_LRA_STUDY, "text": TEXT_STUDY, "recall": RECALL_STUDY, "recall-v2": RECALL_V2_STUDY,
-           "capacity": CAPACITY_STUDY}
+           "mqar-pilot": MQAR_PILOT, "capacity": CAPACITY_STUDY}
 """Every declared study by its name on the command line (``python -m gma_teach.study NAME``); a new study is one
 :class:`Study` added here."""

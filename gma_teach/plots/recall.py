@@ -1,5 +1,6 @@
 """Chapter 12's figures: recall against the number of key-value pairs, the recall frontier (recall against the
-bytes of the decoding state), and the exact demo's capacity.
+bytes of the decoding state), the exact demo's capacity, and the MQAR pilot's validation curves
+(:func:`plot_pilot_curves`, read by :func:`gma_teach.capacity.pilot_curves`).
 
 The first two read the recall study's table (format: :func:`gma_teach.capacity.check_recall_table`); the third
 draws the exact demo of :mod:`gma_teach.capacity`. Both study figures draw the guessing floor
@@ -19,17 +20,19 @@ from matplotlib.lines import Line2D
 
 from .. import mixers
 from ..capacity import (
+    LEARNED_ABOVE,
     check_recall_table,
     gma_routing,
     gma_size,
     guessing_floor,
     mean_guessing_floor,
+    pilot_curves,
     table_entries,
 )
 from ._style import as_float_array, mixer_color, new_figure
 
 __all__ = ["DEFAULT_ROUTING_COLOR", "arm_style", "gma_k_color", "plot_accuracy_by_pairs", "plot_exact_capacity",
-           "plot_recall_frontier"]
+           "plot_pilot_curves", "plot_recall_frontier"]
 
 DEFAULT_ROUTING_COLOR = "#a3a3a3"
 """The one colour of every GMA arm with the default routing."""
@@ -363,4 +366,48 @@ def plot_exact_capacity(n_pairs, measured: dict, *, n_slots: int, predicted: dic
     ax.set_xlim(left=0)
     ax.set(xlabel="key-value pairs stored", ylabel="recall accuracy", ylim=(-0.03, 1.05))
     ax.legend(fontsize=7, loc="upper right")
+    return fig
+
+
+def plot_pilot_curves(records, *, seed: int = 0, threshold: float = LEARNED_ABOVE, axes=None):
+    """The MQAR pilot's validation accuracy against the training step, one line per arm: one panel per kv-pair
+    count ``n`` with the guessing floor ``1/n``, and a last panel with the mean over the counts, its floor (the
+    mean of ``1/n``) and the criterion of "learned" (:func:`gma_teach.capacity.pilot_learned`).
+
+    Args:
+        records: ``{arm: run record}`` (:func:`gma_teach.capacity.pilot_curves`).
+        seed: the seed whose run is drawn.
+        threshold: the accuracy the criterion line marks (the pilot's :data:`gma_teach.capacity.LEARNED_ABOVE`).
+        axes: a sequence of ``C + 1`` matplotlib axes, ``C`` the kv-pair counts (default: a new figure).
+
+    Returns:
+        the matplotlib ``Figure``; each arm's line is labelled with its arm name.
+    """
+    curves = pilot_curves(records, seed=seed)
+    counts = next(iter(curves.values()))["kv_pairs"]
+    if any(curve["kv_pairs"] != counts for curve in curves.values()):
+        raise ValueError("records must all hold the same kv-pair counts")
+    if axes is None:
+        fig, grid = new_figure(len(counts) + 1, width=3.0 * (len(counts) + 1) + 1.4, height=3.2)
+        axes = list(grid[0])
+    else:
+        axes = list(axes)
+        if len(axes) != len(counts) + 1:
+            raise ValueError(f"axes must hold one axis per kv-pair count and one for the mean ({len(counts) + 1}), "
+                             f"got {len(axes)}")
+        fig = axes[0].figure
+    floor = guessing_floor(counts)
+    panels = [(f"{n} pairs", lambda curve, n=n: curve["by_count"][n], floor[n]) for n in counts]
+    panels.append(("mean over the counts", lambda curve: curve["mean"], mean_guessing_floor(counts)))
+    for ax, (title, values, bottom) in zip(axes, panels):
+        for arm, curve in curves.items():
+            style = arm_style(arm)
+            ax.plot(curve["steps"], values(curve), color=style["color"], ls=style["ls"], marker=style["marker"],
+                    ms=3, lw=1.4, label=arm)
+        ax.axhline(bottom, color=FLOOR_COLOR, ls=(0, (1, 2)), lw=1.2,
+                   label="guessing one of the n values: 1/n (last panel: its mean)")
+        ax.set(xlabel="training step", title=title, ylim=(-0.03, 1.03))
+    axes[0].set_ylabel("validation accuracy")
+    axes[-1].axhline(threshold, color="#777777", ls="--", lw=1.0, label=f"learned: mean above {threshold:g}")
+    fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside right center", fontsize=7)
     return fig

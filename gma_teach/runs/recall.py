@@ -93,8 +93,9 @@ def build_model(study: Mapping, arm: str, width: int) -> DecoderLM:
 
 
 @torch.no_grad()
-def accuracy_by_count(model: DecoderLM, data: MQARData, batch_size: int = 250) -> dict:
-    """Query accuracy of ``model`` on ``data``, ``{n_pairs: accuracy}`` (a query's count is its example's)."""
+def _hits_by_count(model: DecoderLM, data: MQARData, batch_size: int) -> tuple[dict, dict]:
+    """``({n_pairs: right answers}, {n_pairs: queries})`` of ``model`` on ``data`` (a query's count is its
+    example's); the model is left in training mode."""
     model.eval()
     right, total = {}, {}
     for start in range(0, len(data), batch_size):
@@ -107,7 +108,21 @@ def accuracy_by_count(model: DecoderLM, data: MQARData, batch_size: int = 250) -
             right[n] = right.get(n, 0) + int(hits[chosen].sum())
             total[n] = total.get(n, 0) + int(chosen.sum())
     model.train()
+    return right, total
+
+
+def accuracy_by_count(model: DecoderLM, data: MQARData, batch_size: int = 250) -> dict:
+    """Query accuracy of ``model`` on ``data``, ``{n_pairs: accuracy}`` (a query's count is its example's)."""
+    right, total = _hits_by_count(model, data, batch_size)
     return {n: right[n] / total[n] for n in sorted(total)}
+
+
+def _curve_point(model: DecoderLM, data: MQARData) -> dict:
+    """One evaluation of a validation curve: ``{"by_count": {n_pairs: accuracy}, "pooled": accuracy over every
+    query}`` (one pass over ``data``)."""
+    right, total = _hits_by_count(model, data, 250)
+    return {"by_count": {n: right[n] / total[n] for n in sorted(total)},
+            "pooled": sum(right.values()) / sum(total.values())}
 
 
 def state_bytes(model: DecoderLM, n_tokens: int) -> int:
@@ -122,7 +137,10 @@ def recall_seed(p: SimpleNamespace, arm: Arm, lr: float, seed: int, data: dict, 
     """Train one recall model under the resolved sizes ``p`` (the study's setting, ``p.d_model`` the width) with
     :func:`gma_teach.train.fit` (``task="queries"``, the last weights kept: nothing is chosen on a split) and
     measure it: validation and test accuracy per kv count, state bytes, time; with ``p.eval_every``, also the
-    validation accuracy every ``eval_every`` steps (``"curve"``), to see whether the run converged.
+    validation accuracy every ``eval_every`` steps, to see whether (and when) the run learned and converged:
+    ``"curve": {"steps": [...], "val_accuracy": [pooled over every validation query], "val_by_count": [{n_pairs:
+    accuracy}, one per evaluation]}`` (the pooled accuracy weighs a count by its ``n`` queries per example; the
+    study's metric, and :func:`gma_teach.capacity.pilot_learned`, average the counts).
     ``options``: the mixer's options resolved once (the study runner's; default: the arm's, resolved here);
     ``prepare(model, data)``: called once before training (e.g. means from k-means).
 
@@ -136,11 +154,11 @@ def recall_seed(p: SimpleNamespace, arm: Arm, lr: float, seed: int, data: dict, 
     name = arm_name or arm.mixer
     started, cpu_started = time.perf_counter(), time.process_time()
     curve = getattr(p, "eval_every", None)  # a design that records its validation curve evaluates as it trains
-    val_data = (data["val"].inputs, data["val"].labels) if curve else None
+    evaluate = (lambda trained: _curve_point(trained, data["val"])) if curve else None  # one pass each evaluation
     history = fit(model, (train.inputs, train.labels), steps=p.steps, lr=lr, weight_decay=p.weight_decay,
                   warmup=p.warmup, batch_size=p.batch_size, seed=seed, task="queries", progress=progress,
-                  label=f"{name} d={p.d_model} lr={lr:g} seed {seed}", keep="last", val_data=val_data,
-                  eval_every=curve)
+                  label=f"{name} d={p.d_model} lr={lr:g} seed {seed}", keep="last", eval_every=curve,
+                  monitor=evaluate)
     seconds, cpu_seconds = time.perf_counter() - started, time.process_time() - cpu_started
     val, test = accuracy_by_count(model, data["val"]), accuracy_by_count(model, data["test"])
     last = history.step_loss[-50:]
@@ -152,7 +170,8 @@ def recall_seed(p: SimpleNamespace, arm: Arm, lr: float, seed: int, data: dict, 
            "parameters": sum(q.numel() for q in model.parameters()),
            "train_seconds": seconds, "cpu_seconds": cpu_seconds}
     if curve:
-        run["curve"] = {"steps": history.steps, "val_accuracy": history.val_metric}
+        run["curve"] = {"steps": history.steps, "val_accuracy": [point["pooled"] for point in history.monitor],
+                        "val_by_count": [point["by_count"] for point in history.monitor]}
     return (run, model) if return_model else run
 
 

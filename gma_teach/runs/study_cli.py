@@ -33,6 +33,9 @@ Studies:
 * ``recall`` (:data:`RECALL_STUDY`): chapter 12's multi-query associative recall against each mixer's state,
   every arm at each width (``--widths``), its learning rate kept from a sweep on the first seed's validation
   accuracy; one record per arm and width, its table saved as ``recall_study_tables.json``.
+* ``mqar-pilot`` (:data:`MQAR_PILOT`): a pilot, not a comparison: SDPA and linear attention at two heads on MQAR at
+  128 tokens, one seed, one rate, 6,000 steps, each run's validation curve per kv-pair count recorded; it decides
+  whether the recurrent arm learns in that budget (:func:`gma_teach.capacity.pilot_learned`).
 * ``init-scan`` (:data:`INIT_SCAN`, not a study of arms): the untrained LM's routing under several routing widths
   and initialisations, one record.
 
