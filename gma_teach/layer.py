@@ -9,8 +9,9 @@ Data flow for input ``x`` ``(B, N, d_model)`` (and ``context`` ``(B, M, d_model)
 
 Queries and keys of a head share one mixture: that is what makes ``gamma_q . gamma_k`` a similarity.
 
-Routing collapse and its remedies (all off by default). A trained GMA can send nearly every token to a few of its K
-components, so it mixes with an affinity of that small rank. Three documented options counter it:
+Routing collapse, and the options that change the routing (all off by default). A trained GMA can send nearly every
+token to a few of its K components, so it mixes with an affinity of that small rank. Three documented options act on
+it:
 
 * ``init_variance="d_route"`` (or any number): start the variances at ``d_route`` instead of 1, so the squared
   distances over ``d_route`` dimensions give logits of order one and the initial responsibilities are soft;
@@ -20,10 +21,11 @@ components, so it mixes with an affinity of that small rank. Three documented op
   mixture-of-experts routers do (:func:`~gma_teach.layer.routing_balance_loss`); the training loop adds
   :meth:`GaussianMixtureAttention.auxiliary_loss` (or a model's ``auxiliary_loss()``) to its loss.
 
-:data:`LM_ROUTING_REMEDY` is an option set that keeps a causal language model's components in use (the recorded
-collapse study, chapter 11); it is not shown to lower the model's loss. It is not the default: on chapter 9's
-Text stand-in, a bidirectional encoder, variances started at ``d_route`` lowered the test accuracy over ten seeds,
-so what helps a causal language model is not assumed to help every use of the layer.
+Routing can fail two ways: it *collapses* (a few components take every token) or it *dissolves* (every token spreads
+evenly over all K, and GMA becomes a running average of the values). Both carry little information between a token
+and its component (:func:`gma_teach.diagnostics.routing_information`). :data:`LM_ROUTING_REMEDY` is the option set
+that the recorded remedy study chose by that information (chapter 11). It is not the default: what helps a causal
+language model is not assumed to help every use of the layer.
 """
 from __future__ import annotations
 
@@ -40,15 +42,15 @@ ROUTING_OPTIONS = ("init_variance", "balance_weight")
 """The options of :class:`GaussianMixtureAttention` that change its routing from the default: where the variances
 start and the weight of the balance loss (``balance_form`` says which loss, and counts only with a weight)."""
 
-LM_ROUTING_REMEDY = {"init_variance": "d_route", "balance_weight": 0.01}
-"""Options of :class:`GaussianMixtureAttention` that keep a causal language model's routing from collapsing,
-variances started at ``d_route`` and a usage-balancing loss of weight 0.01. Use them as
-``GaussianMixtureAttention(..., causal=True, **LM_ROUTING_REMEDY)`` and add the model's ``auxiliary_loss()`` to the
-training loss (:func:`gma_teach.train.fit` does). In the recorded collapse study (the small LM of
-``gma_teach.designs.LM_SETTING``, K=64, 5 seeds: ``routing_collapse_*.json``) the balance loss is what reliably
-restores usage: with it 0.92-0.97 of the components win tokens at the end of training, against 0.16 with the
-default. On validation bits per byte this pair is not told apart from the default after Holm's correction; of the
-four remedies only the variance change alone is, lower by 0.04, and it leaves most components unused (0.28)."""
+LM_ROUTING_REMEDY = {"balance_weight": 0.01}
+"""Options of :class:`GaussianMixtureAttention` whose routing carries information in a causal language model: the
+balance loss (Switch form) at weight 0.01. Use them as ``GaussianMixtureAttention(..., causal=True,
+**LM_ROUTING_REMEDY)`` and add the model's ``auxiliary_loss()`` to the training loss (:func:`gma_teach.train.fit`
+does). The remedy study (``gma_teach.designs.REMEDY_STUDY``: the small LM of ``gma_teach.designs.LM_SETTING``, K=64,
+six routings, six seeds, ``routing_remedy_*.json``, chapter 11) chose it under the rule declared before it ran: of
+the routings whose information is told apart above the default's and whose bits per byte are not told apart worse,
+the one with the most information. The earlier value, the variance change with the balance loss
+(``gma_teach.designs.VARIANCE_AND_BALANCE``), was chosen on an argmax count and dissolves the routing."""
 
 
 def routing_balance_loss(gamma: torch.Tensor, *, form: str = "switch", mask: torch.Tensor | None = None):

@@ -1,7 +1,8 @@
 """The remedy study's declared rule picks its arm from the declared comparisons, computed, never typed."""
 import pytest
 
-from gma_teach import designs
+import gma_teach
+from gma_teach import designs, study
 from gma_teach.study import selected_arm
 
 
@@ -47,3 +48,14 @@ def test_no_arm_qualifies_and_the_default_stays():
 def test_a_study_without_a_rule_is_refused():
     with pytest.raises(ValueError, match="selection"):
         selected_arm(designs.LM_STUDY, {"comparisons": [], "family_size": 0}, {})
+
+
+def test_lm_routing_remedy_is_what_the_recorded_study_picks():
+    """Once every declared comparison of the remedy study is recorded, ``LM_ROUTING_REMEDY`` holds the routing
+    options of the arm its declared rule picks (the default routing: no option)."""
+    picked = study.study_selection(designs.REMEDY_STUDY)
+    if not picked["complete"]:
+        pytest.skip("the remedy study is not recorded in full")
+    options = dict(designs.REMEDY_STUDY.arms[picked["arm"]].options)
+    options.pop("n_components")
+    assert gma_teach.LM_ROUTING_REMEDY == options == designs.REMEDY

@@ -7,7 +7,7 @@ else). :func:`gma_claims` reads the records and returns one claim a row, each ju
 comparisons it names (its ``"basis"``), with its rivals, its scope, its number and its unadjusted intervals;
 :func:`format_claims` writes them as the table README and Part IV's last page show.
 :func:`part_iv_synthesis` reads the saved tables (``<study>_tables.json``, ``recall_study_tables.json``) and counts
-each study's declared comparisons from the GMA side, GMA against other mixers apart from routing remedies against
+each study's declared comparisons from the GMA side, GMA against other mixers apart from routing changes against
 default GMA; :func:`format_synthesis` writes the rows as a Markdown table. *Ahead* or *behind* is a declared
 comparison told apart after Holm's correction; *not told apart* is one that is not (never a tie proven). A study
 with a declared second look is counted at it (:func:`standing_family`). Nothing here trains: it reads what the
@@ -22,16 +22,18 @@ import numpy as np
 
 from ..baselines import make_mixer, mixer_state_bytes
 from ..designs import LM_SETTING, RECALL_STUDY, RECALL_V2_STUDY, STUDIES
+from ..layer import LM_ROUTING_REMEDY
 from ..records import results_folder
 from ..stats import largest_difference_allowed
 from .arm_records import tables_path
 from .verdicts import LOWER_IS_BETTER, rests_on_looks
 
-STUDY_CHAPTERS = {"listops-lra": 9, "text": 9, "lm": 10, "collapse": 11, "recall": 12}
+STUDY_CHAPTERS = {"listops-lra": 9, "text": 9, "lm": 10, "collapse": 11, "remedy": 11, "recall": 12}
 """The chapter that reads each study."""
 
 WHAT = {"listops-lra": "ListOps at LRA's lengths", "text": "Text stand-in", "lm": "language modelling",
-        "collapse": "routing remedies (LM)", "recall": "multi-query associative recall"}
+        "collapse": "routing changes, argmax count (LM)", "remedy": "routing changes, information (LM)",
+        "recall": "multi-query associative recall"}
 """Each study in a few words."""
 
 
@@ -107,8 +109,9 @@ def format_synthesis(rows: list[dict]) -> str:
 VERDICTS = ("for", "not for", "not shown")
 """The three values of :func:`verdict_of`, the one rule every row of :func:`gma_claims` is judged by."""
 
-CLAIM_COLUMNS = ("GMA is", "the claim", "against", "scope", "the number", "interval and verdict", "record",
-                 "chapter")
+CLAIM_COLUMNS = ("row", "GMA is", "the claim", "against", "chapter")
+"""The columns of the claims table of :func:`format_claims`; each row's scope, number, intervals and record follow
+it in a numbered list."""
 
 PROFILING_RECORD = "profiling_block_cpu.json"
 """The record the memory and throughput rows read: the GMA block's own CPU record (GMA, linear attention and SDPA
@@ -383,14 +386,26 @@ def _lm_rows(folder: Path) -> list[dict]:
     return rows
 
 
-def _routing_claim(folder: Path) -> dict:
-    """Default routing against every routing remedy of the collapse study, on bits per byte only (which
-    components are used is judged in chapter 11 by the information the routers carry, not by an arg-max count)."""
-    saved = _read(folder, "routing_collapse_tables.json")
+REMEDY_TABLES = "routing_remedy_tables.json"
+"""The saved tables of the remedy study (:data:`gma_teach.designs.REMEDY_STUDY`) that the routing rows read."""
+
+
+def _remedy_arm() -> str:
+    """The remedy study's arm whose routing options are :data:`gma_teach.layer.LM_ROUTING_REMEDY`."""
+    study = STUDIES["remedy"]
+    return next(arm for arm, spec in study["arms"].items()
+                if {k: v for k, v in spec.options.items() if k != "n_components"} == LM_ROUTING_REMEDY)
+
+
+def _routing_claims(folder: Path) -> list[dict]:
+    """The remedy study's two questions, each a row: whether the default routing gives a causal LM lower bits per
+    byte than every routing change, and whether the routing remedy's routing carries more information than the
+    default's (which components are used is judged by that information, never by an arg-max count)."""
+    saved = _read(folder, REMEDY_TABLES)
     standing = standing_family(saved)
+    seeds = standing["seeds"]
     family = [c for c in standing["comparisons"] if c["metric"] == "val_bits_per_byte" and c["against"] == "default"]
-    # default minus each remedy
-    basis = [{**_basis(c, c["arm"], c["metric"], sign=-1), "arm": "default"} for c in family]
+    basis = [{**_basis(c, c["arm"], c["metric"], sign=-1), "arm": "default"} for c in family]  # default - change
     told = [b for b in basis if b["told_apart"]]
     evidence = f"{len(told)} of {len(basis)} told apart"
     evidence += "".join(f"; {'behind' if b['difference'] > 0 else 'ahead of'} {b['rival']} by "
@@ -398,14 +413,23 @@ def _routing_claim(folder: Path) -> dict:
     open_ = [b for b in basis if not b["told_apart"]]
     if open_:
         widest = max(open_, key=lambda b: largest_difference_allowed(b["ci95"]))
-        evidence += (f"; the widest of the others, {widest['rival']}: {_verdict(widest, 4)}; which components "
-                     "the routers use is judged in chapter 11 by information")
-    seeds = standing["seeds"]
-    return _claim_row(verdict_of(basis), "a causal LM with the default routing (bits per byte)",
-                "the routing remedies: " + ", ".join(b["rival"] for b in basis), _lm_scope(seeds),
-                f"default minus each remedy {min(b['difference'] for b in basis):+.4f} to "
-                f"{max(b['difference'] for b in basis):+.4f}", evidence, "routing_collapse_tables.json", 11, basis,
-                "bits per byte")
+        evidence += f"; the widest of the others, {widest['rival']}: {_verdict(widest, 4)}"
+    rows = [_claim_row(verdict_of(basis), "a causal LM with the default routing (bits per byte)",
+                       "the routing changes: " + ", ".join(b["rival"] for b in basis), _lm_scope(seeds),
+                       f"default minus each change {min(b['difference'] for b in basis):+.4f} to "
+                       f"{max(b['difference'] for b in basis):+.4f}", evidence, REMEDY_TABLES, 11, basis,
+                       "bits per byte")]
+    remedy = _remedy_arm()
+    if remedy != "default":
+        c = _declared(saved, remedy, "default", metric="routing_information")
+        gain = [{**_basis(c, "default", c["metric"]), "arm": remedy}]  # remedy - default
+        k = STUDIES["remedy"].arms[remedy].options["n_components"]
+        rows.append(_claim_row(
+            verdict_of(gain), f"a routing that carries information, with the routing remedy ({remedy})",
+            "the default routing", _lm_scope(seeds) + f", K = {k}",
+            f"remedy minus default {gain[0]['difference']:+.2f} bits (of log2 K = {np.log2(k):.0f})",
+            _verdict(gain[0], 2), REMEDY_TABLES, 11, gain, "bits"))
+    return rows
 
 
 def gma_claims(folder=None, *, profiling_record: str = PROFILING_RECORD) -> list[dict]:
@@ -422,12 +446,18 @@ def gma_claims(folder=None, *, profiling_record: str = PROFILING_RECORD) -> list
     """
     folder = Path(folder) if folder is not None else results_folder()
     return [*_profiling_rows(folder, profiling_record), _state_claim(), _text_claim(folder), _recall_claim(folder),
-            *_lm_rows(folder), _routing_claim(folder)]
+            *_lm_rows(folder), *_routing_claims(folder)]
 
 
 def format_claims(rows: list[dict]) -> str:
-    """The claims as a Markdown table (README's results at a glance, Part IV's findings page)."""
+    """The claims as Markdown (README's results at a glance, Part IV's findings page): a narrow table, one row a
+    claim (its number, the verdict, the claim, the named rivals and the chapter), so that the verdict stays in view
+    on a page of the book's width; then a numbered list with each row's scope, number, intervals and record."""
     lines = ["| " + " | ".join(CLAIM_COLUMNS) + " |", "|" + "---|" * len(CLAIM_COLUMNS)]
-    lines += [f"| {r['side']} | {r['claim']} | {r['against']} | {r['scope']} | {r['number']} | {r['evidence']} | "
-              f"`{r['record']}` | {r['chapter']} |" for r in rows]
+    lines += [f"| {i} | {r['side']} | {r['claim']} | {r['against']} | {r['chapter']} |"
+              for i, r in enumerate(rows, start=1)]
+    lines.append("")
+    lines += [f"{i}. **{r['claim']}** ({r['side']}). Scope: {r['scope']}. The number: {r['number']}. "
+              f"Interval and verdict: {r['evidence']}. Record: `{r['record']}`."
+              for i, r in enumerate(rows, start=1)]
     return "\n".join(lines)
