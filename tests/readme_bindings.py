@@ -20,6 +20,7 @@ Rewording a sentence of README breaks only its templates: the test names the tem
 the numbers left without a binding; copy the new wording into the template.
 """
 import json
+import math
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -323,6 +324,20 @@ def text_classes(records) -> int:
 
 
 # ----------------------------------------------------------------------------------------------- shorthands
+RM = "routing_remedy_tables.json"
+RM_ARMS = arm_files("routing_remedy", "default balance variance variance_and_balance information "
+                                      "variance_and_information")
+"""The remedy study's saved tables and its arms' records."""
+
+
+def _rm_info(arm):
+    return Key(RM, f"tables/routing_information/arms/{arm}/information/mean")
+
+
+def _rm_mean_max(arm):
+    return Key(RM, f"tables/routing_information/arms/{arm}/mean_max_ratio/mean")
+
+
 def _lm_bits(arm):
     return _mean_half_width(LM, f"tables/val_bits_per_byte/arms/{arm}/val_bits_per_byte")
 
@@ -548,6 +563,47 @@ BINDINGS: dict[str, list[Binding]] = {
                 "and {} with the balance loss alone,",
                 *(Key(f"routing_collapse_{arm}.json", "summary/logit_spread/mean")
                   for arm in ("variance_and_balance", "default", "balance"))),
+    ],
+    "**Routing judged by information**": [
+        Binding("small LM, GMA with K={}, {} steps, seeds {}-{} for every arm,",
+                Key(RM_ARMS, "spec/options/n_components"), Key(RM_ARMS, "config/n_steps"), Key(RM, "declared/seeds/0"),
+                Key(RM, "declared/seeds/-1")),
+        Binding("is {} bits with the default routing (of log2 {} = {} bits), {} with the balance loss, {} with the "
+                "variance change, {} with the variance change and the balance loss, {} with the information loss and "
+                "{} with the variance change and the information loss.",
+                _rm_info("default"), Key("routing_remedy_default.json", "spec/options/n_components"),
+                Computed("log2 K of the remedy study",
+                         lambda r: math.log2(r["routing_remedy_default.json"]["spec"]["options"]["n_components"]),
+                         ("routing_remedy_default.json",)),
+                *(_rm_info(arm) for arm in ("balance", "variance", "variance_and_balance", "information",
+                                            "variance_and_information"))),
+        Binding("Its mean largest responsibility is {} times its floor, one over K, with the default routing",
+                _rm_mean_max("default")),
+        Binding("{} with the balance loss, and {} and {} with the variance change alone and with the balance loss "
+                "added",
+                *(_rm_mean_max(arm) for arm in ("balance", "variance", "variance_and_balance"))),
+        Binding("on information and on bits per byte, {} paired t-tests over the {} seeds,",
+                Key(RM, "declared/family_size"), Key(RM, "declared/comparisons/*/n", reduce="unique")),
+        Binding("the balance loss is ahead by {} bits ({}% interval {} to {}), the information loss by {} and the "
+                "variance change with it by {}, and the variance change is behind by {} and the pair by {},",
+                *_signed(RM, _declared(RM, arm="balance", metric="routing_information"))[:1],
+                100 * Key(RM, "tables/routing_information/confidence"),
+                *_signed(RM, _declared(RM, arm="balance", metric="routing_information"))[1:],
+                Key(RM, _declared(RM, arm="information", metric="routing_information") + "/mean"),
+                Key(RM, _declared(RM, arm="variance_and_information", metric="routing_information") + "/mean"),
+                -1 * Key(RM, _declared(RM, arm="variance", metric="routing_information") + "/mean"),
+                -1 * Key(RM, _declared(RM, arm="variance_and_balance", metric="routing_information") + "/mean")),
+        Binding("the variance change alone is lower by {} ({} to {}, Holm p {}), the information loss higher by {} "
+                "({} to {}, Holm p {}) and the variance change with it higher by {} (Holm p {}),",
+                *_signed(RM, _declared(RM, arm="variance", metric="val_bits_per_byte"), sign=-1),
+                Key(RM, _declared(RM, arm="variance", metric="val_bits_per_byte") + "/p_holm"),
+                *_signed(RM, _declared(RM, arm="information", metric="val_bits_per_byte")),
+                Key(RM, _declared(RM, arm="information", metric="val_bits_per_byte") + "/p_holm"),
+                Key(RM, _declared(RM, arm="variance_and_information", metric="val_bits_per_byte") + "/mean"),
+                Key(RM, _declared(RM, arm="variance_and_information", metric="val_bits_per_byte") + "/p_holm")),
+        Binding("the balance loss is lower by {} (unadjusted interval {} to {}, Holm p {}), not told apart.",
+                *_signed(RM, _declared(RM, arm="balance", metric="val_bits_per_byte"), sign=-1),
+                Key(RM, _declared(RM, arm="balance", metric="val_bits_per_byte") + "/p_holm")),
     ],
     "**LM comparison**": [
         Binding("same setting, seeds {}-{} for every arm)",
