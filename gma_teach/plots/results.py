@@ -415,8 +415,10 @@ def plot_k_sweep(records, *, metric: str = "bits_per_byte", speeds: dict | None 
 
 
 def plot_active_share(records, *, ax=None):
-    """Share of GMA's components that win at least one token, over training, one line per record (mean over
-    seeds, layers and heads; the band spans the seeds). Records without a routing history are left out.
+    """Share of GMA's components that win at least one token by argmax, over training, one line per record (mean
+    over seeds, layers and heads; the band spans the seeds). Records without a routing history are left out. It is
+    an argmax count, a sign of collapse when it falls, and never a measure of use: a dissolved router, every row
+    near uniform, wins with nearly every component (:func:`gma_teach.diagnostics.routing_information` measures use).
 
     Returns:
         the matplotlib ``Figure``.
@@ -443,7 +445,7 @@ def plot_active_share(records, *, ax=None):
     if not drawn:
         ax.text(0.5, 0.5, "no recorded run tracked its routing", ha="center", va="center", transform=ax.transAxes)
     ax.axhline(0.5, color="grey", lw=0.8, ls=":")
-    ax.set(xlabel="training step", ylabel="share winning a token", ylim=(0, 1.02))
+    ax.set(xlabel="training step", ylabel="share winning a token by argmax", ylim=(0, 1.02))
     if drawn:  # below the axes, off the curves
         ax.legend(fontsize=7, loc="upper center", bbox_to_anchor=(0.5, -0.22), ncol=1, frameon=False)
     return fig
