@@ -187,3 +187,14 @@ def test_exact_capacity_draws_the_demo_beside_the_formula():
         recall.plot_exact_capacity(pairs, {}, n_slots=n_slots)
     with pytest.raises(ValueError, match="n_pairs must be one-dimensional"):
         recall.plot_exact_capacity([[1, 2]], {"a": [[1, 2]]}, n_slots=n_slots)
+
+
+def test_the_guessing_floor_lies_under_every_arm():
+    """An arm that recalls at the floor (Performer did) stays in view: the floor is drawn beneath every arm."""
+    fig = recall.plot_accuracy_by_pairs(synthetic_table())
+    for ax in fig.axes:
+        lines = ax.get_lines()
+        floors = [line for line in lines if line.get_label() == "1/n"]
+        if floors:
+            arms = [line for line in lines if line.get_label() != "1/n"]
+            assert all(floors[0].get_zorder() < line.get_zorder() for line in arms)

@@ -147,7 +147,7 @@ def plot_accuracy_by_pairs(table, *, widths=None, axes=None):
                 default = line
         if drawn:
             ax.plot(list(floor), list(floor.values()), color=FLOOR_COLOR, ls=(0, (1, 2)), lw=1.2, label="1/n",
-                    zorder=4)
+                    zorder=1.5)  # under the arms: a line at the floor stays in view
         else:
             ax.text(0.5, 0.5, f"no arm recorded at width {width}", ha="center", va="center",
                     transform=ax.transAxes)
