@@ -80,7 +80,7 @@ def test_pilot_learned_applies_the_stated_criterion():
     assert capacity.pilot_learned(_records(), threshold=0.35)["sdpa"]["first_step"] == 1000
     assert capacity.pilot_learned(_records(), threshold=0.1)["linear"]["learned"]
     sentences = capacity.pilot_sentences(_records())
-    assert sentences[0].startswith("sdpa learned") and "step 1,500" in sentences[0] and "0.98 / 0.96 / 0.94" in (
+    assert sentences[0].startswith("sdpa learned") and "step 1,500" in sentences[0] and "0.980 / 0.960 / 0.940" in (
         sentences[0])
     assert sentences[1].startswith("linear did not learn within 2,000 steps") and "best 0.117" in sentences[1]
 

@@ -105,7 +105,7 @@ def pilot_sentences(records, *, threshold: float = LEARNED_ABOVE, seed: int = 0)
     (:func:`pilot_learned`)."""
     sentences = []
     for arm, v in pilot_learned(records, threshold=threshold, seed=seed).items():
-        last = " / ".join(f"{a:.2f}" for a in v["by_count_last"].values())
+        last = " / ".join(f"{a:.3f}" for a in v["by_count_last"].values())
         counts = ", ".join(str(n) for n in v["by_count_last"])
         end = f"at step {v['last_step']:,} it reached {last} at {counts} pairs"
         if v["learned"]:
