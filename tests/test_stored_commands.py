@@ -12,7 +12,7 @@ from types import SimpleNamespace
 import pytest
 
 from gma_teach import bench, experiments, measure, profiling, record_gpu, routing_record, study
-from gma_teach.designs import RECALL_STUDY, STUDIES
+from gma_teach.designs import RECALL_STUDY, RENAMED_ARMS, STUDIES
 from gma_teach.runs import reproduce as reproducing
 
 ROOT = Path(__file__).resolve().parents[1]
@@ -80,7 +80,9 @@ def stored_commands(record: dict) -> set[str]:
 def _check_study_arms(namespace):
     """The study command line takes any arm names and refuses unknown ones only after parsing: check them here."""
     if getattr(namespace, "study", None) in STUDIES and namespace.arms:
-        unknown = set(namespace.arms) - set(STUDIES[namespace.study]["arms"])
+        study = STUDIES[namespace.study]
+        renamed = RENAMED_ARMS.get(study["name"], {})  # the command line takes an arm's old name
+        unknown = {renamed.get(arm, arm) for arm in namespace.arms} - set(study["arms"])
         assert not unknown, f"arms {sorted(unknown)} are no longer arms of study {namespace.study!r}"
 
 
@@ -203,3 +205,9 @@ def test_the_profiling_records_command_gives_the_sizes_it_recorded(parse_only):
         config = profiling.sweep_config(args.scale, mixers=args.mixers, seq_lens=args.seq_lens,
                                         softmax_max_len=args.softmax_max_len)
         assert config == record["config"], path.name
+
+
+def test_an_old_arm_name_runs_as_its_new_one(capsys):
+    """A stored command that names an arm by its name before the rename (designs.RENAMED_ARMS) runs that arm."""
+    study.main(["listops-lra", "--arms", "gma_remedy", "--summary"])
+    assert "arm 'gma_remedy' of listops_lra is now named 'gma_var_bal'" in capsys.readouterr().out

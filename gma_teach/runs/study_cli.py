@@ -51,7 +51,7 @@ import sys
 
 import torch
 
-from ..designs import INIT_SCAN, STUDIES, as_study, thawed
+from ..designs import INIT_SCAN, RENAMED_ARMS, STUDIES, as_study, thawed
 from ..environment import device
 from ..measure import TERMINAL_WIDTH
 from ..records import provenance, write_record
@@ -119,6 +119,10 @@ def main(argv=None) -> dict:
                   f"{setting['usage_entropy']['mean']:.3f}  logit spread {setting['logit_spread']['mean']:.2f}")
         return record
     study = as_study(STUDIES[args.study])
+    renamed = RENAMED_ARMS.get(study["name"], {})  # a stored command may name an arm by its old name
+    for old in [arm for arm in args.arms or [] if arm in renamed]:
+        print(f"arm {old!r} of {study['name']} is now named {renamed[old]!r} (designs.RENAMED_ARMS)")
+    args.arms = [renamed.get(arm, arm) for arm in args.arms] if args.arms else args.arms
     widths = args.widths or list(study.widths or [])
     if args.widths and not set(args.widths) <= set(study.widths or ()):
         raise SystemExit(f"unknown widths {args.widths}; study {args.study!r} has {list(study.widths or [])}")
