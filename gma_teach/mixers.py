@@ -42,7 +42,7 @@ __all__ = ["GMA_TENSORS_AT_PEAK", "GMA_TENSORS_AT_PEAK_BACKWARD", "LOCAL_WINDOW"
 
 SOFTMAX_FLOPS_PER_SCORE = 15  # scale, max, subtract, exp (about 10), sum, divide
 GMA_TENSORS_AT_PEAK = 4.0  # (B, H, N, K) float32 tensors alive in the forward (logits, two Gammas, a temporary)
-GMA_TENSORS_AT_PEAK_BACKWARD = 3.2  # measured with the backward (profiling_cpu_small.json, K sweep)
+GMA_TENSORS_AT_PEAK_BACKWARD = 3.2  # the operator form with the backward, fitted to a K sweep before the lean CPU path
 LOCAL_WINDOW = 32  # the hybrid's window in the experiments (half of its heads: exact softmax over 32 tokens)
 MAMBA_FLOPS_PER_TOKEN_WIDTH = 40_000  # the chunked selective scan in pure PyTorch, fitted to the CPU sweep (its
 # exp and products over (B, N, 2D, 16) tensors run far below the matrix-product rate)

@@ -107,14 +107,19 @@ def _record(name):
 # The model against the records: each band is the range of ratios the current records give, widened by a stated
 # margin, so a change of the model or of a record that moves any ratio outside it fails. A re-recorded file moves the
 # range: the assertion message then gives the new one to state here.
-SWEEP_SECONDS_MEASURED = (1.23, 3.03)
-"""predicted / measured seconds, the 39 rows of profiling_cpu_small.json (re-timed at 8622070 after Performer's
-fix, load 0.3-0.9): 1.229 (performer N=8192) to 3.033 (mamba N=2048). The CPU profile was fitted to the first
-timing of this sweep (3b0069d, load 1.0-1.3), which ran 0.867 to 1.876 of the model; the same sweep now runs faster
-than the model says. Margin 10%: band (1.12, 3.34)."""
+SWEEP_SECONDS_MEASURED = (1.10, 2.84)
+"""predicted / measured seconds, the 39 rows of profiling_cpu_small.json (re-timed at aeec797 with GMA's lean CPU
+path, load 0.5-1.8 falling): 1.100 (performer N=8192) to 2.842 (mamba N=512). The CPU profile was fitted to the
+first timing of this sweep (3b0069d, load 1.0-1.3), which ran 0.867 to 1.876 of the model; the same sweep now runs
+faster than the model says. Margin 10%: band (1.00, 3.13)."""
 SWEEP_BYTES_MEASURED = (0.93, 1.66)
-"""predicted / measured peak bytes, the same rows: 0.929 (performer N=512) to 1.658 (linformer N=8192). Bytes are
-counted, not timed, so the margin is 3%: band (0.90, 1.71)."""
+"""predicted / measured peak bytes, the same rows but GMA's: 0.929 (performer N=512) to 1.658 (linformer N=8192).
+Bytes are counted, not timed, so the margin is 3%: band (0.90, 1.71)."""
+SWEEP_BYTES_GMA = (2.08, 3.57)
+"""predicted / measured peak bytes of GMA's rows: 2.076 (K=16) to 3.567 (K=256), at N=2048. On a CPU GMA runs its
+lean path (``impl="lean"``, :mod:`gma_teach._gma_autograd`), which recomputes the responsibilities in the backward
+pass instead of keeping them; the model keeps the constants of the operator form, which every other device runs,
+so it overcounts GMA on a CPU, the more the larger K. Margin 3%."""
 TRAINING_SECONDS_MEASURED = (0.51, 0.83)
 """predicted / measured training seconds of lm_{gma,linear,performer}_small.json and listops_gma_small.json (one row
 per seed): 0.506 (lm gma) to 0.828 (lm performer, the corrected mixer, re-run at load 1.2-3.2); the model undercounts
@@ -143,8 +148,10 @@ def test_the_cpu_profile_reproduces_the_recorded_sweep():
     assert len(rows) >= 30
     _assert_in_band({r["label"]: r["predicted_seconds"] / r["measured_seconds"] for r in rows},
                     SWEEP_SECONDS_MEASURED, 1.10, "predicted / measured seconds")
-    _assert_in_band({r["label"]: r["predicted_bytes"] / r["measured_bytes"] for r in rows},
-                    SWEEP_BYTES_MEASURED, 1.03, "predicted / measured bytes")
+    _assert_in_band({r["label"]: r["predicted_bytes"] / r["measured_bytes"] for r in rows
+                     if not r["label"].startswith("gma")}, SWEEP_BYTES_MEASURED, 1.03, "predicted / measured bytes")
+    _assert_in_band({r["label"]: r["predicted_bytes"] / r["measured_bytes"] for r in rows
+                     if r["label"].startswith("gma")}, SWEEP_BYTES_GMA, 1.03, "predicted / measured bytes, GMA")
 
 
 def test_the_cpu_profile_reproduces_the_recorded_training_runs():
