@@ -119,5 +119,6 @@ FAST_WEIGHT_SIZES = _fast_weight.FAST_WEIGHT_SIZES
 """The grid of ``S`` (stored pairs) of Schlag, Irie and Schmidhuber's Setting 1: 20, 40, ..., 600."""
 
 LEARNED_ABOVE = _pilot.LEARNED_ABOVE
-"""The MQAR pilot's criterion: an arm *learned* when its validation accuracy, averaged over the kv-pair counts, is
-above this at any evaluation (far above the guessing floor ``1/n``, 0.073 on average over 8, 16 and 32 pairs)."""
+"""The MQAR pilot's criterion, the accuracy an arm must pass to have *learned*, its validation accuracy averaged
+over the kv-pair counts above this at any evaluation (far above the guessing floor ``1/n``, 0.073 on average over
+8, 16 and 32 pairs)."""

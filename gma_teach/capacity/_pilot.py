@@ -11,8 +11,9 @@ from collections.abc import Mapping
 from .. import _checks
 
 LEARNED_ABOVE = 0.5
-"""The pilot's criterion: an arm *learned* when its validation accuracy, averaged over the kv-pair counts, is above
-this at any evaluation (far above the guessing floor ``1/n``, 0.073 on average over 8, 16 and 32 pairs)."""
+"""The pilot's criterion, the accuracy an arm must pass to have *learned*, its validation accuracy averaged over the
+kv-pair counts above this at any evaluation (far above the guessing floor ``1/n``, 0.073 on average over 8, 16 and
+32 pairs)."""
 
 
 def _run_with_curve(arm: str, record, seed: int) -> dict:

@@ -503,8 +503,8 @@ MQAR_PILOT = Study(
                  "learned": "an arm learned when its validation accuracy, averaged over the kv-pair counts, rises "
                             "above 0.5 at any evaluation (gma_teach.capacity.pilot_learned)"},
 )
-"""The MQAR pilot, declared on 2026-12-04 before any of its runs: whether linear attention learns multi-query
-associative recall on a CPU budget in a regime between the first recall design and the second
+"""The MQAR pilot, declared on 2026-12-04 before any of its runs. It asks whether linear attention learns
+multi-query associative recall on a CPU budget in a regime between the first recall design and the second
 (:data:`RECALL_V2_STUDY`, whose 6,300 CPU-hours make it a GPU study).
 
 * **The regime.** Sequences of 128 tokens with 8, 16 and 32 key-value pairs, a vocabulary of 4,096, 10,000
