@@ -113,7 +113,7 @@ def test_the_model_mixes_its_context(mixer, options):
     model = FastWeightModel(9, mixer, d_model=16, **options).eval()
     data = fast_weight_data(4, 9, seed=1)
     read = model(data)
-    assert read.shape == (4, 16)
+    assert read.shape == (4, 8)  # the value half
     assert torch.equal(read, model(data))
     other = data.values.clone()
     for row in range(4):  # swap two values that are not the asked one: the context changes, the query does not
@@ -123,16 +123,28 @@ def test_the_model_mixes_its_context(mixer, options):
     assert (moved - read).abs().amax() > 1e-4
 
 
-def test_the_value_path_starts_as_the_identity():
-    """A read that lands on the right pair gives back its value exactly at initialization: with SDPA made to
-    attend only to the matching key, the model's output is the stored value."""
+def test_the_value_path_starts_as_the_identity_and_reads_no_key():
+    """A read that lands on the right pair gives back its value exactly at initialization (with SDPA made to
+    attend only to the matching key, the model's output is the stored value), and no key enters the value path:
+    a token with its value half zeroed reads as zero, whatever its key."""
     model = FastWeightModel(12, "sdpa", d_model=16).eval()
     data = fast_weight_data(3, 12, seed=4)
     tokens = model.tokens(data)
+    assert tokens.shape == (3, 13, 16)
     chosen = tokens.gather(1, data.query[:, None, None].expand(-1, 1, 16))[:, 0]
-    mixed = model.mixer.out_proj(model.mixer.v_proj(chosen))  # attention all on the stored pair
-    read = model.readout(torch.cat([mixed, model.key_table(data.asked)], dim=-1))
+    read = model.readout(model.mixer.out_proj(model.mixer.v_proj(chosen)))  # attention all on the stored pair
     torch.testing.assert_close(read, model.value_table[data.target])
+    keys_only = torch.cat([model.key_table(data.asked), torch.zeros(3, 8)], dim=-1)
+    torch.testing.assert_close(model.readout(model.mixer.out_proj(model.mixer.v_proj(keys_only))),
+                               torch.zeros(3, 8))
+    queries = model.mixer.q_proj(tokens)  # queries and keys read the key half only: the value half moves neither
+    moved = model.mixer.q_proj(torch.cat([tokens[..., :8], torch.randn(3, 13, 8)], dim=-1))
+    torch.testing.assert_close(queries, moved)
+
+
+def test_an_odd_width_is_refused():
+    with pytest.raises(ValueError, match="d_model must be even"):
+        FastWeightModel(5, "linear", d_model=15)
 
 
 def test_equal_state_pair_and_state_bytes():

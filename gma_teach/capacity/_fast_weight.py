@@ -9,10 +9,10 @@ attention keeps every pair, linear attention fails once ``S`` passes its feature
 * **Task.** :func:`fast_weight_data` (or :func:`fast_weight_batch` with a generator): keys and values are two
   independent random permutations of ``0 .. S-1`` (every key and every value once), the query one position drawn
   uniformly; shapes in :class:`FastWeightBatch`.
-* **Model.** :class:`FastWeightModel`: a pair's token is a trained key embedding plus its value's fixed random
-  embedding (:func:`value_embeddings`, unit rows), the query token its key's embedding plus a learned query mark;
-  one causal mixer of the registry (:func:`gma_teach.baselines.make_mixer`, one head of 64: key size 64) over the
-  ``S + 1`` tokens, and a linear readout of the last position (with the query's key) back to the value space.
+* **Model.** :class:`FastWeightModel`: a pair's token is a trained key embedding beside its value's fixed random
+  embedding (:func:`value_embeddings`, unit rows), each half of the token, the query token its key's embedding
+  beside a learned query mark; one causal mixer of the registry (:func:`gma_teach.baselines.make_mixer`, one head
+  of 64: key size 64) over the ``S + 1`` tokens, and a linear readout of the last position back to the value.
 * **Loss and score.** :func:`reconstruction_loss`, ``0.5 |y - v|^2`` summed over the value's numbers and averaged
   over the batch (theirs); :func:`nearest_value` scores retrieval as the index of the nearest value embedding.
 * **Stopping.** :class:`StoppingRule`: evaluate every ``eval_every`` steps; stop at an evaluation loss at or below
@@ -40,23 +40,22 @@ attention keeps every pair, linear attention fails once ``S`` passes its feature
 
 **Where this test differs, and why:**
 
-* *Values* are fixed random unit vectors of size 64, not one-hot vectors of size ``S``: the registry's mixers
-  carry values of their head's width (64) through their own value and output projections, so a value must fit in
-  64 numbers; 64 random unit vectors or more are told apart by nearest neighbour at every ``S`` of the grid (their
-  loss starts near 0.5 as theirs does).
-* *Key embeddings* are of size 64 (the model width), not ``2.2 S``, and start at N(0, 1/64) with the mixer's
-  query and key projections at unit-variance entries, so that queries and keys start at about their scale (unit
-  variance): the mixer projects keys to 64 numbers whatever the embedding's size, so a larger embedding adds no key
-  the layer could not already form, and at ``S = 600`` theirs would make the embedding, not the memory, most of a
-  step's cost on a CPU.
-* *The value path starts as the identity* (see :class:`FastWeightModel`): theirs is the identity, fixed; ours is
-  the registry mixer's value and output projections and a readout, which must otherwise be learned together with
-  the attention from a signal of ``1/S`` (in pilot runs softmax then stayed at the 0.5 plateau at ``S = 100`` for
-  1,800 steps).
-* *The query* is a token of its own at the end of a causal sequence (its key plus a learned mark, the mark in the
-  place of a value), so it also writes itself into the memory (and softmax reads it too) before reading: every
-  mixer of the registry is a causal sequence-to-sequence map, and this is how it decodes. The readout sees the
-  query's key beside the mixer's read, so that it can take the key's share out of a read pair's token.
+* *Values* are fixed random unit vectors of 32 numbers, not one-hot vectors of ``S``, and *key embeddings* have 32
+  numbers, not ``2.2 S``: the registry's mixers read one token of their width (64), so a token holds the key in
+  one half and the value in the other, as theirs concatenates ``[one-hot value; key embedding]``. The mixer
+  projects keys to 64 numbers whatever the embedding's size, so a larger embedding adds no key the layer could not
+  already form (and at ``S = 600`` theirs would make the embedding, not the memory, most of a step's cost on a
+  CPU); 32 random unit vectors per value are told apart by nearest neighbour at every ``S`` of the grid once the
+  read is close (the loss starts near 0.5 as theirs does).
+* *The value path starts as the identity on the value half* (see :class:`FastWeightModel`): theirs is the
+  identity, fixed; ours is the registry mixer's value and output projections and a readout, trained. A first form
+  summed key and value in one 64-number token and took the query's key away in the readout: its gradient pulled
+  every key embedding towards the others while attention was spread, and linear attention stayed on the plateau
+  at ``S = 60`` for over 1,500 steps (theirs leaves it by step 300). With the halves apart it leaves it by step
+  500.
+* *The query* is a token of its own at the end of a causal sequence (its key beside a learned mark in the place
+  of a value), so it also writes itself into the memory (and softmax reads it too) before reading: every mixer of
+  the registry is a causal sequence-to-sequence map, and this is how it decodes.
 * *Performer* (``performer``, :func:`gma_teach.baselines.favor_attention`) has ``m`` positive features drawn
   once, not ``2m`` hyperbolic ones drawn at every forward: our ``m = 128`` has the feature count of their ``m =
   64``. Its state is on the state-bytes axis either way.
@@ -155,61 +154,74 @@ def value_embeddings(n_values: int, dim: int, *, seed: int) -> torch.Tensor:
 class FastWeightModel(nn.Module):
     """One causal mixer that stores ``S`` pairs and answers one query.
 
-    A pair's token is its key's trained embedding (N(0, 1/d_model): about unit length) plus its value's fixed
-    random unit embedding (:func:`value_embeddings`); the query's token is its key's embedding plus a learned mark
-    (started as a random unit vector). The mixer reads the ``S + 1`` tokens causally and a linear readout maps
-    ``[mixer output at the query; the query's key embedding]`` to the value. The mixer's query and key
-    projections start with unit-variance entries (queries and keys of unit variance, their scale). The value path
-    starts as the identity, as theirs is (their values are read back unchanged): the
-    mixer's value and output projections start at the identity with zero bias (where it has both, square), and the
-    readout at ``[I, -I]``, so that a read that lands on the right pair gives back its value exactly from the
-    first step (the query's key is taken away). Without it the value path and the attention must both be
-    learned from a signal of ``1/S`` and softmax does not leave the plateau at ``S = 100`` in 1,800 steps.
+    A token has two halves of ``d_model / 2`` numbers each (theirs concatenates too): a pair's token is its key's
+    trained embedding (N(0, 2/d_model): about unit length) beside its value's fixed random unit embedding
+    (:func:`value_embeddings`); the query's token is its key's embedding beside a learned mark (started as a
+    random unit vector) in the place of a value. The mixer reads the ``S + 1`` tokens causally and a linear
+    readout maps its output at the query to the value (``d_model / 2`` numbers).
+
+    At initialization each projection reads its own half, as theirs does (their keys and queries are read from
+    the key embedding, their values are the one-hot vectors themselves): the mixer's query and key projections
+    read the key half with unit-variance entries (queries and keys of unit variance, their scale) and the value
+    half with zeros; its value projection is the identity on the value half and zero on the key half, its output
+    projection the identity, and the readout takes the value half. So a read that lands on the right pair gives
+    back its value exactly from the first step, and no key enters the value path. (With key and value summed in
+    one space, the value path carries the keys too, and a readout that takes the query's key away pulls every key
+    embedding towards the others while attention is spread: the keys collapse and linear attention stays on the
+    loss-0.5 plateau at ``S = 60`` for over 1,500 steps; with the halves apart it leaves it by step 500.)
 
     Args:
         n_pairs: ``S``, the number of keys and of values.
         mixer: a registered mixer name (:func:`gma_teach.baselines.make_mixer`); ``**options``: its options.
-        d_model: the width, key size (one head) and size of the value embeddings; value_seed: their seed.
+        d_model: the width and key size (one head); even: each half is ``d_model / 2``. value_seed: the value
+            embeddings' seed.
 
-    ``forward(batch)`` maps a :class:`FastWeightBatch` of ``B`` sequences to the read values ``(B, d_model)``.
+    ``forward(batch)`` maps a :class:`FastWeightBatch` of ``B`` sequences to the read values
+    ``(B, d_model / 2)``.
     """
 
     def __init__(self, n_pairs: int, mixer: str, *, d_model: int = 64, value_seed: int = 0, **options):
         super().__init__()
         self.n_pairs = _checks.integer("n_pairs", n_pairs, minimum=2)
-        d_model = _checks.positive_int("d_model", d_model)
-        self.key_table = nn.Embedding(n_pairs, d_model)
-        nn.init.normal_(self.key_table.weight, std=d_model ** -0.5)
-        self.register_buffer("value_table", value_embeddings(n_pairs, d_model, seed=value_seed))
-        self.query_mark = nn.Parameter(value_embeddings(1, d_model, seed=value_seed + 1)[0])
+        d_model = _checks.integer("d_model", d_model, minimum=2)
+        if d_model % 2:
+            raise ValueError(f"d_model must be even (a key half and a value half), got {d_model}")
+        half = d_model // 2
+        self.key_table = nn.Embedding(n_pairs, half)
+        nn.init.normal_(self.key_table.weight, std=half ** -0.5)
+        self.register_buffer("value_table", value_embeddings(n_pairs, half, seed=value_seed))
+        self.query_mark = nn.Parameter(value_embeddings(1, half, seed=value_seed + 1)[0])
         self.mixer = make_mixer(mixer, d_model, 1, causal=True, **options)
-        self.readout = nn.Linear(2 * d_model, d_model)
+        self.readout = nn.Linear(d_model, half)
+        value_half = torch.cat([torch.zeros(half), torch.ones(half)])
         with torch.no_grad():
-            for name in ("v_proj", "out_proj"):
+            for name, start in (("v_proj", torch.diag(value_half)), ("out_proj", torch.eye(d_model))):
                 projection = getattr(self.mixer, name, None)
                 if isinstance(projection, nn.Linear) and projection.weight.shape == (d_model, d_model):
-                    projection.weight.copy_(torch.eye(d_model))
+                    projection.weight.copy_(start)
                     if projection.bias is not None:
                         projection.bias.zero_()
             for name in ("q_proj", "k_proj"):
                 projection = getattr(self.mixer, name, None)
                 if isinstance(projection, nn.Linear):
                     nn.init.normal_(projection.weight)
+                    projection.weight[:, half:] = 0.0
                     if projection.bias is not None:
                         projection.bias.zero_()
-            self.readout.weight.copy_(torch.cat([torch.eye(d_model), -torch.eye(d_model)], dim=1))
+            self.readout.weight.copy_(torch.cat([torch.zeros(half, half), torch.eye(half)], dim=1))
             self.readout.bias.zero_()
 
     def tokens(self, batch: FastWeightBatch) -> torch.Tensor:
-        """The ``S`` pair tokens then the query token, ``(B, S + 1, d_model)``."""
+        """The ``S`` pair tokens then the query token, ``(B, S + 1, d_model)``: ``[key; value]`` and
+        ``[key; mark]``."""
         if batch.n_pairs != self.n_pairs:
             raise ValueError(f"batch has {batch.n_pairs} pairs, the model stores {self.n_pairs}")
-        pairs = self.key_table(batch.keys) + self.value_table[batch.values]
-        return torch.cat([pairs, (self.key_table(batch.asked) + self.query_mark)[:, None]], dim=1)
+        pairs = torch.cat([self.key_table(batch.keys), self.value_table[batch.values]], dim=-1)
+        query = torch.cat([self.key_table(batch.asked), self.query_mark.expand(len(batch), -1)], dim=-1)
+        return torch.cat([pairs, query[:, None]], dim=1)
 
     def forward(self, batch: FastWeightBatch) -> torch.Tensor:
-        read = self.mixer(self.tokens(batch))[:, -1]
-        return self.readout(torch.cat([read, self.key_table(batch.asked)], dim=-1))
+        return self.readout(self.mixer(self.tokens(batch))[:, -1])
 
     def state_bytes(self) -> int:
         """The mixer's decoding state after the ``S + 1`` tokens (:func:`gma_teach.baselines.mixer_state_bytes`)."""
