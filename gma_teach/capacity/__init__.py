@@ -26,6 +26,9 @@ reads off the recall study's table.
   with fixed random value embeddings, :func:`train_fast_weight` trains it under their :class:`StoppingRule`,
   :func:`retrieval_scores` scores it by the nearest value embedding, and :func:`fast_weight_seed` runs one arm and
   seed of ``gma_teach.designs.CAPACITY_STUDY`` over its grid of ``S`` (module ``_fast_weight``).
+* **The capacity study's curves.** :func:`capacity_curves` reads each arm's record into accuracy and loss against
+  ``S`` over its seeds, :func:`slot_predictions` draws the perfect and the random router's predictions for ``K``
+  slots, and :func:`state_at` sets every arm's accuracy at one ``S`` against its state bytes (module ``_curves``).
 * **The study's table.** :func:`check_recall_table` validates the table the recall study's records give (format in
   its docstring); :func:`recall_findings` (with its part :func:`forgetting_findings`) and
   :func:`when_to_choose_gma` turn it into sentences, every number computed from the table;
@@ -39,7 +42,7 @@ reads off the recall study's table.
 
 The package's modules are private (``_exact``: the demo, random routing and forgetting; ``_table``: state bytes, the
 live run, the guessing floor and the table; ``_findings``: the sentences; ``_fast_weight``: the capacity test;
-``_pilot``: the MQAR pilot's curves):
+``_pilot``: the MQAR pilot's curves; ``_curves``: the capacity study's curves):
 every name is imported from ``gma_teach.capacity``. Which arms are forgetting or hybrid arms, what each is compared
 with and which mixers' routing can collapse are read from the mixers' registry (:mod:`gma_teach.mixers`).
 """
@@ -77,6 +80,7 @@ from ._table import (
 )
 from ._findings import recall_findings, forgetting_findings, when_to_choose_gma
 from ._pilot import pilot_curves, pilot_learned, pilot_sentences
+from ._curves import capacity_curves, slot_predictions, state_at
 from ._fast_weight import (
     FastWeightBatch,
     FastWeightModel,
@@ -102,7 +106,8 @@ __all__ = [
     "uses_default_routing", "equal_state_points", "default_routing_floor", "when_to_choose_gma",
     "FAST_WEIGHT_SIZES", "FastWeightBatch", "FastWeightModel", "StoppingRule", "fast_weight_batch",
     "fast_weight_data", "value_embeddings", "reconstruction_loss", "nearest_value", "retrieval_scores",
-    "train_fast_weight", "fast_weight_seed", "LEARNED_ABOVE", "pilot_curves", "pilot_learned", "pilot_sentences",
+    "train_fast_weight", "fast_weight_seed", "capacity_curves", "slot_predictions", "state_at", "LEARNED_ABOVE",
+    "pilot_curves", "pilot_learned", "pilot_sentences",
 ]
 
 # The package's data, documented here (the page documents a name with the docstring its package gives it).

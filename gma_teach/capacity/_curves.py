@@ -1,0 +1,106 @@
+"""The capacity study's curves: what each arm keeps as the number of stored pairs ``S`` grows, beside the slot
+predictions of the chapter's exact demo and the state each arm keeps.
+
+* :func:`capacity_curves` reads the runs of each arm's record (``gma_teach.designs.CAPACITY_STUDY``, one record per
+  arm as the runner writes it) into, at each ``S``, the mean and spread over the recorded seeds of the retrieval
+  accuracy and the loss, the arm's state bytes, its steps and how its runs stopped.
+* :func:`slot_predictions` gives, for a memory of ``K`` slots, the two lines the chapter draws over them: the
+  perfect router's ``min(1, K/S)`` (:func:`gma_teach.capacity.capacity_formula`) and the random router's Monte
+  Carlo mean (:func:`gma_teach.capacity.random_slot_recall`).
+* :func:`state_at` reads the accuracy of every arm at one ``S`` against its state bytes, the x axis on which arms of
+  equal state are compared.
+"""
+from __future__ import annotations
+
+import statistics
+
+from .. import _checks
+from ._exact import capacity_formula, random_slot_recall
+
+__all__ = ["capacity_curves", "slot_predictions", "state_at"]
+
+
+def _arm_runs(arm: str, record) -> list[dict]:
+    if not isinstance(record, dict) or not isinstance(record.get("runs"), list) or not record["runs"]:
+        raise ValueError(f"record of arm {arm!r} must be a capacity record with at least one run, got "
+                         f"{type(record).__name__}")
+    runs = record["runs"]
+    for run in runs:
+        missing = {"retrieval_accuracy", "loss", "state_bytes", "steps", "stopped"} - set(run)
+        if missing:
+            raise ValueError(f"a run of arm {arm!r} lacks {sorted(missing)}: not a capacity run")
+    return runs
+
+
+def capacity_curves(records) -> dict:
+    """Each arm's retrieval accuracy and loss against ``S``, over its recorded seeds.
+
+    Args:
+        records: ``{arm: record}``, each the capacity study's record of one arm (its ``"runs"``, one per seed, each
+            with per-``S`` entries keyed by ``str(S)``).
+
+    Returns:
+        ``{arm: {"n_pairs": (S, ...) ascending, "seeds": (seed, ...), "accuracy", "accuracy_sd", "loss",
+        "loss_sd": tuples over ``n_pairs`` (mean and sample standard deviation over the seeds; the deviation is
+        0.0 for one seed), "state_bytes": (bytes at each S), "steps": (mean steps at each S), "stopped": ({reason:
+        count} at each S)}}``. Only the sizes every recorded seed holds are kept.
+    """
+    if not isinstance(records, dict) or not records:
+        raise ValueError(f"records must be a non-empty dict {{arm: record}}, got {type(records).__name__}")
+    curves = {}
+    for arm, record in records.items():
+        runs = _arm_runs(arm, record)
+        common = set.intersection(*(set(run["retrieval_accuracy"]) for run in runs))
+        sizes = tuple(sorted(int(n) for n in common))
+
+        def over_seeds(part, n, runs=runs):
+            return [float(run[part][str(n)]) for run in runs]
+
+        def spread(values):
+            return statistics.stdev(values) if len(values) > 1 else 0.0
+
+        curves[arm] = {
+            "n_pairs": sizes,
+            "seeds": tuple(run["seed"] for run in runs),
+            "accuracy": tuple(statistics.fmean(over_seeds("retrieval_accuracy", n)) for n in sizes),
+            "accuracy_sd": tuple(spread(over_seeds("retrieval_accuracy", n)) for n in sizes),
+            "loss": tuple(statistics.fmean(over_seeds("loss", n)) for n in sizes),
+            "loss_sd": tuple(spread(over_seeds("loss", n)) for n in sizes),
+            "state_bytes": tuple(int(runs[0]["state_bytes"][str(n)]) for n in sizes),
+            "steps": tuple(statistics.fmean(over_seeds("steps", n)) for n in sizes),
+            "stopped": tuple({reason: sum(run["stopped"][str(n)] == reason for run in runs)
+                              for reason in sorted({run["stopped"][str(n)] for run in runs})} for n in sizes),
+        }
+    return curves
+
+
+def slot_predictions(n_pairs, n_slots: int, *, n_trials: int = 400, seed: int = 0) -> dict:
+    """The chapter's two predictions for a memory of ``n_slots`` slots holding each of ``n_pairs`` pairs.
+
+    Returns:
+        ``{"n_pairs": (S, ...), "perfect": (min(1, K/S), ...), "random": (Monte Carlo mean, ...)}``: a router that
+        gives every key a slot of its own while slots last, and one that puts every key in a uniformly random
+        slot (ties shared fairly, ``n_trials`` draws from ``seed``).
+    """
+    n_slots = _checks.positive_int("n_slots", n_slots)
+    sizes = tuple(_checks.positive_int("n_pairs", n) for n in n_pairs)
+    if not sizes:
+        raise ValueError("n_pairs must hold at least one size")
+    return {"n_pairs": sizes,
+            "perfect": tuple(capacity_formula(n, n_slots) for n in sizes),
+            "random": tuple(random_slot_recall(n, n_slots, n_trials, seed=seed)[0] for n in sizes)}
+
+
+def state_at(curves: dict, n_pairs: int) -> dict:
+    """``{arm: {"state_bytes", "accuracy", "accuracy_sd"}}`` of every arm of :func:`capacity_curves` at ``S =
+    n_pairs`` (arms that did not record that size are left out; a ``ValueError`` if none did)."""
+    n_pairs = _checks.positive_int("n_pairs", n_pairs)
+    points = {}
+    for arm, curve in curves.items():
+        if n_pairs in curve["n_pairs"]:
+            i = curve["n_pairs"].index(n_pairs)
+            points[arm] = {"state_bytes": curve["state_bytes"][i], "accuracy": curve["accuracy"][i],
+                           "accuracy_sd": curve["accuracy_sd"][i]}
+    if not points:
+        raise ValueError(f"no arm recorded S = {n_pairs}")
+    return points

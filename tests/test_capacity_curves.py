@@ -1,0 +1,68 @@
+"""The capacity study's curves (gma_teach.capacity, module _curves): records read into curves over seeds, the slot
+predictions, and accuracy against state bytes."""
+from __future__ import annotations
+
+import statistics
+
+import pytest
+
+from gma_teach.capacity import capacity_curves, capacity_formula, slot_predictions, state_at
+
+
+def _run(seed: int, accuracy: dict, *, state: int = 16_640, stopped: str = "max_steps") -> dict:
+    """A capacity run as fast_weight_seed records it, with the given accuracy at each S."""
+    sizes = [str(n) for n in accuracy]
+    return {"seed": seed, "retrieval_accuracy": {str(n): a for n, a in accuracy.items()},
+            "loss": {str(n): 0.5 * (1 - a) for n, a in accuracy.items()}, "state_bytes": dict.fromkeys(sizes, state),
+            "steps": {n: 100 * (seed + 1) for n in sizes}, "stopped": dict.fromkeys(sizes, stopped)}
+
+
+def test_curves_average_over_seeds_in_order_of_s():
+    records = {"linear": {"runs": [_run(0, {120: 0.3, 20: 1.0}), _run(1, {20: 0.9, 120: 0.5}),
+                                   _run(2, {20: 0.95, 120: 0.4}, stopped="plateau")]}}
+    curve = capacity_curves(records)["linear"]
+    assert curve["n_pairs"] == (20, 120) and curve["seeds"] == (0, 1, 2)
+    assert curve["accuracy"] == pytest.approx((0.95, 0.4))
+    spread = (statistics.stdev([1.0, 0.9, 0.95]), statistics.stdev([0.3, 0.5, 0.4]))
+    assert curve["accuracy_sd"] == pytest.approx(spread)
+    assert curve["loss"] == pytest.approx((0.025, 0.3))
+    assert curve["state_bytes"] == (16_640, 16_640) and curve["steps"] == (200.0, 200.0)
+    assert curve["stopped"][1] == {"max_steps": 2, "plateau": 1}
+
+
+def test_one_seed_has_no_spread_and_sizes_not_held_by_every_seed_are_dropped():
+    records = {"gma_k64": {"runs": [_run(0, {20: 0.5, 40: 0.25}), _run(1, {20: 0.7})]},
+               "sdpa": {"runs": [_run(0, {20: 1.0}, state=5_376)]}}
+    curves = capacity_curves(records)
+    assert curves["gma_k64"]["n_pairs"] == (20,) and curves["gma_k64"]["accuracy"] == pytest.approx((0.6,))
+    assert curves["sdpa"]["accuracy_sd"] == (0.0,)
+
+
+@pytest.mark.parametrize("records", [{}, [], {"linear": {"runs": []}}, {"linear": {"runs": [{"seed": 0}]}}])
+def test_bad_records_are_refused(records):
+    with pytest.raises(ValueError, match="record|runs|lacks"):
+        capacity_curves(records)
+
+
+def test_slot_predictions_are_the_exact_demo_and_a_random_router_below_it():
+    predictions = slot_predictions([20, 64, 200], 64, n_trials=200)
+    assert predictions["perfect"] == (1.0, 1.0, pytest.approx(64 / 200))
+    assert predictions["perfect"] == tuple(capacity_formula(n, 64) for n in (20, 64, 200))
+    for n, random, perfect in zip((20, 64, 200), predictions["random"], predictions["perfect"]):
+        expected = 64 * (1 - (1 - 1 / 64) ** n) / n  # occupied slots over n: the random router's expectation
+        assert random == pytest.approx(expected, abs=0.02) and random < perfect
+    with pytest.raises(ValueError, match="n_slots"):
+        slot_predictions([20], 0)
+    with pytest.raises(ValueError, match="n_pairs"):
+        slot_predictions([], 64)
+
+
+def test_state_at_sets_accuracy_beside_state_bytes():
+    curves = capacity_curves({"linear": {"runs": [_run(0, {80: 0.7, 120: 0.5})]},
+                              "sdpa": {"runs": [_run(0, {120: 1.0}, state=30_976)]}})
+    points = state_at(curves, 120)
+    assert points == {"linear": {"state_bytes": 16_640, "accuracy": 0.5, "accuracy_sd": 0.0},
+                      "sdpa": {"state_bytes": 30_976, "accuracy": 1.0, "accuracy_sd": 0.0}}
+    assert set(state_at(curves, 80)) == {"linear"}
+    with pytest.raises(ValueError, match="S = 60"):
+        state_at(curves, 60)
