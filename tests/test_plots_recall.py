@@ -198,3 +198,41 @@ def test_the_guessing_floor_lies_under_every_arm():
         if floors:
             arms = [line for line in lines if line.get_label() != "1/n"]
             assert all(floors[0].get_zorder() < line.get_zorder() for line in arms)
+
+
+def _capacity_record(accuracy: dict, state: int) -> dict:
+    """A capacity record of two seeds with the given mean accuracy at each S (the seeds 0.02 apart)."""
+    runs = []
+    for seed, shift in ((0, -0.01), (1, 0.01)):
+        values = {str(n): min(1.0, a + shift) for n, a in accuracy.items()}
+        runs.append({"seed": seed, "retrieval_accuracy": values,
+                     "loss": {n: 0.5 * (1 - a) + 1e-4 for n, a in values.items()},
+                     "state_bytes": dict.fromkeys(values, state), "steps": dict.fromkeys(values, 3000),
+                     "stopped": dict.fromkeys(values, "max_steps")})
+    return {"runs": runs}
+
+
+def test_the_capacity_figure_draws_arms_predictions_and_state():
+    sizes = (20, 60, 120, 200)
+    records = {"linear": _capacity_record({n: min(1.0, 64 / n) * 0.9 for n in sizes}, 16_640),
+               "gma_k64_remedy": _capacity_record({n: 0.3 for n in sizes}, 16_640),
+               "performer_m128": _capacity_record({n: 0.2 for n in sizes}, 33_284),
+               "sdpa": _capacity_record({n: 0.99 for n in sizes}, 30_976)}
+    curves = capacity.capacity_curves(records)
+    fig = recall.plot_capacity_curves(curves, published={"linear": {60: 0.025, 120: 0.23}})
+    accuracy_ax, loss_ax, state_ax = fig.axes[:3]
+    labels = fig.legends[0].get_texts()
+    texts = {t.get_text() for t in labels}
+    assert {"linear (2 seeds)", "sdpa (2 seeds)", "published: linear"} <= texts
+    assert any(t.startswith("perfect router, K = 64") for t in texts)
+    assert any(t.startswith("random router, K = 64") for t in texts)
+    perfect = next(line for line in accuracy_ax.get_lines() if line.get_label().startswith("perfect"))
+    assert list(perfect.get_ydata()) == pytest.approx([1.0, 1.0, 64 / 120, 64 / 200])
+    assert loss_ax.get_yscale() == "log" and state_ax.get_xscale() == "log"
+    notes = {t.get_text() for t in state_ax.texts}
+    assert notes == set(records)  # every arm labelled at its state
+    assert recall._capacity_style("performer_m128")["color"] == recall.arm_style("performer")["color"]
+    assert recall._capacity_style("performer_m64")["ls"] != recall._capacity_style("performer_m512")["ls"]
+    with pytest.raises(ValueError, match="curves"):
+        recall.plot_capacity_curves({})
+    matplotlib.pyplot.close(fig)

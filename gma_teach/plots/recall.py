@@ -27,12 +27,14 @@ from ..capacity import (
     guessing_floor,
     mean_guessing_floor,
     pilot_curves,
+    slot_predictions,
+    state_at,
     table_entries,
 )
 from ._style import as_float_array, mixer_color, new_figure
 
 __all__ = ["DEFAULT_ROUTING_COLOR", "arm_style", "gma_k_color", "plot_accuracy_by_pairs", "plot_exact_capacity",
-           "plot_pilot_curves", "plot_recall_frontier"]
+           "plot_capacity_curves", "plot_pilot_curves", "plot_recall_frontier"]
 
 DEFAULT_ROUTING_COLOR = "#a3a3a3"
 """The one colour of every GMA arm with the default routing."""
@@ -410,4 +412,86 @@ def plot_pilot_curves(records, *, seed: int = 0, threshold: float = LEARNED_ABOV
     axes[0].set_ylabel("validation accuracy")
     axes[-1].axhline(threshold, color="#777777", ls="--", lw=1.0, label=f"learned: mean above {threshold:g}")
     fig.legend(*axes[-1].get_legend_handles_labels(), loc="outside right center", fontsize=7)
+    return fig
+
+
+def _capacity_style(arm: str) -> dict:
+    """:func:`arm_style`, with Performer's feature counts (``performer_m{m}``) told apart by line style."""
+    mixer, _, features = arm.partition("_m")
+    if mixer == "performer" and features.isdigit():
+        style = dict(arm_style("performer"))
+        style["ls"] = {64: ":", 128: "--"}.get(int(features), "-")
+        return style
+    return arm_style(arm)
+
+
+def plot_capacity_curves(curves: dict, *, n_slots: int = 64, predictions: dict | None = None,
+                         published: dict | None = None, at_pairs: int = 120, axes=None):
+    """The capacity study's figure: retrieval accuracy and loss against the stored pairs ``S``, and accuracy
+    against the state each arm keeps.
+
+    Args:
+        curves: :func:`gma_teach.capacity.capacity_curves`; each arm keeps its look (:func:`arm_style`; Performer's
+            feature counts by line style), with a bar of one standard deviation over its seeds.
+        n_slots: the ``K`` (and linear attention's feature count) whose predictions are drawn, with a vertical
+            line at ``S = K``.
+        predictions: :func:`gma_teach.capacity.slot_predictions` for ``n_slots`` (default: computed over the
+            curves' sizes): the perfect router's ``min(1, K/S)`` and the random router's curve, drawn under the
+            arms on the accuracy panel.
+        published: ``{arm: {S: loss}}``, the published final losses to mark (hollow markers, the arm's colour) on
+            the loss panel.
+        at_pairs: the ``S`` of the third panel (accuracy against state bytes, log axis).
+        axes: three matplotlib axes (default: a new figure).
+
+    Returns:
+        the matplotlib ``Figure``.
+    """
+    if not isinstance(curves, dict) or not curves:
+        raise ValueError(f"curves must be a non-empty dict from capacity_curves, got {type(curves).__name__}")
+    sizes = sorted({n for curve in curves.values() for n in curve["n_pairs"]})
+    predictions = predictions or slot_predictions(sizes, n_slots)
+    if axes is None:
+        fig, grid = new_figure(3, width=11.5, height=3.4)
+        axes = list(grid[0])
+    else:
+        axes = list(axes)
+        if len(axes) != 3:
+            raise ValueError(f"axes must hold three axes, got {len(axes)}")
+        fig = axes[0].figure
+    accuracy_ax, loss_ax, state_ax = axes
+    accuracy_ax.plot(predictions["n_pairs"], predictions["perfect"], color="#777777", ls="--", lw=1.0, zorder=1,
+                     label=f"perfect router, K = {n_slots}: min(1, K/S)")
+    accuracy_ax.plot(predictions["n_pairs"], predictions["random"], color="#777777", ls=":", lw=1.2, zorder=1,
+                     label=f"random router, K = {n_slots}")
+    for ax in (accuracy_ax, loss_ax):
+        ax.axvline(n_slots, color="#bbbbbb", lw=0.8, zorder=0)
+    for arm, curve in curves.items():
+        style = _capacity_style(arm)
+        line = {"color": style["color"], "ls": style["ls"], "marker": style["marker"], "ms": 3.5, "lw": 1.4}
+        accuracy_ax.errorbar(curve["n_pairs"], curve["accuracy"], yerr=curve["accuracy_sd"], capsize=2,
+                             label=f"{arm} ({len(curve['seeds'])} seed{'s' * (len(curve['seeds']) > 1)})",
+                             zorder=3, **line)
+        loss_ax.plot(curve["n_pairs"], curve["loss"], zorder=3, **line)
+    for arm, losses in (published or {}).items():
+        style = _capacity_style(arm)
+        points = sorted((int(n), float(loss)) for n, loss in losses.items())
+        loss_ax.plot([n for n, _ in points], [loss for _, loss in points], ls="none", marker=style["marker"],
+                     ms=7, mfc="none", mec=style["color"], mew=1.2, zorder=4, label=f"published: {arm}")
+    points = state_at(curves, at_pairs)
+    for arm, point in points.items():
+        style = _capacity_style(arm)
+        state_ax.errorbar(point["state_bytes"], point["accuracy"], yerr=point["accuracy_sd"], color=style["color"],
+                          marker=style["marker"], ms=5, capsize=2, ls="none")
+    _place_labels(state_ax, [(p["state_bytes"], p["accuracy"], arm, _capacity_style(arm)["color"])
+                             for arm, p in points.items()],
+                  [(p["state_bytes"], p["accuracy"]) for p in points.values()])
+    accuracy_ax.set(xlabel="stored pairs S", ylabel="retrieval accuracy (test)", ylim=(-0.03, 1.05),
+                    title="accuracy against S")
+    loss_ax.set(xlabel="stored pairs S", ylabel="loss 0.5 |y - v|^2 (test)", yscale="log",
+                title="loss against S")
+    state_ax.set(xscale="log", xlabel="decoding state (bytes, log scale)", ylabel="retrieval accuracy (test)",
+                 ylim=(-0.03, 1.05), title=f"at S = {at_pairs}")
+    handles, labels = accuracy_ax.get_legend_handles_labels()
+    more, more_labels = loss_ax.get_legend_handles_labels()
+    fig.legend(handles + more, labels + more_labels, loc="outside right center", fontsize=7)
     return fig
