@@ -6,7 +6,15 @@ import statistics
 
 import pytest
 
-from gma_teach.capacity import capacity_curves, capacity_formula, slot_predictions, state_at
+from gma_teach.capacity import (
+    PUBLISHED_COUNTERPARTS,
+    capacity_curves,
+    capacity_formula,
+    published_comparison,
+    published_final,
+    slot_predictions,
+    state_at,
+)
 
 
 def _run(seed: int, accuracy: dict, *, state: int = 16_640, stopped: str = "max_steps") -> dict:
@@ -66,3 +74,19 @@ def test_state_at_sets_accuracy_beside_state_bytes():
     assert set(state_at(curves, 80)) == {"linear"}
     with pytest.raises(ValueError, match="S = 60"):
         state_at(curves, 60)
+
+
+def test_published_comparison_pairs_each_arm_with_its_counterpart_at_shared_sizes():
+    records = {"linear": {"runs": [_run(0, {60: 0.9, 80: 0.7, 70: 0.8}, stopped="target"),
+                                   _run(1, {60: 0.8, 80: 0.6, 70: 0.8})]},
+               "gma_k64_remedy": {"runs": [_run(0, {60: 0.4})]}}
+    rows = published_comparison(capacity_curves(records))
+    assert [(r["arm"], r["n_pairs"]) for r in rows] == [("linear", 60), ("linear", 80)]  # no published S = 70
+    theirs = published_final(PUBLISHED_COUNTERPARTS["linear"])
+    first = rows[0]
+    assert first["published"] == "linear" and first["reached"] == 0.5
+    assert first["loss"] == pytest.approx(0.5 * (1 - 0.85))
+    assert first["published_loss"] == theirs[60]["loss"] and first["published_reached"] is False
+    assert first["published_steps"] == theirs[60]["steps"]
+    with pytest.raises(ValueError, match="published model"):
+        published_comparison(capacity_curves(records), counterparts={"linear": "mamba"})

@@ -28,7 +28,11 @@ reads off the recall study's table.
   seed of ``gma_teach.designs.CAPACITY_STUDY`` over its grid of ``S`` (module ``_fast_weight``).
 * **The capacity study's curves.** :func:`capacity_curves` reads each arm's record into accuracy and loss against
   ``S`` over its seeds, :func:`slot_predictions` draws the perfect and the random router's predictions for ``K``
-  slots, and :func:`state_at` sets every arm's accuracy at one ``S`` against its state bytes (module ``_curves``).
+  slots, :func:`state_at` sets every arm's accuracy at one ``S`` against its state bytes and
+  :func:`published_comparison` sets each arm's loss beside its published counterpart's (module ``_curves``).
+* **Their published curves.** :data:`PUBLISHED_CURVES` quotes the evaluation losses that Schlag, Irie and
+  Schmidhuber logged in their own runs (:data:`PUBLISHED_MODELS`), and :func:`published_final` reads each run's end
+  (module ``_published``).
 * **The study's table.** :func:`check_recall_table` validates the table the recall study's records give (format in
   its docstring); :func:`recall_findings` (with its part :func:`forgetting_findings`) and
   :func:`when_to_choose_gma` turn it into sentences, every number computed from the table;
@@ -42,7 +46,7 @@ reads off the recall study's table.
 
 The package's modules are private (``_exact``: the demo, random routing and forgetting; ``_table``: state bytes, the
 live run, the guessing floor and the table; ``_findings``: the sentences; ``_fast_weight``: the capacity test;
-``_pilot``: the MQAR pilot's curves; ``_curves``: the capacity study's curves):
+``_pilot``: the MQAR pilot's curves; ``_curves``: the capacity study's curves; ``_published``: their logged curves):
 every name is imported from ``gma_teach.capacity``. Which arms are forgetting or hybrid arms, what each is compared
 with and which mixers' routing can collapse are read from the mixers' registry (:mod:`gma_teach.mixers`).
 """
@@ -50,7 +54,7 @@ from ..baselines import MIXERS, make_mixer
 from ..layer import LM_ROUTING_REMEDY
 from ..mixing import read_memory, write_memory
 from ..stats import paired_difference
-from . import _exact, _fast_weight, _pilot, _table
+from . import _curves, _exact, _fast_weight, _pilot, _published, _table
 from ._exact import (
     round_robin,
     slot_routing,
@@ -80,7 +84,8 @@ from ._table import (
 )
 from ._findings import recall_findings, forgetting_findings, when_to_choose_gma
 from ._pilot import pilot_curves, pilot_learned, pilot_sentences
-from ._curves import capacity_curves, slot_predictions, state_at
+from ._curves import capacity_curves, published_comparison, slot_predictions, state_at
+from ._published import published_final
 from ._fast_weight import (
     FastWeightBatch,
     FastWeightModel,
@@ -106,7 +111,9 @@ __all__ = [
     "uses_default_routing", "equal_state_points", "default_routing_floor", "when_to_choose_gma",
     "FAST_WEIGHT_SIZES", "FastWeightBatch", "FastWeightModel", "StoppingRule", "fast_weight_batch",
     "fast_weight_data", "value_embeddings", "reconstruction_loss", "nearest_value", "retrieval_scores",
-    "train_fast_weight", "fast_weight_seed", "capacity_curves", "slot_predictions", "state_at", "LEARNED_ABOVE",
+    "train_fast_weight", "fast_weight_seed", "capacity_curves", "slot_predictions", "state_at",
+    "PUBLISHED_COUNTERPARTS", "published_comparison", "PUBLISHED_MODELS", "PUBLISHED_CURVES", "published_final",
+    "LEARNED_ABOVE",
     "pilot_curves", "pilot_learned", "pilot_sentences",
 ]
 
@@ -122,6 +129,19 @@ balance loss (:data:`gma_teach.designs.VARIANCE_AND_BALANCE`)."""
 
 FAST_WEIGHT_SIZES = _fast_weight.FAST_WEIGHT_SIZES
 """The grid of ``S`` (stored pairs) of Schlag, Irie and Schmidhuber's Setting 1: 20, 40, ..., 600."""
+
+PUBLISHED_MODELS = _published.PUBLISHED_MODELS
+"""The published runs quoted, by short name (``softmax``, ``linear``, ``favor_m64``, ``favor_m128``,
+``favor_m512``), each with the model part of its log files' names in their repository."""
+
+PUBLISHED_CURVES = _published.PUBLISHED_CURVES
+"""Their logged evaluation losses, ``{model: {S: (steps, losses)}}``, one seed a run, every 100 steps until their
+stopping rule ended the run (module ``_published`` says where each number comes from)."""
+
+PUBLISHED_COUNTERPARTS = _curves.PUBLISHED_COUNTERPARTS
+"""Each arm of the capacity study with a published counterpart of the same kind and feature count: ``sdpa`` with
+their softmax, ``linear`` with their linear attention, ``performer_m128`` (128 positive features) with their FAVOR at
+``m = 64`` (``2m = 128`` features)."""
 
 LEARNED_ABOVE = _pilot.LEARNED_ABOVE
 """The MQAR pilot's criterion, the accuracy an arm must pass to have *learned*, its validation accuracy averaged

@@ -9,6 +9,8 @@ predictions of the chapter's exact demo and the state each arm keeps.
   Carlo mean (:func:`gma_teach.capacity.random_slot_recall`).
 * :func:`state_at` reads the accuracy of every arm at one ``S`` against its state bytes, the x axis on which arms of
   equal state are compared.
+* :func:`published_comparison` sets each arm's loss beside the published run of its counterpart
+  (:data:`PUBLISHED_COUNTERPARTS`, module ``_published``) at every ``S`` both have.
 """
 from __future__ import annotations
 
@@ -16,8 +18,15 @@ import statistics
 
 from .. import _checks
 from ._exact import capacity_formula, random_slot_recall
+from ._published import PUBLISHED_CURVES, TARGET_LOSS, published_final
 
-__all__ = ["capacity_curves", "slot_predictions", "state_at"]
+__all__ = ["PUBLISHED_COUNTERPARTS", "capacity_curves", "published_comparison", "slot_predictions", "state_at"]
+
+PUBLISHED_COUNTERPARTS = {"sdpa": "softmax", "linear": "linear", "performer_m128": "favor_m64"}
+"""Each arm of the capacity study with a published counterpart of the same kind and feature count: softmax,
+linear attention with ``elu + 1`` (64 features), and Performer with 128 positive features against their FAVOR with
+``m = 64``, whose ``[exp(u), exp(-u)]`` features number ``2m = 128``. Their other FAVOR runs (256 and 1,024
+features) have no arm here, and the arms at 64 and 512 features no published run."""
 
 
 def _arm_runs(arm: str, record) -> list[dict]:
@@ -104,3 +113,36 @@ def state_at(curves: dict, n_pairs: int) -> dict:
     if not points:
         raise ValueError(f"no arm recorded S = {n_pairs}")
     return points
+
+
+def published_comparison(curves: dict, *, counterparts: dict | None = None) -> list[dict]:
+    """Each arm's loss beside its counterpart's published run, at every ``S`` both hold.
+
+    Args:
+        curves: :func:`capacity_curves`.
+        counterparts: ``{arm: published model}`` (default :data:`PUBLISHED_COUNTERPARTS`); arms not in ``curves``
+            are skipped.
+
+    Returns:
+        one dict per (arm, ``S``), in the order of ``counterparts`` then ``S``: ``{"arm", "published", "n_pairs",
+        "loss" (the arm's mean over seeds), "reached" (the share of its seeds stopped at the target loss),
+        "published_loss" (their last logged loss), "published_reached" (bool), "published_steps"}``.
+    """
+    counterparts = PUBLISHED_COUNTERPARTS if counterparts is None else counterparts
+    rows = []
+    for arm, model in counterparts.items():
+        if arm not in curves:
+            continue
+        if model not in PUBLISHED_CURVES:
+            raise ValueError(f"counterparts[{arm!r}] must be a published model ({', '.join(PUBLISHED_CURVES)}), "
+                             f"got {model!r}")
+        theirs, curve = published_final(model), curves[arm]
+        for i, n in enumerate(curve["n_pairs"]):
+            if n not in theirs:
+                continue
+            stopped = curve["stopped"][i]
+            rows.append({"arm": arm, "published": model, "n_pairs": n, "loss": curve["loss"][i],
+                         "reached": stopped.get("target", 0) / sum(stopped.values()),
+                         "published_loss": theirs[n]["loss"], "published_reached": theirs[n]["loss"] <= TARGET_LOSS,
+                         "published_steps": theirs[n]["steps"]})
+    return rows
