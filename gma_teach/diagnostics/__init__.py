@@ -18,12 +18,18 @@ information between a token and its component, which is near 0 both when the rou
 same few components) and when it *dissolves* (every token spread evenly over all K); :func:`shuffled_information` is
 its baseline and :func:`routing_state` names the router.
 
+Apart from routing, :func:`favor_approximation_error` measures how far Performer's FAVOR+ weights are from the
+softmax weights they estimate on given queries and keys, and :func:`performer_approximation_error` on a Performer's
+own projections of an input: whether a Performer that learns nothing reads noise.
+
 The package, one module per job: ``diagnostics.information`` (the information a router carries),
 ``diagnostics.categories`` (surface categories of tokens),
 ``diagnostics.capture`` (responsibilities out of a model), ``diagnostics.metrics``
-(Table 4, its permutation baseline, summaries, PCA) and ``diagnostics.health`` (information, usage
-entropy and logit spread while a model trains). Every public name is importable from ``gma_teach.diagnostics``.
+(Table 4, its permutation baseline, summaries, PCA), ``diagnostics.health`` (information, usage
+entropy and logit spread while a model trains) and the private ``diagnostics._kernel_error`` (FAVOR+ against
+softmax). Every public name is importable from ``gma_teach.diagnostics``.
 """
+from ._kernel_error import favor_approximation_error, performer_approximation_error
 from .capture import (
     capture_responsibilities,
     gma_layers,
@@ -71,4 +77,5 @@ __all__ = [
     "head_averaged_tokens", "head_health", "lm_routing", "logit_term_spreads", "permutation_baseline",
     "responsibility_pca", "routing_health", "routing_logit_terms", "routing_metrics", "routing_report", "separation",
     "summarize_health", "token_categories", "token_category",
+    "favor_approximation_error", "performer_approximation_error",
 ]
