@@ -43,6 +43,9 @@ __all__ = ["GMA_TENSORS_AT_PEAK", "GMA_TENSORS_AT_PEAK_BACKWARD", "LOCAL_WINDOW"
 SOFTMAX_FLOPS_PER_SCORE = 15  # scale, max, subtract, exp (about 10), sum, divide
 GMA_TENSORS_AT_PEAK = 4.0  # (B, H, N, K) float32 tensors alive in the forward (logits, two Gammas, a temporary)
 GMA_TENSORS_AT_PEAK_BACKWARD = 3.2  # the operator form with the backward, fitted to a K sweep before the lean CPU path
+GMA_LEAN_CPU_PEAK_PER_TOKEN_WIDTH = 5.9  # the lean CPU path (gma_teach._gma_autograd), which recomputes the
+GMA_LEAN_CPU_TENSORS_AT_PEAK = 0.25  # responsibilities in the backward: both fitted (least squares) to the nine GMA
+# rows of profiling_cpu_small.json (aeec797: K = 64 at N = 512..8192, K = 16..256 at N = 2048), 0.89 to 1.01 of them
 LOCAL_WINDOW = 32  # the hybrid's window in the experiments (half of its heads: exact softmax over 32 tokens)
 MAMBA_FLOPS_PER_TOKEN_WIDTH = 40_000  # the chunked selective scan in pure PyTorch, fitted to the CPU sweep (its
 # exp and products over (B, N, 2D, 16) tensors run far below the matrix-product rate)
@@ -66,12 +69,20 @@ class BlockCost:
         flops: forward FLOPs of the mixer's core, without its four projections.
         extra_peak_values: values at the peak beyond ``peak_per_token_width`` (an ``N x N`` matrix, a
             ``(B, H, N, K)`` tensor, ...).
+        on_cpu: the entry of the path the mixer runs on a CPU when it differs from the one it runs elsewhere
+            (GMA's lean path, :mod:`gma_teach._gma_autograd`, which keeps no responsibilities for the backward),
+            or ``None`` when one entry serves every device.
     """
 
     peak_per_token_width: float
     ops: int
     flops: Callable[[SimpleNamespace], float]
     extra_peak_values: Callable[[SimpleNamespace], float] = _zero
+    on_cpu: BlockCost | None = None
+
+
+def _gma_flops(s: SimpleNamespace) -> float:
+    return 12 * s.b * s.n * s.n_components * s.d + 20 * s.b * s.h * s.n * s.n_components
 
 
 def _no_options(p: SimpleNamespace) -> dict:
@@ -369,9 +380,11 @@ for _entry in (
     MixerEntry("gma", baselines.GaussianMixtureAttention, color="#1b7837",
                options=lambda p: {"n_components": p.n_components},  # K's one default: the preset's
                table1_options=lambda *, seq_len, n_components, n_features, linformer_k: {"n_components": n_components},
-               cost=BlockCost(11.8, 110, lambda s: 12 * s.b * s.n * s.n_components * s.d
-                              + 20 * s.b * s.h * s.n * s.n_components,
-                              lambda s: GMA_TENSORS_AT_PEAK_BACKWARD * s.b * s.h * s.n * s.n_components),
+               cost=BlockCost(11.8, 110, _gma_flops,
+                              lambda s: GMA_TENSORS_AT_PEAK_BACKWARD * s.b * s.h * s.n * s.n_components,
+                              on_cpu=BlockCost(GMA_LEAN_CPU_PEAK_PER_TOKEN_WIDTH, 110, _gma_flops,
+                                               lambda s: GMA_LEAN_CPU_TENSORS_AT_PEAK * s.b * s.h * s.n
+                                               * s.n_components)),
                state_bytes=_BOOK["gma"], routing_can_collapse=True),
     MixerEntry("softmax", baselines.SoftmaxAttention, color="#762a83",
                cost=BlockCost(4.0, 40, _softmax_flops, lambda s: 2 * s.b * s.h * s.n * s.n),

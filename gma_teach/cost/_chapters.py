@@ -145,11 +145,13 @@ def ch08(p, on_cuda):
         for n in p.seq_lens:
             if mixer == "softmax" and n > p.softmax_max_len:
                 continue
-            work = block_work(mixer, seq_len=n, n_components=p.n_components, **sizes)
+            work = block_work(mixer, seq_len=n, n_components=p.n_components, on_cuda=on_cuda, **sizes)
             points.append(Point(f"{mixer} N={n}", work * calls))
     for k in p.k_values:
-        points.append(Point(f"gma K={k}", block_work("gma", seq_len=p.k_sweep_len, n_components=k, **sizes) * calls))
-    points.append(Point("gma K=256 at 2N", block_work("gma", seq_len=2 * p.k_sweep_len, n_components=256, **sizes)
+        points.append(Point(f"gma K={k}", block_work("gma", seq_len=p.k_sweep_len, n_components=k, on_cuda=on_cuda,
+                                                     **sizes) * calls))
+    points.append(Point("gma K=256 at 2N", block_work("gma", seq_len=2 * p.k_sweep_len, n_components=256,
+                                                      on_cuda=on_cuda, **sizes)
                         * 3))
     return points
 

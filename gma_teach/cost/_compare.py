@@ -34,6 +34,7 @@ def compare_with_record(record: dict, device_profile=None) -> list[dict]:
         for r in record["results"]:
             work = block_work(r["mixer"], d_model=r["d_model"], n_heads=r["n_heads"], seq_len=r["seq_len"],
                               batch_size=r["batch_size"], n_components=r.get("n_components") or 64,
+                              on_cuda=str(r.get("device", "cpu")).startswith("cuda"),
                               **{k: record["config"][k] for k in ("n_features", "linformer_k")
                                  if k in record.get("config", {})})
             rows.append({"label": f"{r['label']} N={r['seq_len']}", "measured_seconds": r["seconds"],

@@ -40,7 +40,7 @@ def _answers06(p, on_cuda):
 def _answers08(p, on_cuda):
     """Exercises 8.2 and 8.3: chapter 8's protocol for Performer over its lengths and for GMA over its K (one timed
     call each, with a warm-up and the peak), and GMA at K = 256 and twice the K sweep's length."""
-    sizes = dict(d_model=p.d_model, n_heads=p.n_heads, batch_size=p.batch_size)
+    sizes = dict(d_model=p.d_model, n_heads=p.n_heads, batch_size=p.batch_size, on_cuda=on_cuda)
     points = [Point(f"performer N={n}", block_work("performer", seq_len=n, n_features=p.n_features, **sizes) * 3)
               for n in p.seq_lens]
     points += [Point(f"gma K={k}", block_work("gma", seq_len=p.k_sweep_len, n_components=k, **sizes) * 3)

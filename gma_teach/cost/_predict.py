@@ -101,7 +101,7 @@ def point_fits(form: str, *, batch_size: int, n_heads: int, seq_len: int, d_rout
     available = device.memory_budget_bytes if free_bytes is None else free_bytes
     if form.startswith("block:"):
         work = block_work(form.split(":", 1)[1], d_model=d_route, n_heads=n_heads, seq_len=seq_len,
-                          batch_size=batch_size, n_components=n_components)
+                          batch_size=batch_size, n_components=n_components, on_cuda=device.is_cuda)
         inputs = 2 * FLOAT32 * batch_size * seq_len * d_route
     else:
         d_value = d_route if d_value is None else d_value

@@ -145,13 +145,14 @@ def attention_work(form: str, batch_size: int, n_heads: int, seq_len: int, d_rou
     return work
 
 
-def block_cost(mixer: str):
-    """The cost-model entry of ``mixer`` (:class:`gma_teach.mixers.BlockCost`, registered with the mixer)."""
+def block_cost(mixer: str, *, on_cuda: bool = True):
+    """The cost-model entry of ``mixer`` (:class:`gma_teach.mixers.BlockCost`, registered with the mixer); with
+    ``on_cuda=False``, the entry of the path it runs on a CPU where it has one of its own (``BlockCost.on_cpu``)."""
     found = mixers.entry(mixer).cost
     if found is None:
         raise ValueError(f"the cost model has no entry for mixer {mixer!r}; it knows "
                          f"{[name for name in mixers.registered_names() if mixers.entry(name).cost is not None]}")
-    return found
+    return found if on_cuda or found.on_cpu is None else found.on_cpu
 
 
 def block_sizes(batch_size, seq_len, d_model, n_heads, n_components, n_features, linformer_k) -> SimpleNamespace:
@@ -169,25 +170,28 @@ def mixer_flops(mixer: str, batch_size: int, seq_len: int, d_model: int, n_heads
 
 
 def mixer_peak_values(mixer: str, batch_size: int, seq_len: int, d_model: int, n_heads: int, *, n_components: int,
-                      n_features: int, linformer_k: int) -> float:
-    """Float32 values a mixing block holds at its forward + backward peak."""
-    entry = block_cost(mixer)
+                      n_features: int, linformer_k: int, on_cuda: bool = True) -> float:
+    """Float32 values a mixing block holds at its forward + backward peak (on a CPU with ``on_cuda=False``: the
+    path the mixer runs there, GMA's lean one)."""
+    entry = block_cost(mixer, on_cuda=on_cuda)
     sizes = block_sizes(batch_size, seq_len, d_model, n_heads, n_components, n_features, linformer_k)
     return entry.peak_per_token_width * batch_size * seq_len * d_model + entry.extra_peak_values(sizes)
 
 
 def block_work(mixer: str, *, d_model: int, n_heads: int, seq_len: int, batch_size: int = 1, n_components: int = 64,
-               n_features: int = 256, linformer_k: int = 256) -> Work:
+               n_features: int = 256, linformer_k: int = 256, on_cuda: bool = True) -> Work:
     """One forward + backward call of a mixing block (chapter 8's protocol, :func:`gma_teach.profiling.profile_mixer`):
-    four ``D x D`` projections (24 B N D^2 FLOPs with the backward) and three times the mixer's forward."""
+    four ``D x D`` projections (24 B N D^2 FLOPs with the backward) and three times the mixer's forward; its peak
+    that of the path the mixer runs on a CUDA device, or on a CPU with ``on_cuda=False`` (GMA's lean path keeps
+    less: :class:`gma_teach.mixers.BlockCost`)."""
     sizes = dict(n_components=n_components, n_features=n_features, linformer_k=linformer_k)
     core = mixer_flops(mixer, batch_size, seq_len, d_model, n_heads, **sizes)
     tokens = batch_size * seq_len
-    peak = FLOAT32 * mixer_peak_values(mixer, batch_size, seq_len, d_model, n_heads, **sizes)
+    peak = FLOAT32 * mixer_peak_values(mixer, batch_size, seq_len, d_model, n_heads, **sizes, on_cuda=on_cuda)
     streamed = 3 * peak  # every saved value is written, read back and its gradient written
     if mixer == "softmax":  # and eight more passes over the N x N matrices (scale, softmax, their backward)
         streamed += 8 * FLOAT32 * batch_size * n_heads * seq_len**2
-    return Work(24 * tokens * d_model**2 + 3 * core, streamed, block_cost(mixer).ops, peak)
+    return Work(24 * tokens * d_model**2 + 3 * core, streamed, block_cost(mixer, on_cuda=on_cuda).ops, peak)
 
 
 def training_work(*, n_steps: int, batch_size: int, seq_len: int, d_model: int, n_layers: int, d_ff: int,
