@@ -10,6 +10,7 @@ import torch
 from gma_teach import LM_ROUTING_REMEDY, GaussianMixtureAttention, diagnostics, experiments, measure, models, preset
 from gma_teach.runs import classification, language_model  # the code behind gma_teach.experiments, patched here
 from gma_teach.runs import experiments as runner
+from gma_teach.runs.language_model import FAVOR_PROBE_ROWS
 
 TINY_LM = dict(tokenizer="bytes", max_train_tokens=6000, max_val_tokens=2000, n_steps=6, eval_every=3)
 
@@ -123,6 +124,19 @@ def test_lm_record_reports_bits_per_byte_and_routing_health():
         assert len(layer["distance"]) == 2 and all(0 <= e <= 1 + 1e-9 for e in layer["prior_entropy"])
     sdpa = experiments.run_lm("sdpa", scale_name="tiny", data=data, **TINY_LM)
     assert "routing" not in sdpa and "monitor" not in sdpa["history"] and sdpa["val"]["bits_per_byte"] > 0
+    assert "favor_error" not in sdpa
+
+
+def test_a_performer_lm_records_how_far_its_favor_weights_are_from_softmax():
+    """Every Performer layer's FAVOR+ weights against softmax's, on its own queries and keys of the first
+    validation rows: one entry a layer, what diagnostics.model_favor_errors gives on the returned model."""
+    data = experiments.lm_data(SimpleNamespace(**{**vars(runner.preset("lm", "tiny")), **TINY_LM}))
+    record, model = experiments.run_lm("performer", scale_name="tiny", data=data, return_model=True, **TINY_LM)
+    errors = record["favor_error"]
+    assert [e["layer"] for e in errors] == list(range(len(model.blocks)))
+    assert all(0 <= e["weights_tv"] <= 1 and e["uniform_entropy"] > 0 for e in errors)
+    probe = data.val[:FAVOR_PROBE_ROWS, :-1]
+    assert errors == diagnostics.model_favor_errors(model, probe)
 
 
 def test_gma_options_reach_the_layer_and_are_refused_elsewhere():

@@ -5,9 +5,10 @@ import math
 
 import pytest
 import torch
+from torch import nn
 
 from gma_teach import baselines, make_mixer
-from gma_teach.diagnostics import favor_approximation_error, performer_approximation_error
+from gma_teach.diagnostics import favor_approximation_error, model_favor_errors, performer_approximation_error
 from gma_teach.diagnostics._kernel_error import _query_rows
 
 torch.set_num_threads(1)
@@ -204,3 +205,20 @@ def test_bad_inputs_are_refused_by_name():
     _raises(TypeError, "x", lambda: performer_approximation_error(mixer, torch.randn(1, 3, 12, dtype=torch.float64)))
     _raises(ValueError, "key_padding_mask", lambda: performer_approximation_error(
         mixer, torch.randn(1, 3, 12), key_padding_mask=torch.ones(1, 4, dtype=torch.bool)))
+
+
+def test_model_favor_errors_reads_every_performer_layer_on_its_own_input():
+    torch.manual_seed(0)
+    first, second = (make_mixer("performer", 12, 2, causal=True, n_features=16) for _ in range(2))
+    model = nn.Sequential(nn.Embedding(10, 12), first, nn.Tanh(), second).train()
+    tokens = torch.randint(0, 10, (3, 9))
+    errors = model_favor_errors(model, tokens)
+    assert [e["layer"] for e in errors] == [0, 1] and model.training  # the training mode is kept
+    x0 = model[0](tokens)
+    x1 = model[2](first(x0))
+    for error, layer, x in ((errors[0], first, x0), (errors[1], second, x1)):
+        expected = performer_approximation_error(layer, x.detach())
+        assert {k: v for k, v in error.items() if k != "layer"} == pytest.approx(expected)
+    assert errors[0] != pytest.approx(performer_approximation_error(second, x0.detach()))
+    with pytest.raises(ValueError, match="PerformerAttention"):
+        model_favor_errors(nn.Sequential(nn.Embedding(10, 12)), tokens)

@@ -32,7 +32,8 @@ from ..layer import LM_ROUTING_REMEDY
 from . import _types
 from ._types import Arm, MetricFacts, Study, as_study, metric_facts, thawed
 
-__all__ = ["ALPHA", "Arm", "CAPACITY_GMA_SIZES", "CAPACITY_PRIMARY_PAIRS", "CAPACITY_STUDY",
+__all__ = ["ALPHA", "Arm", "CAPACITY_GMA_SIZES", "CAPACITY_PRIMARY_PAIRS", "CAPACITY_STUDY", "MAMBA_CHECK",
+           "PERFORMER_CHECK",
            "CAUSE_STUDY", "COLLAPSE_STUDY", "EXPERIMENTS", "INFORMATION_WEIGHT", "INIT_SCAN",
            "KMEANS_BLOCKS", "LISTOPS_LRA_STUDY", "LM_SETTING", "LM_STUDY", "METRICS", "MQAR_PILOT", "MetricFacts",
            "PERFORMER_RERUN", "PREPARATIONS",
@@ -628,8 +629,52 @@ and key projections read the key half with unit-variance entries; Performer has 
   time on one thread each, each seed's record committed as it lands.
 """
 
+PERFORMER_CHECK = Study(
+    name="performer_check",
+    experiment="lm",
+    scale="small",
+    setting=LM_SETTING,
+    seeds=(0,),
+    arms={"performer": Arm("performer"), "performer_m256": Arm("performer", {"n_features": 256})},
+    metric="val_bits_per_byte",
+    primary=(),
+    test="none: a check of one seed, no comparison is tested",
+    exploratory={"check": "the whole study, declared on 2026-12-04 after the LM study's Performer (64 features) "
+                          "learned no more than no mixing (2.470 bits per byte against none's 2.466): one seed at "
+                          "the LM study's sizes, 64 and 256 features, each run recording how far its trained "
+                          "layers' FAVOR+ weights are from softmax's on their own queries and keys"},
+)
+"""Whether the LM study's Performer, which learns no more than no mixing, is the method at these sizes or our
+implementation, declared on 2026-12-04 before its runs: the LM study's model and data (:data:`LM_SETTING`, one
+seed) with Performer at its 64 features and at 256, every run recording ``"favor_error"`` (how far each trained
+layer's FAVOR+ weights are from the softmax weights they estimate, on the layer's own queries and keys of one
+validation batch: :func:`gma_teach.diagnostics.model_favor_errors`). Our FAVOR+ already scales queries and keys as
+FAVOR+ does (``x / d^(1/4)``, :func:`gma_teach.baselines.favor_logits`), so no third arm is needed for that. The
+``performer`` arm at seed 0 is the LM study's own run of that seed, run again: its bits per byte should come back.
+"""
+
+MAMBA_CHECK = RECALL_STUDY.with_changes(
+    name="mamba_check",
+    widths=(64,),
+    learning_rates=(1e-3,),
+    arms={"mamba": Arm("mamba")},
+    primary=(),
+    test="none: a check of three seeds at one learning rate, no comparison is tested",
+    reruns=None,
+    exploratory={"check": "the whole study, declared on 2026-12-04 after the recall study's Mamba (its rate chosen "
+                          "from 3e-3 and 1e-2) scored below the guessing floor (0.080 against 0.1375): the recall "
+                          "study's setting at width 64 with Zoology's rate for Mamba, 1e-3"},
+)
+"""Whether the recall study's Mamba, below the guessing floor, is Mamba at these sizes or its training, declared on
+2026-12-04 before its runs: the recall study (:data:`RECALL_STUDY`) at width 64 and its three seeds, with Mamba
+trained at 1e-3, the rate Zoology trains it at (the recall study swept 3e-3 and 1e-2 only). Its implementation is
+checked against a reference's outputs on fixed inputs (``tests/test_mamba_reference.py``: Hugging Face
+``transformers``' ``MambaMixer`` with the same weights agrees to about 2e-9 in float64).
+"""
+
 STUDIES = {"collapse": COLLAPSE_STUDY, "cause": CAUSE_STUDY, "remedy": REMEDY_STUDY, "lm": LM_STUDY,
            "listops-lra": LISTOPS_LRA_STUDY, "text": TEXT_STUDY, "recall": RECALL_STUDY, "recall-v2": RECALL_V2_STUDY,
-           "mqar-pilot": MQAR_PILOT, "capacity": CAPACITY_STUDY}
+           "mqar-pilot": MQAR_PILOT, "capacity": CAPACITY_STUDY, "performer-check": PERFORMER_CHECK,
+           "mamba-check": MAMBA_CHECK}
 """Every declared study by its name on the command line (``python -m gma_teach.study NAME``); a new study is one
 :class:`Study` added here."""

@@ -19,8 +19,9 @@ same few components) and when it *dissolves* (every token spread evenly over all
 its baseline and :func:`routing_state` names the router.
 
 Apart from routing, :func:`favor_approximation_error` measures how far Performer's FAVOR+ weights are from the
-softmax weights they estimate on given queries and keys, and :func:`performer_approximation_error` on a Performer's
-own projections of an input: whether a Performer that learns nothing reads noise.
+softmax weights they estimate on given queries and keys, :func:`performer_approximation_error` on a Performer's
+own projections of an input, and :func:`model_favor_errors` on every Performer layer of a model: whether a
+Performer that learns nothing reads noise.
 
 The package, one module per job: ``diagnostics.information`` (the information a router carries),
 ``diagnostics.categories`` (surface categories of tokens),
@@ -29,7 +30,7 @@ The package, one module per job: ``diagnostics.information`` (the information a 
 entropy and logit spread while a model trains) and the private ``diagnostics._kernel_error`` (FAVOR+ against
 softmax). Every public name is importable from ``gma_teach.diagnostics``.
 """
-from ._kernel_error import favor_approximation_error, performer_approximation_error
+from ._kernel_error import favor_approximation_error, model_favor_errors, performer_approximation_error
 from .capture import (
     capture_responsibilities,
     gma_layers,
@@ -77,5 +78,5 @@ __all__ = [
     "head_averaged_tokens", "head_health", "lm_routing", "logit_term_spreads", "permutation_baseline",
     "responsibility_pca", "routing_health", "routing_logit_terms", "routing_metrics", "routing_report", "separation",
     "summarize_health", "token_categories", "token_category",
-    "favor_approximation_error", "performer_approximation_error",
+    "favor_approximation_error", "model_favor_errors", "performer_approximation_error",
 ]

@@ -9,7 +9,8 @@ positive random features (:func:`gma_teach.baselines.favor_logits`), and attenti
 The estimate's variance grows with ``|q|``, ``|k|`` and shrinks like ``1/m``: a Performer that learns nothing may be
 reading weights that are mostly noise. :func:`favor_approximation_error` measures the gap on given ``q, k``;
 :func:`performer_approximation_error` on a :class:`~gma_teach.baselines.PerformerAttention`'s own projections of
-an input. A private module of :mod:`gma_teach.diagnostics`, which exports its names.
+an input, and :func:`model_favor_errors` on every Performer layer of a model, each on the input that layer receives
+when the model reads given tokens. A private module of :mod:`gma_teach.diagnostics`, which exports its names.
 """
 from __future__ import annotations
 
@@ -20,7 +21,7 @@ import torch
 from .. import _checks
 from ..baselines import PerformerAttention, favor_logits
 
-__all__ = ["favor_approximation_error", "performer_approximation_error"]
+__all__ = ["favor_approximation_error", "model_favor_errors", "performer_approximation_error"]
 
 _PAIR_CHUNK = 1 << 22  # pairs x features per chunk of the exact log-space fallback
 
@@ -188,3 +189,37 @@ def performer_approximation_error(mixer, x, *, key_padding_mask=None) -> dict:
     with torch.no_grad():
         q, k = (p(x).view(b, n, mixer.n_heads, mixer.head_dim).transpose(1, 2) for p in (mixer.q_proj, mixer.k_proj))
     return favor_approximation_error(q, k, mixer.projection, causal=mixer.causal, key_padding_mask=key_padding_mask)
+
+
+def model_favor_errors(model: torch.nn.Module, inputs: torch.Tensor) -> list[dict]:
+    """:func:`performer_approximation_error` of every Performer layer of ``model`` on the input it receives when the
+    model reads ``inputs`` (one forward pass, no gradient; the model's training mode is kept).
+
+    Args:
+        model: a module holding :class:`~gma_teach.baselines.PerformerAttention` layers (a trained LM, ...).
+        inputs: what ``model`` reads, e.g. token ids ``(B, N)``.
+
+    Returns:
+        one dict per Performer layer, in the model's order: ``{"layer": its index among them, **the dict of
+        performer_approximation_error}``.
+
+    Raises:
+        ValueError: ``model`` has no Performer layer.
+    """
+    layers = [m for m in model.modules() if isinstance(m, PerformerAttention)]
+    if not layers:
+        raise ValueError(f"model must hold at least one PerformerAttention layer, got a {type(model).__name__} "
+                         f"with none")
+    seen = {}
+    hooks = [layer.register_forward_pre_hook(lambda module, args, i=i: seen.__setitem__(i, args[0].detach()))
+             for i, layer in enumerate(layers)]
+    was_training = model.training
+    try:
+        model.eval()
+        with torch.no_grad():
+            model(inputs)
+    finally:
+        for hook in hooks:
+            hook.remove()
+        model.train(was_training)
+    return [{"layer": i, **performer_approximation_error(layer, seen[i])} for i, layer in enumerate(layers)]

@@ -29,7 +29,6 @@ from ..designs import KMEANS_BLOCKS, Arm, Study, as_study, thawed
 from ..environment import device, preset
 from ..models import init_routing_means
 from ..records import PROVENANCE_KEYS, provenance, write_record
-from ..stats import describe
 from .arm_records import chosen_lr, load_arm, record_path, recorded_under, summarize_arm
 from .classification import classification_seed, listops_data, text_data
 from .language_model import lm_data, lm_seed
@@ -248,8 +247,7 @@ def run_arm(study: Study, arm: str, *, seeds=None, width: int | None = None, fol
         if swept:
             record["chosen_lr"] = chosen_lr(record)
         else:
-            record["summary"] = (_capacity_summary(record["runs"]) if study.experiment == "capacity"
-                                 else summarize_arm(study, arm, record["runs"]))
+            record["summary"] = summarize_arm(study, arm, record["runs"])
             record["complete"] = set(study.seeds) <= {r["seed"] for r in record["runs"]}
         record.update({key: origin[key] for key in PROVENANCE_KEYS})
         write_record(path, record)
@@ -257,13 +255,6 @@ def run_arm(study: Study, arm: str, *, seeds=None, width: int | None = None, fol
         print(f"{study.name} {arm}{at} seed {seed}{f' lr {lr:g}' if swept else ''}: "
               f"{_describe(run, study.experiment)} ({run['wall_seconds']:.0f} s) -> {path}", flush=True)
     return record
-
-
-def _capacity_summary(runs: list[dict]) -> dict:
-    """A capacity arm's seeds and, at each ``S``, the mean and std over seeds of its retrieval accuracy."""
-    return {"seeds": [r["seed"] for r in runs],
-            "retrieval_accuracy": {n: describe([r["retrieval_accuracy"][n] for r in runs])
-                                   for n in runs[0]["retrieval_accuracy"]}}
 
 
 def study_data(study: Study):

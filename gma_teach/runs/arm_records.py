@@ -112,7 +112,12 @@ def health_curve(record: dict, name: str = "active_share", *, layer: int | None 
 
 def summarize_arm(study: dict, arm: str, runs: list[dict]) -> dict:
     """Mean and std over seeds of an arm's validation loss, perplexity, bits per byte, training speed and (GMA)
-    final active share, usage entropy and logit spread, overall and per layer."""
+    final active share, usage entropy and logit spread, overall and per layer; of a classifier's test accuracy; of a
+    capacity run's retrieval accuracy at each ``S``."""
+    if "retrieval_accuracy" in runs[0]:  # the capacity test
+        return {"seeds": [r["seed"] for r in runs],
+                "retrieval_accuracy": {n: describe([r["retrieval_accuracy"][n] for r in runs])
+                                       for n in runs[0]["retrieval_accuracy"]}}
     if "test" in runs[0]:  # a classifier (ListOps, Text)
         return {"seeds": [r["seed"] for r in runs],
                 "test_accuracy": describe([r["test"]["accuracy"] for r in runs]),

@@ -10,6 +10,7 @@ from types import SimpleNamespace
 import torch
 
 from .. import _checks, diagnostics, mixers
+from ..baselines import PerformerAttention
 from ..data import wikitext
 from ..data.wikitext import bits_per_byte
 from ..environment import cache_dir, device, preset, scale, seed_everything
@@ -17,8 +18,12 @@ from ..models import DecoderLM, parameter_counts
 from ..train import History, evaluate, fit, save_atomically
 from .options import check_seed, chosen_options, history_summary, mixer_options, recorded_gma_options
 
-__all__ = ["LMRun", "build_lm", "decoding_state_bytes", "lm_checkpoint_path", "lm_data", "lm_seed", "load_or_train_lm",
-           "routing_monitor", "run_lm", "validation_bytes"]
+__all__ = ["FAVOR_PROBE_ROWS", "LMRun", "build_lm", "decoding_state_bytes", "lm_checkpoint_path", "lm_data", "lm_seed",
+           "load_or_train_lm", "routing_monitor", "run_lm", "validation_bytes"]
+
+FAVOR_PROBE_ROWS = 16
+"""The validation rows (one batch of the LM study) on which a Performer LM's record measures how far each layer's
+FAVOR+ weights are from softmax's (``"favor_error"``)."""
 
 
 def lm_data(p: SimpleNamespace, *, source: str | None = None):
@@ -91,7 +96,9 @@ def run_lm(mixer: str, *, scale_name: str | None = None, seed: int = 0, n_compon
 
     The record holds ``history`` (validation loss and perplexity every ``p.eval_every`` steps, and
     ``val_bits_per_byte``), ``val`` (loss, perplexity and ``bits_per_byte`` of the best-validation weights),
-    ``routing`` (``initial`` and per-evaluation health, GMA only), ``tokens_per_second`` (training),
+    ``routing`` (``initial`` and per-evaluation health, GMA only), ``favor_error`` (Performer only: how far each
+    layer's FAVOR+ weights are from softmax's on its own queries and keys of the first :data:`FAVOR_PROBE_ROWS`
+    validation rows, :func:`gma_teach.diagnostics.model_favor_errors`), ``tokens_per_second`` (training),
     ``parameters``, ``data_source`` and ``tokenizer``.
     """
     p = preset("lm", scale_name)
@@ -126,6 +133,9 @@ def lm_seed(p: SimpleNamespace, mixer: str, data, *, seed: int = 0, n_components
               "validation_tokens": n_targets, "validation_bytes": n_bytes,
               "parameters": parameter_counts(model), "tokens_per_second": history.tokens_per_second,
               "train_seconds": history.train_seconds, "data_source": data.source, "tokenizer": data.tokenizer.name}
+    if any(isinstance(m, PerformerAttention) for m in model.modules()):
+        probe = data.val[:FAVOR_PROBE_ROWS, :-1].to(next(model.parameters()).device)
+        record["favor_error"] = diagnostics.model_favor_errors(model, probe)
     if monitor is not None:
         record["routing"] = {"initial": initial, "steps": history.steps, "evaluations": summary.pop("monitor")}
     else:
