@@ -47,17 +47,19 @@ def _spec(q, k, w, causal, key_padding_mask=None):
     favor = favor / favor.sum(-1, keepdim=True)
     exact = torch.where(seen, truth, 0.0)
     exact = exact / exact.sum(-1, keepdim=True)
-    tv, h_exact, h_favor, uniform, errors = [], [], [], [], []
+    tv, tv_uniform, h_exact, h_favor, uniform, errors = [], [], [], [], [], []
     for index in counted.nonzero().tolist():
         row = tuple(index)
         keys = seen[row]
         a, f = exact[row][keys], favor[row][keys]
         tv.append(0.5 * (f - a).abs().sum())
+        tv_uniform.append(0.5 * (1 / int(keys.sum()) - a).abs().sum())
         h_exact.append(-(a * a.log()).sum())
         h_favor.append(-(f * f.log()).sum())
         uniform.append(math.log(int(keys.sum())))
         errors.append((kernel[row][keys] - truth[row][keys]).abs() / truth[row][keys])
-    return {"weights_tv": float(torch.stack(tv).mean()), "softmax_entropy": float(torch.stack(h_exact).mean()),
+    return {"weights_tv": float(torch.stack(tv).mean()), "uniform_tv": float(torch.stack(tv_uniform).mean()),
+            "softmax_entropy": float(torch.stack(h_exact).mean()),
             "favor_entropy": float(torch.stack(h_favor).mean()), "uniform_entropy": sum(uniform) / len(uniform),
             "kernel_relative_error": float(torch.cat(errors).mean()), "n_features": m}
 

@@ -79,7 +79,8 @@ def _query_rows(q, k, projection, causal=False, key_padding_mask=None):
     """The per-query measures behind :func:`favor_approximation_error` (arguments checked there).
 
     Returns:
-        A dict of float64 ``(B, H, N)`` tensors ``tv``, ``softmax_entropy``, ``favor_entropy``, ``n_keys``
+        A dict of float64 ``(B, H, N)`` tensors ``tv``, ``uniform_tv`` (equal weights on the seen keys against
+        softmax's), ``softmax_entropy``, ``favor_entropy``, ``n_keys``
         (the keys each query sees), ``kernel_error_sum`` (the sum over those keys of the kernel's relative error)
         and a bool ``(B, H, N)`` tensor ``counted`` (real queries that see at least one key; the other rows hold 0).
     """
@@ -102,7 +103,9 @@ def _query_rows(q, k, projection, causal=False, key_padding_mask=None):
                                               dim=-1) for t in (scores, log_kernel))
     exact, favor = torch.exp(log_exact), torch.exp(log_favor)
     kernel_error = torch.where(keep, torch.expm1(log_kernel - scores).abs(), 0.0)
+    uniform = keep.double() / n_keys.clamp_min(1)[..., None]  # equal weight on every key a query sees
     rows = {"tv": 0.5 * torch.where(keep, (favor - exact).abs(), 0.0).sum(-1),
+            "uniform_tv": 0.5 * torch.where(keep, (uniform - exact).abs(), 0.0).sum(-1),
             "softmax_entropy": _entropy(log_exact, exact, keep), "favor_entropy": _entropy(log_favor, favor, keep),
             "n_keys": n_keys.double(), "kernel_error_sum": kernel_error.sum(-1)}
     rows = {name: torch.where(counted, value, 0.0) for name, value in rows.items()}
@@ -131,6 +134,9 @@ def favor_approximation_error(q, k, projection, *, causal=False, key_padding_mas
 
         * ``weights_tv``: the total-variation distance :math:`\\frac12\\sum_j |\\tilde A_{ij} - A_{ij}|`
           (0: the same weights; 1: disjoint);
+        * ``uniform_tv``: the same distance for equal weights on every key a query sees, the yardstick of a
+          mixer that only averages its context: a ``weights_tv`` near it or above it means FAVOR+'s weights are no
+          closer to softmax's than a plain average;
         * ``kernel_relative_error``: the mean over seen pairs ``(i, j)`` (not over queries) of
           :math:`|\\phi(q_i)^\\top\\phi(k_j) - e^{s_{ij}}| / e^{s_{ij}}`, :math:`s_{ij} = q_i^\\top k_j/\\sqrt d`,
           computed as :math:`|\\mathrm{expm1}(\\log\\phi(q_i)^\\top\\phi(k_j) - s_{ij})|`;
@@ -154,7 +160,7 @@ def favor_approximation_error(q, k, projection, *, causal=False, key_padding_mas
         return float(value.sum() / n_rows)
 
     uniform = torch.where(counted, torch.log(rows["n_keys"].clamp_min(1.0)), 0.0)
-    return {"weights_tv": mean(rows["tv"]),
+    return {"weights_tv": mean(rows["tv"]), "uniform_tv": mean(rows["uniform_tv"]),
             "kernel_relative_error": float(rows["kernel_error_sum"].sum() / rows["n_keys"].sum()),
             "softmax_entropy": mean(rows["softmax_entropy"]), "favor_entropy": mean(rows["favor_entropy"]),
             "uniform_entropy": mean(uniform), "n_features": int(projection.shape[0])}
