@@ -7,7 +7,7 @@ import json
 
 import pytest
 
-from gma_teach import measure, study
+from gma_teach import designs, measure, study
 from gma_teach.runs import synthesis, verdicts
 
 
@@ -275,3 +275,40 @@ def test_the_claims_forest_plot_draws_each_row_turned_to_gma_and_coloured_by_ver
         study_figures.plot_claims([])
     with pytest.raises(ValueError, match="side must be"):
         study_figures.plot_claims([{**claims[0], "side": "maybe"}])
+
+
+def _capacity_tables(means, told):
+    """A synthetic capacity_tables.json: the declared family, GMA K = 64 (remedy) minus linear attention at each
+    declared S, with the given means (accuracy, 0-1) and told-apart flags."""
+    ((arm, rival),) = designs.CAPACITY_STUDY.primary
+    comparisons = []
+    for metric, mean, apart in zip(designs.CAPACITY_STUDY.metrics, means, told):
+        c = {"arm": arm, "against": rival, "metric": metric, "seeds": list(designs.CAPACITY_STUDY.seeds), "n": 6}
+        _set(c, mean, apart)
+        comparisons.append(c)
+    return {"study": "capacity", "declared": {"test": designs.CAPACITY_STUDY.test,
+                                              "seeds": list(designs.CAPACITY_STUDY.seeds), "family_size": 4,
+                                              "alpha": 0.05, "comparisons": comparisons}}
+
+
+@pytest.mark.parametrize("means, told, expected", [
+    ((0.2, 0.1, 0.1, 0.05), (True,) * 4, "for"),
+    ((-0.3, -0.3, -0.2, -0.1), (True,) * 4, "not for"),
+    ((-0.3, -0.3, -0.2, -0.1), (True, True, True, False), "not shown"),
+    ((0.1, -0.3, -0.2, -0.1), (True,) * 4, "not shown"),
+])
+def test_the_capacity_row_appears_with_its_tables_and_follows_the_rule(records, means, told, expected):
+    claim = "a better memory than linear attention at equal state (fast-weight capacity)"
+    (records / synthesis.CAPACITY_TABLES).unlink(missing_ok=True)
+    rows = {r["claim"]: r for r in study.gma_claims(records)}
+    assert claim not in rows and "tested once its primary pair" in rows[
+        "a better memory than linear attention at equal state (recall)"]["scope"]
+    (records / synthesis.CAPACITY_TABLES).write_text(json.dumps(_capacity_tables(means, told)))
+    rows = {r["claim"]: r for r in study.gma_claims(records)}
+    row = rows[claim]
+    assert row["side"] == expected and row["against"] == "linear attention, equal state"
+    assert [b["n_pairs"] for b in row["basis"]] == [80, 120, 160, 200]
+    assert f"S=80 {100 * means[0]:+.1f} points" in row["number"]
+    assert "tested once its primary pair" not in rows["a better memory than linear attention at equal state "
+                                                      "(recall)"]["scope"]
+    _check_rows_against_records(records, [row])

@@ -21,7 +21,7 @@ from pathlib import Path
 import numpy as np
 
 from ..baselines import make_mixer, mixer_state_bytes
-from ..designs import LM_SETTING, RECALL_STUDY, RECALL_V2_STUDY, STUDIES
+from ..designs import CAPACITY_STUDY, LM_SETTING, RECALL_STUDY, RECALL_V2_STUDY, STUDIES
 from ..layer import LM_ROUTING_REMEDY
 from ..records import results_folder
 from ..stats import largest_difference_allowed
@@ -333,12 +333,15 @@ def _recall_claim(folder: Path) -> dict:
     largest = mixer_state_bytes(make_mixer("gma", width, heads, causal=True, n_components=largest_k), n)
     v2 = RECALL_V2_STUDY["setting"]
     ran = (folder / f"{RECALL_V2_STUDY['name']}_tables.json").exists()
+    capacity = ("" if (folder / CAPACITY_TABLES).exists() else
+                "; the fast-weight capacity study, which isolates the memory, is tested once its primary pair holds "
+                f"its {len(CAPACITY_STUDY.seeds)} seeds")
     scope = (f"{n} tokens, {setting['steps']:,} steps, seeds {seeds[0]}-{seeds[-1]}, GMA's routing the variance "
              f"change with the balance loss, which dissolves it: SDPA's KV cache "
              f"({cache:,} bytes at width {width}) is {'smaller' if cache < largest else 'no smaller'} than GMA's "
              f"largest state ({largest:,}), and so few steps may measure how fast a memory learns more than what "
              f"it holds; the study where the size of a state decides ({v2['seq_len']} tokens, {v2['steps']:,} "
-             f"steps) has {'run' if ran else 'not run'}")
+             f"steps) has {'run' if ran else 'not run'}{capacity}")
     number = "; ".join(f"K={k} (width {w}) {c['difference']:+.3f}" for c, k, w in pairs)
     return _claim_row(verdict_of(basis), "a better memory than linear attention at equal state (recall)",
                       "linear attention, equal state", scope,
@@ -346,6 +349,34 @@ def _recall_claim(folder: Path) -> dict:
                       "; ".join(f"K={k}: {_verdict(b, 3)}" for b, (_, k, _) in zip(basis, pairs))
                       + "; not known here: which recalls more where the size of the state decides", name, 12, basis,
                       "recall accuracy")
+
+
+CAPACITY_TABLES = f"{CAPACITY_STUDY.name}_tables.json"
+"""The saved tables of the fast-weight capacity study (:data:`gma_teach.designs.CAPACITY_STUDY`); its row is in the
+claims once they exist, that is once its primary pair holds every declared seed."""
+
+
+def _capacity_claim(folder: Path) -> list[dict]:
+    """GMA against linear attention at equal state in the fast-weight capacity test, the primary family at every
+    ``S`` it declares; no row until the study's tables are saved."""
+    if not (folder / CAPACITY_TABLES).exists():
+        return []
+    saved = _read(folder, CAPACITY_TABLES)
+    ((arm, rival),) = CAPACITY_STUDY.primary
+    sizes = [int(metric.rsplit("_s", 1)[1]) for metric in CAPACITY_STUDY.metrics]
+    basis = [{**_basis(c, rival, c["metric"]), "arm": arm, "n_pairs": n}
+             for c, n in ((_declared(saved, arm, rival, metric=m), n) for m, n in zip(CAPACITY_STUDY.metrics, sizes))]
+    setting, seeds = CAPACITY_STUDY.setting, standing_family(saved)["seeds"]
+    state = mixer_state_bytes(make_mixer("linear", setting["d_model"], 1, causal=True), 2)
+    scope = (f"one causal layer of key size {setting['d_model']} storing S = {sizes[0]} to {sizes[-1]} distinct "
+             f"pairs, at most {setting['max_steps']:,} steps, seeds {seeds[0]}-{seeds[-1]}; GMA with K = 64 and the "
+             f"routing remedy against linear attention's 64 features, both keeping {state:,} bytes of state")
+    return [_claim_row(verdict_of(basis), "a better memory than linear attention at equal state (fast-weight "
+                       "capacity)", "linear attention, equal state", scope,
+                       "GMA minus linear attention: " + "; ".join(f"S={b['n_pairs']} {100 * b['difference']:+.1f} "
+                                                                  "points" for b in basis),
+                       "; ".join(f"S={b['n_pairs']}: {_verdict(b, 1, 100)}" for b in basis), CAPACITY_TABLES, 12,
+                       basis, "retrieval accuracy, points", 100.0)]
 
 
 def _lm_scope(seeds) -> str:
@@ -446,7 +477,7 @@ def gma_claims(folder=None, *, profiling_record: str = PROFILING_RECORD) -> list
     """
     folder = Path(folder) if folder is not None else results_folder()
     return [*_profiling_rows(folder, profiling_record), _state_claim(), _text_claim(folder), _recall_claim(folder),
-            *_lm_rows(folder), *_routing_claims(folder)]
+            *_capacity_claim(folder), *_lm_rows(folder), *_routing_claims(folder)]
 
 
 def format_claims(rows: list[dict]) -> str:
