@@ -32,6 +32,7 @@ from .runs.arm_records import (
     summarize_arm,
     tables_path,
 )
+from .runs.baseline_checks import baseline_check_sentences, baseline_checks
 from .runs.classification import listops_data, run_classification, text_data
 from .runs.init_scan import scan_initial_routing
 from .runs.language_model import lm_data, run_lm
@@ -65,7 +66,8 @@ from .runs.verdicts import (
 )
 
 __all__ = ["CURVES", "METRIC_PATHS", "PROFILING_RECORD", "RunConfig", "SEED_TRAINERS", "STUDY_CHAPTERS", "VERDICTS",
-           "WHAT", "accuracy_by_count", "build_model", "chosen_lr", "context_recovered", "declared_comparisons",
+           "WHAT", "accuracy_by_count", "baseline_check_sentences", "baseline_checks", "build_model", "chosen_lr",
+           "context_recovered", "declared_comparisons",
            "declared_metrics", "exploratory_comparison", "final_health", "findings_summary", "format_claims",
            "format_declared", "format_recall_table", "format_study_table", "format_synthesis", "gma_against_baselines",
            "gma_claims", "health_curve", "kept_runs", "left_plateau", "listops_data", "lm_data", "load_arm",

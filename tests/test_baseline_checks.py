@@ -2,7 +2,11 @@
 studies of the one runner, each arm the model it names."""
 from __future__ import annotations
 
-from gma_teach import designs
+import json
+
+import pytest
+
+from gma_teach import designs, study
 from gma_teach.study import resolve
 
 
@@ -24,3 +28,47 @@ def test_the_mamba_check_is_the_recall_study_at_zoologys_rate():
     assert check.seeds == designs.RECALL_STUDY.seeds and check.setting == designs.RECALL_STUDY.setting
     assert 1e-3 not in designs.RECALL_STUDY.learning_rates  # the rate the recall study did not try
     assert check.arms["mamba"] == designs.RECALL_STUDY.arms["mamba"]
+
+
+def _write(folder, name, record):
+    (folder / name).write_text(json.dumps(record))
+
+
+def _lm_record(seed, bpb, errors=None):
+    run = {"seed": seed, "val": {"bits_per_byte": bpb}}
+    if errors is not None:
+        run["favor_error"] = errors
+    return {"runs": [run]}
+
+
+def _layer(i, favor, uniform, m):
+    return {"layer": i, "weights_tv": favor, "uniform_tv": uniform, "n_features": m}
+
+
+def test_the_checks_are_read_from_their_records_and_said_in_words(tmp_path):
+    assert study.baseline_checks(tmp_path)["performer"] is None and study.baseline_check_sentences(tmp_path) == []
+    _write(tmp_path, "performer_check_performer.json",
+           _lm_record(0, 2.4698, [_layer(0, 0.5, 0.4, 64), _layer(1, 0.3, 0.4, 64)]))
+    _write(tmp_path, "performer_check_performer_m256.json",
+           _lm_record(0, 2.41, [_layer(0, 0.2, 0.4, 256), _layer(1, 0.1, 0.4, 256)]))
+    _write(tmp_path, "lm_study_none.json", {"runs": [_lm_record(1, 2.5)["runs"][0], _lm_record(0, 2.466)["runs"][0]]})
+    found = study.baseline_checks(tmp_path)
+    assert found["no_mixing"] == 2.466 and found["mamba"] is None
+    assert found["performer"]["performer"] == {"bits_per_byte": 2.4698, "seed": 0, "n_features": 64, "layers": 2,
+                                               "favor_tv": pytest.approx(0.4), "uniform_tv": pytest.approx(0.4),
+                                               "closer_layers": 1}
+    assert found["performer"]["performer_m256"]["closer_layers"] == 2
+    (sentence,) = study.baseline_check_sentences(tmp_path)
+    assert sentence.startswith("Performer in the small LM, seed 0: 64 features 2.4698 bits per byte")
+    assert "256 features 2.4100" in sentence and "no mixing at the same seed: 2.4660" in sentence
+    floor = found["floor"]
+    for name, lr, means in (("recall_study_mamba_d64.json", 0.003, (0.095, 0.073, 0.071)),
+                            ("mamba_check_study_mamba_d64.json", 0.001, (0.2, 0.1, 0.3))):
+        runs = [{"seed": s, "lr": lr, "test_mean": m} for s, m in enumerate(means)]
+        _write(tmp_path, name, {"chosen_lr": lr, "runs": runs})
+    found = study.baseline_checks(tmp_path)
+    assert found["mamba"]["check"] == {"lr": 0.001, "test_means": [0.2, 0.1, 0.3]}
+    mamba = study.baseline_check_sentences(tmp_path)[1]
+    above = sum(m > floor for m in (0.2, 0.1, 0.3))
+    assert f"at the check's rate 0.001, test accuracy 0.200 (seeds 0.200, 0.100, 0.300; above the floor in {above})" \
+        in mamba and f"the guessing floor {floor:.3f}" in mamba

@@ -1,0 +1,82 @@
+"""Baselines that learn nothing, explained before anything is said to beat them: the two declared checks
+(:data:`gma_teach.designs.PERFORMER_CHECK`, :data:`gma_teach.designs.MAMBA_CHECK`) read beside the studies they
+check.
+
+:func:`baseline_checks` reads, for Performer in the LM study, its bits per byte at 64 and 256 features beside no
+mixing and how far each trained layer's FAVOR+ weights are from softmax's (``"favor_error"`` of its runs, against a
+plain average's distance); for Mamba in the recall study, its test accuracy at the study's rate and at 1e-3 beside
+the guessing floor. :func:`baseline_check_sentences` says it in words, every number read from the records. Nothing
+here trains.
+"""
+from __future__ import annotations
+
+import statistics
+
+from ..capacity import mean_guessing_floor
+from ..designs import LM_STUDY, MAMBA_CHECK, PERFORMER_CHECK, RECALL_STUDY
+from .arm_records import load_arm
+from .study_values import kept_runs
+
+__all__ = ["baseline_check_sentences", "baseline_checks"]
+
+
+def _favor(record: dict) -> dict:
+    """A Performer LM record's seed-0 bits per byte and its layers' mean FAVOR+ and plain-average distances."""
+    run = record["runs"][0]
+    errors = run["favor_error"]
+    return {"bits_per_byte": run["val"]["bits_per_byte"], "seed": run["seed"],
+            "n_features": errors[0]["n_features"], "layers": len(errors),
+            "favor_tv": statistics.fmean(e["weights_tv"] for e in errors),
+            "uniform_tv": statistics.fmean(e["uniform_tv"] for e in errors),
+            "closer_layers": sum(e["weights_tv"] < e["uniform_tv"] for e in errors)}
+
+
+def baseline_checks(folder=None) -> dict:
+    """What the two checks found, read from the records in ``folder`` (default: the book's results).
+
+    Returns:
+        ``{"performer": {arm: {"bits_per_byte", "seed", "n_features", "layers", "favor_tv", "uniform_tv",
+        "closer_layers"}} | None, "no_mixing": bits per byte of the LM study's ``none`` arm at the same seed |
+        None, "mamba": {"study": {"lr", "test_means"}, "check": {"lr", "test_means"}} | None, "floor": the recall
+        metric's guessing floor}``; a part is ``None`` while its records are missing.
+    """
+    performer = {arm: load_arm(PERFORMER_CHECK, arm, folder) for arm in PERFORMER_CHECK.arms}
+    found = {"performer": None, "no_mixing": None, "mamba": None,
+             "floor": mean_guessing_floor(RECALL_STUDY.setting["kv_pairs"])}
+    if all(performer.values()):
+        found["performer"] = {arm: _favor(record) for arm, record in performer.items()}
+        none = load_arm(LM_STUDY, "none", folder)
+        seed = PERFORMER_CHECK.seeds[0]
+        at_seed = [run for run in (none or {"runs": []})["runs"] if run["seed"] == seed]
+        found["no_mixing"] = at_seed[0]["val"]["bits_per_byte"] if at_seed else None
+    (width,) = MAMBA_CHECK.widths
+    mamba = {"study": load_arm(RECALL_STUDY, "mamba", folder, width=width),
+             "check": load_arm(MAMBA_CHECK, "mamba", folder, width=width)}
+    if all(record and record.get("chosen_lr") for record in mamba.values()):
+        found["mamba"] = {label: {"lr": record["chosen_lr"], "test_means": [r["test_mean"] for r in kept_runs(record)]}
+                          for label, record in mamba.items()}
+    return found
+
+
+def baseline_check_sentences(folder=None) -> list[str]:
+    """:func:`baseline_checks` in words: one sentence for each check whose records are in ``folder``."""
+    found = baseline_checks(folder)
+    sentences = []
+    if found["performer"] is not None:
+        parts = [f"{c['n_features']} features {c['bits_per_byte']:.4f} bits per byte, FAVOR+'s weights "
+                 f"{c['favor_tv']:.2f} from softmax's against a plain average's {c['uniform_tv']:.2f} (total "
+                 f"variation, mean over its {c['layers']} layers; closer in {c['closer_layers']})"
+                 for c in found["performer"].values()]
+        none = ("" if found["no_mixing"] is None else
+                f"; no mixing at the same seed: {found['no_mixing']:.4f}")
+        sentences.append(f"Performer in the small LM, seed {PERFORMER_CHECK.seeds[0]}: " + "; ".join(parts) + none
+                         + ".")
+    if found["mamba"] is not None:
+        names = {"study": "the recall study", "check": "the check"}
+        parts = [f"at {names[label]}'s rate {m['lr']:g}, test "
+                 f"accuracy {statistics.fmean(m['test_means']):.3f} (seeds "
+                 f"{', '.join(f'{x:.3f}' for x in m['test_means'])}; above the floor in "
+                 f"{sum(x > found['floor'] for x in m['test_means'])})" for label, m in found["mamba"].items()]
+        sentences.append(f"Mamba in recall at width {MAMBA_CHECK.widths[0]}: " + "; ".join(parts)
+                         + f"; the guessing floor {found['floor']:.3f}.")
+    return sentences
