@@ -11,12 +11,24 @@ from ._recall import recall_run_point
 from ._work import Point, block_work, point_seconds
 
 
+def _result_mixer(result: dict, device: DeviceProfile) -> tuple[str, bool]:
+    """The mixer of a profiling result and whether to cost it as on a CUDA device: a sweep row names its
+    ``"mixer"``; a row of the equal-state block record names only its ``"label"`` (``"gma"``, the path GMA runs
+    on that device; ``"gma (operators)"``, the operator form, costed with the entry every device but a CPU runs)."""
+    label = result.get("mixer") or result["label"]
+    on_cuda = str(result.get("device", "cuda" if device.is_cuda else "cpu")).startswith("cuda")
+    if label.startswith("gma"):
+        return "gma", on_cuda or "operators" in label
+    return label, on_cuda
+
+
 def compare_with_record(record: dict, device_profile=None) -> list[dict]:
     """The model beside a recorded result file, one row per measurement.
 
     Args:
         record: a loaded record of :func:`gma_teach.measure.results_folder`: a profiling sweep (``"results"`` rows
-            of chapter 8's protocol), an experiment (``"experiment"``, ``"config"``, ``"runs"``) or an arm of the
+            of chapter 8's protocol, the sweep's or the equal-state block record's), an experiment (``"experiment"``,
+            ``"config"``, ``"runs"``) or an arm of the
             recall study (``"design"``, ``"width"``, ``"runs"``: each run's training on one core, its
             ``cpu_seconds``, against the model's single-threaded time; the mixer needs a cost-model entry).
         device_profile: the profile to predict with; default: ``"cpu-2core"`` for a CPU record, else the GPU
@@ -31,13 +43,17 @@ def compare_with_record(record: dict, device_profile=None) -> list[dict]:
     device = profile(device_profile) if device_profile is not None else _record_profile(record)
     if "results" in record:
         rows = []
+        config = record.get("config", {})
         for r in record["results"]:
-            work = block_work(r["mixer"], d_model=r["d_model"], n_heads=r["n_heads"], seq_len=r["seq_len"],
-                              batch_size=r["batch_size"], n_components=r.get("n_components") or 64,
-                              on_cuda=str(r.get("device", "cpu")).startswith("cuda"),
-                              **{k: record["config"][k] for k in ("n_features", "linformer_k")
-                                 if k in record.get("config", {})})
-            rows.append({"label": f"{r['label']} N={r['seq_len']}", "measured_seconds": r["seconds"],
+            mixer, on_cuda = _result_mixer(r, device)
+            work = block_work(mixer, d_model=r["d_model"], n_heads=r["n_heads"], seq_len=r["seq_len"],
+                              batch_size=r["batch_size"], n_components=r.get("n_components") or
+                              config.get("n_components", 64), on_cuda=on_cuda,
+                              **{k: config[k] for k in ("n_features", "linformer_k") if k in config},
+                              **({"n_features": config["features_per_head"]} if "features_per_head" in config
+                                 else {}))
+            causal = " causal" if r.get("causal") else ""
+            rows.append({"label": f"{r['label']}{causal} N={r['seq_len']}", "measured_seconds": r["seconds"],
                          "predicted_seconds": point_seconds(Point("", work, single_thread=True), device),
                          "measured_bytes": r.get("peak_memory_bytes"), "predicted_bytes": work.peak})
         return rows
