@@ -312,3 +312,25 @@ def test_the_capacity_row_appears_with_its_tables_and_follows_the_rule(records, 
     assert "tested once its primary pair" not in rows["a better memory than linear attention at equal state "
                                                       "(recall)"]["scope"]
     _check_rows_against_records(records, [row])
+
+
+def test_the_capacity_tables_saved_by_the_command_give_the_row(records):
+    """Synthetic records of the capacity study's primary pair at every declared seed, summarized and saved by the
+    command line as a user would, give the row its verdict: GMA told apart behind at every S is "not for"."""
+    study_design = designs.CAPACITY_STUDY
+    for arm, level in (("linear", 0.8), ("gma_k64_remedy", 0.3)):
+        runs = []
+        for seed in study_design.seeds:
+            accuracy = {str(n): level - 0.001 * n + 0.01 * seed for n in study_design.setting["n_pairs"]}
+            runs.append({"seed": seed, "retrieval_accuracy": accuracy, "loss": {n: 0.1 for n in accuracy},
+                         "state_bytes": dict.fromkeys(accuracy, 16_640), "steps": dict.fromkeys(accuracy, 3_000),
+                         "stopped": dict.fromkeys(accuracy, "max_steps")})
+        record = {"study": study_design.name, "arm": arm, "runs": runs,
+                  "summary": study.summarize_arm(study_design, arm, runs), "complete": True}
+        (records / f"capacity_{arm}.json").write_text(json.dumps(record))
+    study.main(["capacity", "--summary", "--save", "--out-dir", str(records)])
+    saved = json.loads((records / synthesis.CAPACITY_TABLES).read_text())
+    assert len(saved["declared"]["comparisons"]) == 4
+    row = next(r for r in study.gma_claims(records) if r["record"] == synthesis.CAPACITY_TABLES)
+    assert row["side"] == "not for" and all(b["difference"] == pytest.approx(-0.5) for b in row["basis"])
+    _check_rows_against_records(records, [row])

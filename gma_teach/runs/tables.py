@@ -62,9 +62,11 @@ def study_table(study: dict, folder=None, *, reference: str | None = None, metri
 def study_tables(study: dict, folder=None) -> dict:
     """Every table of :func:`study_table` worth reading for ``study``: its declared metrics, then bits per byte and
     (GMA arms) the information the routing carries for a language-model study whose records hold it, test accuracy
-    (the record's, best epoch on the validation split) for a classifier; ``{metric: table}``."""
+    (the record's, best epoch on the validation split) for a classifier, nothing more for the capacity study;
+    ``{metric: table}``."""
+    experiment = study.get("experiment", "lm")
     usual = (("val_bits_per_byte", *(("routing_information",) if _records_information(study, folder) else ()))
-             if study.get("experiment", "lm") == "lm" else ("test_accuracy",))
+             if experiment == "lm" else () if experiment == "capacity" else ("test_accuracy",))
     metrics = dict.fromkeys((*declared_metrics(study), *usual))
     return {metric: study_table(study, folder, metric=metric) for metric in metrics}
 
@@ -144,8 +146,10 @@ def _cell(summary: dict, name: str, digits: int) -> str:
 def format_study_table(table: dict) -> str:
     """The table of :func:`study_table` as aligned text; each cell is the mean over seeds +- the half-width of its
     95% Student-t interval, as the line above the table says."""
-    if table["metric"] in ("test_accuracy", "last_epoch_test_accuracy"):
-        title = "test accuracy" if table["metric"] == "test_accuracy" else "last-epoch test acc."
+    if table["metric"] in ("test_accuracy", "last_epoch_test_accuracy") or table["metric"].startswith(
+            "retrieval_accuracy_s"):
+        title = {"test_accuracy": "test accuracy", "last_epoch_test_accuracy": "last-epoch test acc."}.get(
+            table["metric"], f"accuracy at S={table['metric'].rsplit('_s', 1)[-1]}")
         lines = ["mean +- 95% half-width over seeds", f"{'arm':<20} {'seeds':>5} {title:>20}"]
         lines += [f"{arm:<20} {len(s['seeds']):>5} {_cell(s, table['metric'], 4):>20}"
                   for arm, s in table["arms"].items()]
