@@ -330,6 +330,24 @@ def test_the_recall_model_predicts_the_recorded_runs():
     _assert_in_band(ratios, RECALL_SECONDS_MEASURED, 1.10, "predicted / recorded recall seconds")
 
 
+MQAR_PILOT_SECONDS_MEASURED = (0.54, 0.77)
+"""predicted / recorded cpu seconds of the MQAR pilot's two runs (mqar_pilot_study_{sdpa,linear}_d64.json: two
+layers, 128 tokens, batch 64, 6,000 steps, one thread): 0.535 (linear) to 0.769 (sdpa). The model under-predicts
+these runs, linear attention most (its cost entry counts the bidirectional form; the causal chunked form's products
+inside each chunk are not in it). Margin 10%."""
+
+
+def test_the_recall_model_against_the_mqar_pilot():
+    ratios = {}
+    for arm in ("sdpa", "linear"):
+        path = measure.results_folder() / f"mqar_pilot_study_{arm}_d64.json"
+        if not path.exists():
+            pytest.skip("the MQAR pilot's records are not here")
+        (row,) = cost.compare_with_record(json.loads(path.read_text()))
+        ratios[arm] = row["predicted_seconds"] / row["measured_seconds"]
+    _assert_in_band(ratios, MQAR_PILOT_SECONDS_MEASURED, 1.10, "predicted / recorded MQAR pilot seconds")
+
+
 def test_recall_records_of_mixers_the_model_lacks_are_named():
     record = {"study": "recall", "arm": "window", "width": 64, "runs": [],
               "design": {**{key: RECALL_STUDY[key] for key in ("seq_len", "vocab_size", "kv_pairs", "n_train",
