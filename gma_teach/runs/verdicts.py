@@ -218,7 +218,7 @@ def study_findings(study: dict, declared: dict) -> dict:
     bits per byte and losses (``LOWER_IS_BETTER``), higher for accuracy and active share.
 
     Args:
-        study: a study of ``gma_teach.runs.settings`` (its arms say which side is GMA).
+        study: a :class:`gma_teach.designs.Study` (its arms say which side is GMA).
         declared: :func:`declared_comparisons` of the study (or the ``"declared"`` of its saved table).
 
     Returns:
