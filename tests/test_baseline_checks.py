@@ -72,3 +72,31 @@ def test_the_checks_are_read_from_their_records_and_said_in_words(tmp_path):
     above = sum(m > floor for m in (0.2, 0.1, 0.3))
     assert f"at the check's rate 0.001, test accuracy 0.200 (seeds 0.200, 0.100, 0.300; above the floor in {above})" \
         in mamba and f"the guessing floor {floor:.3f}" in mamba
+
+
+def test_the_checks_conclude_only_when_their_records_say_so(tmp_path):
+    """The concluding sentences appear when every feature count leaves a layer farther from softmax than a plain
+    average and when no Mamba seed passes the floor, and not otherwise."""
+    def performer(m256_layers):
+        _write(tmp_path, "performer_check_performer.json",
+               _lm_record(0, 2.44, [_layer(0, 0.7, 0.4, 64), _layer(1, 0.2, 0.6, 64)]))
+        _write(tmp_path, "performer_check_performer_m256.json", _lm_record(0, 2.49, m256_layers))
+
+    def mamba(check_means):
+        for name, lr, means in (("recall_study_mamba_d64.json", 0.003, (0.095, 0.073, 0.071)),
+                                ("mamba_check_study_mamba_d64.json", 0.001, check_means)):
+            _write(tmp_path, name, {"chosen_lr": lr, "runs": [{"seed": s, "lr": lr, "test_mean": m}
+                                                              for s, m in enumerate(means)]})
+
+    performer([_layer(0, 0.6, 0.46, 256), _layer(1, 0.3, 0.58, 256)])
+    mamba((0.072, 0.09, 0.062))
+    sentences = study.baseline_check_sentences(tmp_path)
+    assert len(sentences) == 4
+    assert sentences[1].startswith("On this seed, at every feature count tried") and "no lower" in sentences[1]
+    assert sentences[3].startswith("At neither rate does any seed of Mamba pass the guessing floor")
+    performer([_layer(0, 0.3, 0.46, 256), _layer(1, 0.3, 0.58, 256)])  # 256 features closer in every layer
+    mamba((0.072, 0.2, 0.062))  # one seed above the floor
+    assert len(study.baseline_check_sentences(tmp_path)) == 2
+    assert study.baseline_check_sentences(tmp_path, which="mamba")[0].startswith("Mamba in recall")
+    with pytest.raises(ValueError, match="which"):
+        study.baseline_check_sentences(tmp_path, which="linear")
