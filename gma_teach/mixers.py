@@ -70,7 +70,7 @@ class BlockCost:
         extra_peak_values: values at the peak beyond ``peak_per_token_width`` (an ``N x N`` matrix, a
             ``(B, H, N, K)`` tensor, ...).
         on_cpu: the entry of the path the mixer runs on a CPU when it differs from the one it runs elsewhere
-            (GMA's lean path, :mod:`gma_teach._gma_autograd`, which keeps no responsibilities for the backward),
+            (GMA's lean path, ``gma_teach._gma_autograd``, which keeps no responsibilities for the backward),
             or ``None`` when one entry serves every device.
     """
 

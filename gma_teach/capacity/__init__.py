@@ -135,13 +135,13 @@ PUBLISHED_MODELS = _published.PUBLISHED_MODELS
 ``favor_m512``), each with the model part of its log files' names in their repository."""
 
 PUBLISHED_CURVES = _published.PUBLISHED_CURVES
-"""Their logged evaluation losses, ``{model: {S: (steps, losses)}}``, one seed a run, every 100 steps until their
-stopping rule ended the run (module ``_published`` says where each number comes from)."""
+"""Their logged evaluation losses, one seed a run, every 100 steps until their stopping rule ended the run, as
+``{model: {S: (steps, losses)}}`` (module ``_published`` says where each number comes from)."""
 
 PUBLISHED_COUNTERPARTS = _curves.PUBLISHED_COUNTERPARTS
-"""Each arm of the capacity study with a published counterpart of the same kind and feature count: ``sdpa`` with
-their softmax, ``linear`` with their linear attention, ``performer_m128`` (128 positive features) with their FAVOR at
-``m = 64`` (``2m = 128`` features)."""
+"""The arms of the capacity study that have a published counterpart of the same kind and feature count. ``sdpa``
+goes with their softmax, ``linear`` with their linear attention, ``performer_m128`` (128 positive features) with
+their FAVOR at ``m = 64`` (``2m = 128`` features)."""
 
 LEARNED_ABOVE = _pilot.LEARNED_ABOVE
 """The MQAR pilot's criterion, the accuracy an arm must pass to have *learned*, its validation accuracy averaged

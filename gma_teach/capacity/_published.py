@@ -408,8 +408,8 @@ def published_final(model: str) -> dict[int, dict]:
         For each ``S`` with a stored curve, in increasing order, a dict with ``"steps"`` (int, the last evaluation's
         step, where the run stopped), ``"loss"`` (float, the last evaluation loss), ``"best"`` (float, the lowest
         evaluation loss), ``"reached_target"`` (bool, whether any evaluation loss is at or below
-        :data:`TARGET_LOSS`, 1e-3) and ``"first_below"`` (int or None, the first step whose loss is below
-        :data:`FIRST_BELOW_LOSS`, 0.25; None if none is).
+        ``TARGET_LOSS``, 1e-3) and ``"first_below"`` (int or None, the first step whose loss is below
+        ``FIRST_BELOW_LOSS``, 0.25; None if none is).
 
     Raises
     ------

@@ -97,8 +97,8 @@ def run_lm(mixer: str, *, scale_name: str | None = None, seed: int = 0, n_compon
     The record holds ``history`` (validation loss and perplexity every ``p.eval_every`` steps, and
     ``val_bits_per_byte``), ``val`` (loss, perplexity and ``bits_per_byte`` of the best-validation weights),
     ``routing`` (``initial`` and per-evaluation health, GMA only), ``favor_error`` (Performer only: how far each
-    layer's FAVOR+ weights are from softmax's on its own queries and keys of the first :data:`FAVOR_PROBE_ROWS`
-    validation rows, :func:`gma_teach.diagnostics.model_favor_errors`), ``tokens_per_second`` (training),
+    layer's FAVOR+ weights are from softmax's on its own queries and keys of the first 16 validation rows,
+    ``FAVOR_PROBE_ROWS``, :func:`gma_teach.diagnostics.model_favor_errors`), ``tokens_per_second`` (training),
     ``parameters``, ``data_source`` and ``tokenizer``.
     """
     p = preset("lm", scale_name)
