@@ -98,6 +98,9 @@ from ._fast_weight import (
     retrieval_scores,
     train_fast_weight,
     fast_weight_seed,
+    ROUTING_SEQUENCES,
+    routing_sample,
+    routing_summary,
 )
 
 # The documented names, in the book's order (the package-level names imported above, MIXERS, make_mixer,
@@ -111,7 +114,8 @@ __all__ = [
     "uses_default_routing", "equal_state_points", "default_routing_floor", "when_to_choose_gma",
     "FAST_WEIGHT_SIZES", "FastWeightBatch", "FastWeightModel", "StoppingRule", "fast_weight_batch",
     "fast_weight_data", "value_embeddings", "reconstruction_loss", "nearest_value", "retrieval_scores",
-    "train_fast_weight", "fast_weight_seed", "capacity_curves", "slot_predictions", "state_at",
+    "train_fast_weight", "fast_weight_seed", "ROUTING_SEQUENCES", "routing_sample", "routing_summary",
+    "capacity_curves", "slot_predictions", "state_at",
     "PUBLISHED_COUNTERPARTS", "published_comparison", "PUBLISHED_MODELS", "PUBLISHED_CURVES", "published_final",
     "LEARNED_ABOVE",
     "pilot_curves", "pilot_learned", "pilot_sentences",
@@ -126,6 +130,9 @@ ROUTING_SUFFIXES = _table.ROUTING_SUFFIXES
 """The endings of a GMA arm's name that say its routing is not the default, and what each routing is:
 ``gma_k{K}_remedy`` runs :data:`gma_teach.layer.LM_ROUTING_REMEDY`, ``gma_k{K}_var_bal`` the variance change with the
 balance loss (:data:`gma_teach.designs.VARIANCE_AND_BALANCE`)."""
+
+ROUTING_SEQUENCES = _fast_weight.ROUTING_SEQUENCES
+"""How many test sequences (the first ones) :func:`routing_sample` reads for a GMA arm's routing: 256."""
 
 FAST_WEIGHT_SIZES = _fast_weight.FAST_WEIGHT_SIZES
 """The grid of ``S`` (stored pairs) of Schlag, Irie and Schmidhuber's Setting 1: 20, 40, ..., 600."""

@@ -76,11 +76,12 @@ from tqdm.auto import tqdm
 
 from .. import _checks
 from ..baselines import make_mixer, mixer_state_bytes
+from ..diagnostics import capture_responsibilities, gma_layers, information_report
 from ..models import auxiliary_loss
 
-__all__ = ["FAST_WEIGHT_SIZES", "FastWeightBatch", "FastWeightModel", "StoppingRule", "fast_weight_batch",
-           "fast_weight_data", "fast_weight_seed", "nearest_value", "reconstruction_loss", "retrieval_scores",
-           "train_fast_weight", "value_embeddings"]
+__all__ = ["FAST_WEIGHT_SIZES", "ROUTING_SEQUENCES", "FastWeightBatch", "FastWeightModel", "StoppingRule",
+           "fast_weight_batch", "fast_weight_data", "fast_weight_seed", "nearest_value", "reconstruction_loss",
+           "retrieval_scores", "routing_sample", "routing_summary", "train_fast_weight", "value_embeddings"]
 
 FAST_WEIGHT_SIZES = tuple(range(20, 601, 20))
 """Their grid of ``S`` (pairs in a sequence): 20, 40, ..., 600."""
@@ -316,6 +317,46 @@ def train_fast_weight(model: FastWeightModel, *, seed: int, val: FastWeightBatch
     return {"steps": step, "stopped": stopped, "curve": curve, "train_seconds": time.perf_counter() - started}
 
 
+ROUTING_SEQUENCES = 256
+"""How many test sequences :func:`routing_sample` reads (the first ones): 256 x S key rows and 256 query rows."""
+
+
+def routing_sample(model: FastWeightModel, data: FastWeightBatch) -> dict[str, torch.Tensor] | None:
+    """A GMA model's routing on the first :data:`ROUTING_SEQUENCES` sequences of ``data``; ``None`` for another
+    mixer.
+
+    Returns:
+        ``{"key": (B * S, K), "query": (B, K)}``: the key responsibilities of the ``S`` pair tokens (which slots
+        each pair is written to) and the query responsibilities of the query token (which slots it reads).
+    """
+    if not gma_layers(model):
+        return None
+    part = data.rows(0, ROUTING_SEQUENCES)
+    (key,) = capture_responsibilities(model, part, side="key").values()  # (B, 1, S + 1, K)
+    (query,) = capture_responsibilities(model, part, side="query").values()
+    return {"key": key[:, 0, :model.n_pairs].reshape(-1, key.shape[-1]), "query": query[:, 0, model.n_pairs]}
+
+
+def routing_summary(trained: dict[str, torch.Tensor], untrained: dict[str, torch.Tensor]) -> dict:
+    """Per side (``"key"``, ``"query"``) of two :func:`routing_sample` results (the model after and before
+    training): the information its routing carries and the name chapter 11's rule gives it
+    (:func:`gma_teach.diagnostics.information_report`, 20 shuffles).
+
+    Returns:
+        ``{side: {"bits", "share", "usage_entropy", "token_entropy", "mean_max_ratio", "untrained_bits",
+        "shuffled_bits", "shuffled_sd", "state"}}``: ``bits`` is the mutual information between a token and its
+        slot (at most ``log2 K``), ``share`` that over ``ln K``, the entropies as shares of ``ln K``.
+    """
+    summary = {}
+    for side in ("key", "query"):
+        report = information_report(trained[side], [untrained[side]])
+        summary[side] = {**{name: report["trained"][name] for name in
+                            ("bits", "share", "usage_entropy", "token_entropy", "mean_max_ratio")},
+                         "untrained_bits": report["untrained"]["mean"], "shuffled_bits": report["shuffled"]["mean"],
+                         "shuffled_sd": report["shuffled"]["std"], "state": report["state"]}
+    return summary
+
+
 def fast_weight_seed(sizes, mixer: str, options, seed: int, *, progress=False, label: str | None = None) -> dict:
     """One arm and one seed of a capacity study: a fresh model at every ``S`` of ``sizes["n_pairs"]``, trained by
     :func:`train_fast_weight` and scored on a test set of its own.
@@ -331,7 +372,8 @@ def fast_weight_seed(sizes, mixer: str, options, seed: int, *, progress=False, l
 
     Returns:
         the run's record: ``{"seed", "lr", "n_pairs", "loss", "retrieval_accuracy", "steps", "stopped",
-        "state_bytes", "parameters", "curves", "train_seconds"}``, the per-``S`` entries keyed by ``str(S)``.
+        "state_bytes", "parameters", "curves", "train_seconds"}``, the per-``S`` entries keyed by ``str(S)``; a GMA
+        arm's record also holds ``"routing"``: :func:`routing_summary` at each ``S``, on the test sequences.
     """
     seed = _checks.integer("seed", seed, minimum=0)
     run = {"seed": seed, "lr": sizes["lr"], "n_pairs": list(sizes["n_pairs"]), "loss": {},
@@ -342,6 +384,7 @@ def fast_weight_seed(sizes, mixer: str, options, seed: int, *, progress=False, l
         model = FastWeightModel(n_pairs, mixer, d_model=sizes["d_model"], value_seed=seed, **dict(options))
         val = fast_weight_data(sizes["n_eval"], n_pairs, seed=sizes["data_seeds"]["val"] + n_pairs)
         test = fast_weight_data(sizes["n_test"], n_pairs, seed=sizes["data_seeds"]["test"] + n_pairs)
+        untrained = routing_sample(model, test)
         trained = train_fast_weight(model, seed=seed * 100_003 + n_pairs, val=val, lr=sizes["lr"],
                                     batch_size=sizes["batch_size"], max_steps=sizes["max_steps"],
                                     eval_every=sizes["eval_every"],
@@ -353,4 +396,6 @@ def fast_weight_seed(sizes, mixer: str, options, seed: int, *, progress=False, l
         run["state_bytes"][key] = model.state_bytes()
         run["parameters"][key] = sum(p.numel() for p in model.parameters())
         run["curves"][key], run["train_seconds"][key] = trained["curve"], trained["train_seconds"]
+        if untrained is not None:
+            run.setdefault("routing", {})[key] = routing_summary(routing_sample(model, test), untrained)
     return run

@@ -28,13 +28,14 @@ def gma_layers(model: nn.Module) -> list[nn.Module]:
 
 
 def capture_responsibilities(
-    model: nn.Module, input_ids: torch.Tensor, *, layers: Sequence[int] | None = None
+    model: nn.Module, input_ids: torch.Tensor, *, layers: Sequence[int] | None = None, side: str = "query"
 ) -> dict[int, torch.Tensor]:
-    """Query responsibilities of the model's GMA layers on one forward pass, with the model left as it was.
+    """Query (or key) responsibilities of the model's GMA layers on one forward pass, with the model left as it
+    was.
 
     The model runs once in evaluation mode under ``torch.no_grad()``. Each chosen layer's
     ``store_responsibilities`` flag is switched on for that pass and a forward hook copies
-    ``layer.last_responsibilities["query"]``; afterwards the flags, the stored responsibilities, the train/eval
+    ``layer.last_responsibilities[side]``; afterwards the flags, the stored responsibilities, the train/eval
     mode of every submodule and the hooks are all restored, even if the forward raises.
 
     Args:
@@ -43,11 +44,14 @@ def capture_responsibilities(
         input_ids: the model's input, e.g. token ids ``(B, N)``.
         layers: indices into :func:`gma_layers` (negative counts from the end, ``-1`` is the last layer);
             ``None`` means every GMA layer.
+        side: ``"query"`` (how each token reads the slots) or ``"key"`` (how each token writes them).
 
     Returns:
-        ``{layer_index: gamma_q}`` with ``gamma_q`` of shape ``(B, H, N, K)`` (float32 on the CPU, rows sum
+        ``{layer_index: gamma}`` with ``gamma`` of shape ``(B, H, N, K)`` (float32 on the CPU, rows sum
         to 1), keyed by the non-negative layer index.
     """
+    if side not in ("query", "key"):
+        raise ValueError(f"side must be 'query' or 'key', got {side!r}")
     found = gma_layers(model)
     if not found:
         raise ValueError(f"model contains no GaussianMixtureAttention layer ({type(model).__name__})")
@@ -67,7 +71,7 @@ def capture_responsibilities(
 
     def hook_for(index: int):
         def hook(module, inputs, output):
-            captured[index].append(module.last_responsibilities["query"].detach().float().cpu())
+            captured[index].append(module.last_responsibilities[side].detach().float().cpu())
 
         return hook
 
