@@ -2,6 +2,7 @@
 predictions, and accuracy against state bytes."""
 from __future__ import annotations
 
+import math
 import statistics
 
 import pytest
@@ -12,6 +13,8 @@ from gma_teach.capacity import (
     capacity_formula,
     published_comparison,
     published_final,
+    random_slot_recall,
+    routing_curves,
     slot_predictions,
     state_at,
 )
@@ -90,3 +93,27 @@ def test_published_comparison_pairs_each_arm_with_its_counterpart_at_shared_size
     assert first["published_steps"] == theirs[60]["steps"]
     with pytest.raises(ValueError, match="published model"):
         published_comparison(capacity_curves(records), counterparts={"linear": "mamba"})
+
+
+def _routed(run: dict, key_bits: dict) -> dict:
+    """``run`` with a routing entry at each S: the key router's bits as given, the query's one bit less."""
+    def side(bits):
+        return {"bits": bits, "untrained_bits": 0.5, "shuffled_bits": 0.25, "state": "in use"}
+    return {**run, "routing": {str(n): {"key": side(b), "query": side(b - 1)} for n, b in key_bits.items()}}
+
+
+def test_routing_curves_read_effective_slots_and_the_random_router_over_them():
+    spec = {"mixer": "gma", "options": {"n_components": 64}}
+    records = {"gma_k64_remedy": {"spec": spec, "runs": [_routed(_run(0, {20: 0.5, 80: 0.2}), {20: 3.0, 80: 4.0}),
+                                                         _routed(_run(1, {20: 0.5, 80: 0.2}), {20: 3.0, 80: 5.0})]},
+               "linear": {"runs": [_run(0, {20: 1.0, 80: 0.7})]}}
+    curves = routing_curves(records)
+    assert set(curves) == {"gma_k64_remedy"}  # an arm without routing is left out
+    curve = curves["gma_k64_remedy"]
+    assert curve["n_pairs"] == (20, 80) and curve["key_bits"] == pytest.approx((3.0, 4.5))
+    assert curve["query_bits"] == pytest.approx((2.0, 3.5))
+    assert curve["effective_slots"] == pytest.approx((8.0, 2 ** 4.5))
+    assert curve["bound_bits"] == pytest.approx((math.log2(20), 6.0))
+    assert curve["predicted_accuracy"][0] == pytest.approx(random_slot_recall(20, 8, 400, seed=0)[0])
+    assert curve["predicted_accuracy"][1] == pytest.approx(random_slot_recall(80, 23, 400, seed=0)[0])
+    assert curve["states"][1] == {"in use": 2}

@@ -16,6 +16,8 @@ from gma_teach.capacity import (
     nearest_value,
     reconstruction_loss,
     retrieval_scores,
+    routing_sample,
+    routing_summary,
     train_fast_weight,
     value_embeddings,
 )
@@ -217,3 +219,40 @@ def test_one_seed_through_the_runner_is_recorded_and_resumed(tmp_path):
     assert again["runs"] == record["runs"]
     both = run_arm(study, "gma_k64_remedy", folder=tmp_path, command="test")
     assert [r["seed"] for r in both["runs"]] == [0, 1] and both["complete"] is True
+
+
+# ------------------------------------------------------------------------------------------------ the routing
+def test_routing_sample_reads_the_layers_own_key_and_query_responsibilities():
+    torch.manual_seed(3)
+    model = FastWeightModel(5, "gma", d_model=16, n_components=7)
+    data = fast_weight_data(9, 5, seed=2)
+    sample = routing_sample(model, data)
+    gamma_q, gamma_k = model.mixer.routing(model.tokens(data))  # (B, 1, S + 1, K) each
+    assert sample["key"].shape == (9 * 5, 7) and sample["query"].shape == (9, 7)
+    torch.testing.assert_close(sample["key"], gamma_k[:, 0, :5].reshape(-1, 7).detach().float())
+    torch.testing.assert_close(sample["query"], gamma_q[:, 0, 5].detach().float())
+    assert routing_sample(FastWeightModel(5, "linear", d_model=16), data) is None
+
+
+def test_routing_summary_tells_a_router_that_sorts_from_one_that_dissolves():
+    n_keys, n_slots = 8, 16
+    one_slot_each = torch.eye(n_slots, dtype=torch.float64)[torch.arange(n_keys).repeat(30)]  # (240, 16)
+    uniform = torch.full_like(one_slot_each, 1.0 / n_slots)
+    sorted_router = routing_summary({"key": one_slot_each, "query": one_slot_each},
+                                    {"key": uniform, "query": uniform})
+    assert sorted_router["key"]["bits"] == pytest.approx(3.0)  # log2 of the 8 keys told apart
+    assert sorted_router["key"]["state"] == "in use" and sorted_router["key"]["untrained_bits"] == pytest.approx(0.0)
+    dissolved = routing_summary({"key": uniform, "query": uniform}, {"key": one_slot_each, "query": one_slot_each})
+    assert dissolved["query"]["bits"] == pytest.approx(0.0) and dissolved["query"]["state"] == "dissolved"
+
+
+def test_a_gma_run_records_its_routing_at_every_size_and_another_mixer_none(tmp_path):
+    study = designs.CAPACITY_STUDY.with_changes(
+        seeds=(0,), setting={"n_pairs": (4, 6), "d_model": 16, "max_steps": 2, "eval_every": 2, "n_eval": 8,
+                             "n_test": 8})
+    gma = run_arm(study, "gma_k64_remedy", folder=tmp_path, command="test")["runs"][0]
+    assert set(gma["routing"]) == {"4", "6"}
+    for side in ("key", "query"):
+        entry = gma["routing"]["6"][side]
+        assert 0.0 <= entry["bits"] <= 6.0 and entry["state"] in ("in use", "collapsed", "dissolved", "at baseline")
+    assert "routing" not in run_arm(study, "linear", folder=tmp_path, command="test")["runs"][0]

@@ -84,7 +84,7 @@ from ._table import (
 )
 from ._findings import recall_findings, forgetting_findings, when_to_choose_gma
 from ._pilot import pilot_curves, pilot_learned, pilot_sentences
-from ._curves import capacity_curves, published_comparison, slot_predictions, state_at
+from ._curves import capacity_curves, published_comparison, routing_curves, slot_predictions, state_at
 from ._published import published_final
 from ._fast_weight import (
     FastWeightBatch,
@@ -98,7 +98,6 @@ from ._fast_weight import (
     retrieval_scores,
     train_fast_weight,
     fast_weight_seed,
-    ROUTING_SEQUENCES,
     routing_sample,
     routing_summary,
 )
@@ -115,7 +114,7 @@ __all__ = [
     "FAST_WEIGHT_SIZES", "FastWeightBatch", "FastWeightModel", "StoppingRule", "fast_weight_batch",
     "fast_weight_data", "value_embeddings", "reconstruction_loss", "nearest_value", "retrieval_scores",
     "train_fast_weight", "fast_weight_seed", "ROUTING_SEQUENCES", "routing_sample", "routing_summary",
-    "capacity_curves", "slot_predictions", "state_at",
+    "capacity_curves", "routing_curves", "slot_predictions", "state_at",
     "PUBLISHED_COUNTERPARTS", "published_comparison", "PUBLISHED_MODELS", "PUBLISHED_CURVES", "published_final",
     "LEARNED_ABOVE",
     "pilot_curves", "pilot_learned", "pilot_sentences",
@@ -132,7 +131,7 @@ ROUTING_SUFFIXES = _table.ROUTING_SUFFIXES
 balance loss (:data:`gma_teach.designs.VARIANCE_AND_BALANCE`)."""
 
 ROUTING_SEQUENCES = _fast_weight.ROUTING_SEQUENCES
-"""How many test sequences (the first ones) :func:`routing_sample` reads for a GMA arm's routing: 256."""
+"""The number of test sequences, the first ones, that :func:`routing_sample` reads for a GMA arm's routing (256)."""
 
 FAST_WEIGHT_SIZES = _fast_weight.FAST_WEIGHT_SIZES
 """The grid of ``S`` (stored pairs) of Schlag, Irie and Schmidhuber's Setting 1: 20, 40, ..., 600."""

@@ -9,18 +9,22 @@ predictions of the chapter's exact demo and the state each arm keeps.
   Carlo mean (:func:`gma_teach.capacity.random_slot_recall`).
 * :func:`state_at` reads the accuracy of every arm at one ``S`` against its state bytes, the x axis on which arms of
   equal state are compared.
+* :func:`routing_curves` reads what a GMA arm's routing carries at each ``S``: the information of its key and
+  query responsibilities and the number of slots that information amounts to.
 * :func:`published_comparison` sets each arm's loss beside the published run of its counterpart
   (:data:`PUBLISHED_COUNTERPARTS`, module ``_published``) at every ``S`` both have.
 """
 from __future__ import annotations
 
+import math
 import statistics
 
 from .. import _checks
 from ._exact import capacity_formula, random_slot_recall
 from ._published import PUBLISHED_CURVES, TARGET_LOSS, published_final
 
-__all__ = ["PUBLISHED_COUNTERPARTS", "capacity_curves", "published_comparison", "slot_predictions", "state_at"]
+__all__ = ["PUBLISHED_COUNTERPARTS", "capacity_curves", "published_comparison", "routing_curves", "slot_predictions",
+           "state_at"]
 
 PUBLISHED_COUNTERPARTS = {"sdpa": "softmax", "linear": "linear", "performer_m128": "favor_m64"}
 """Each arm of the capacity study with a published counterpart of the same kind and feature count: softmax,
@@ -80,6 +84,60 @@ def capacity_curves(records) -> dict:
             "stopped": tuple({reason: sum(run["stopped"][str(n)] == reason for run in runs)
                               for reason in sorted({run["stopped"][str(n)] for run in runs})} for n in sizes),
         }
+    return curves
+
+
+def routing_curves(records) -> dict:
+    """What the routing of each GMA arm carries at each ``S``, over its recorded seeds.
+
+    A key router that carries ``I`` bits about which pair a token is spreads the pairs as evenly as one that gives
+    each pair one of ``2^I`` slots at random would: ``2^I`` is its number of *effective slots*, at most
+    ``min(S, K)``. The accuracy such a router would give is the random router's over ``2^I`` slots
+    (:func:`gma_teach.capacity.random_slot_recall`, rounded to whole slots): a trained GMA arm near that line
+    spends its state as its routing says; one far above it reads more than its slots' averages.
+
+    Args:
+        records: ``{arm: record}`` as for :func:`capacity_curves`; arms whose runs hold no ``"routing"`` (every
+            arm that is not GMA, and GMA runs made before the routing was recorded) are left out.
+
+    Returns:
+        ``{arm: {"n_pairs", "seeds", "key_bits", "key_bits_sd", "query_bits", "untrained_key_bits",
+        "shuffled_key_bits", "bound_bits" (``log2 min(S, K)``, when the record's ``spec`` names ``K``),
+        "effective_slots" (``2^key_bits``),
+        "predicted_accuracy" (random router over the effective slots, 400 draws), "states" ({state: count} of
+        the key router at each S)}}``, each a tuple over ``n_pairs``.
+    """
+    if not isinstance(records, dict):
+        raise TypeError(f"records must be a dict {{arm: record}}, got {type(records).__name__}")
+    curves = {}
+    for arm, record in records.items():
+        runs = [run for run in _arm_runs(arm, record) if "routing" in run]
+        if not runs:
+            continue
+        sizes = tuple(sorted(int(n) for n in set.intersection(*(set(run["routing"]) for run in runs))))
+
+        def over_seeds(side, name, n, runs=runs):
+            return [float(run["routing"][str(n)][side][name]) for run in runs]
+
+        key_bits = tuple(statistics.fmean(over_seeds("key", "bits", n)) for n in sizes)
+        n_slots = record.get("spec", {}).get("options", {}).get("n_components")
+        slots = tuple(2.0 ** bits for bits in key_bits)
+        curves[arm] = {
+            "n_pairs": sizes, "seeds": tuple(run["seed"] for run in runs), "key_bits": key_bits,
+            "key_bits_sd": tuple(statistics.stdev(v) if len(v := over_seeds("key", "bits", n)) > 1 else 0.0
+                                 for n in sizes),
+            "query_bits": tuple(statistics.fmean(over_seeds("query", "bits", n)) for n in sizes),
+            "untrained_key_bits": tuple(statistics.fmean(over_seeds("key", "untrained_bits", n)) for n in sizes),
+            "shuffled_key_bits": tuple(statistics.fmean(over_seeds("key", "shuffled_bits", n)) for n in sizes),
+            "effective_slots": slots,
+            "predicted_accuracy": tuple(random_slot_recall(n, max(1, round(k)), 400, seed=0)[0]
+                                        for n, k in zip(sizes, slots)),
+            "states": tuple({state: sum(run["routing"][str(n)]["key"]["state"] == state for run in runs)
+                             for state in sorted({run["routing"][str(n)]["key"]["state"] for run in runs})}
+                            for n in sizes),
+        }
+        if n_slots is not None:
+            curves[arm]["bound_bits"] = tuple(math.log2(min(n, n_slots)) for n in sizes)
     return curves
 
 

@@ -318,7 +318,8 @@ def train_fast_weight(model: FastWeightModel, *, seed: int, val: FastWeightBatch
 
 
 ROUTING_SEQUENCES = 256
-"""How many test sequences :func:`routing_sample` reads (the first ones): 256 x S key rows and 256 query rows."""
+"""The number of test sequences, the first ones, that :func:`routing_sample` reads (256 x S key rows and 256 query
+rows)."""
 
 
 def routing_sample(model: FastWeightModel, data: FastWeightBatch) -> dict[str, torch.Tensor] | None:
