@@ -2,7 +2,8 @@
 
 A :class:`MixerEntry` holds a mixer's class (built by :func:`gma_teach.make_mixer`), the options the experiments
 give it from a chapter's preset (:func:`gma_teach.experiments.mixer_options`), its options under the paper's Table 1
-protocol (:func:`gma_teach.profiling.table1_options`), its entry in the cost model (:class:`BlockCost`, read by
+protocol (:func:`gma_teach.profiling.table1_options`; a mixer has a place in that table only when its entry gives
+them, so a new mixer joins it by opting in), its entry in the cost model (:class:`BlockCost`, read by
 :mod:`gma_teach.cost`), the formula of its decoding state's bytes (read by
 :func:`gma_teach.baselines.mixer_state_bytes`), its look in every figure (colour, line style and marker, read by
 ``gma_teach.plots.mixer_color`` and :func:`gma_teach.plots.recall.arm_style`; the figures' legends follow the
@@ -90,6 +91,7 @@ def _no_options(p: SimpleNamespace) -> dict:
 
 
 def _table1_plain(*, seq_len: int, n_components: int, n_features: int, linformer_k: int) -> dict:
+    """A place in Table 1 at the mixer's own defaults (no options), for the entries that opt in with it."""
     return {}
 
 
@@ -106,7 +108,9 @@ class MixerEntry:
             study (an arm's own options go over them, :func:`gma_teach.study.resolve`); GMA's is its one default
             of ``n_components``, the preset's.
         table1_options: ``table1_options(seq_len=, n_components=, n_features=, linformer_k=)``: its options under
-            the Table 1 protocol of chapter 8, or ``None`` if it has no place in that table.
+            the Table 1 protocol of chapter 8 (a ``dict``, ``{}`` for the mixer's defaults), or ``None`` (the
+            default) if it has no place in that table. Membership is opt-in: a mixer joins Table 1
+            (:func:`table1_names`, the profiling sweep's default mixers) only when its entry gives this function.
         cost: its :class:`BlockCost`, or ``None`` when the cost model does not know it.
         causal_lm: whether a causal language model can use it (Linformer's projection of the sequence cannot).
         state_bytes: ``state_bytes(mixer, seq_len)``: the bytes of one batch row's decoding state of a built causal
@@ -129,7 +133,7 @@ class MixerEntry:
     cls: type
     color: str | None = None
     options: Callable[[SimpleNamespace], dict] = _no_options
-    table1_options: Callable[..., dict] | None = _table1_plain
+    table1_options: Callable[..., dict] | None = None
     cost: BlockCost | None = None
     causal_lm: bool = True
     state_bytes: Callable[..., int] | None = None
@@ -196,7 +200,7 @@ def entry(name: str) -> MixerEntry:
     if name in REGISTRY:
         return REGISTRY[name]
     if name in baselines.MIXERS:
-        return MixerEntry(name, baselines.MIXERS[name], table1_options=None)
+        return MixerEntry(name, baselines.MIXERS[name])
     raise ValueError(f"unknown mixer name {name!r}; known names: {', '.join(registered_names())}")
 
 
@@ -255,7 +259,8 @@ def causal_lm_names() -> tuple[str, ...]:
 
 
 def table1_names() -> tuple[str, ...]:
-    """The mixers with a place in the paper's Table 1 (``table1_options`` not ``None``), in the book's order."""
+    """The mixers with a place in the paper's Table 1 (``table1_options`` given: opt-in, ``None`` by default), in
+    the book's order."""
     return tuple(name for name in registered_names() if entry(name).table1_options is not None)
 
 
@@ -386,12 +391,12 @@ for _entry in (
                                                lambda s: GMA_LEAN_CPU_TENSORS_AT_PEAK * s.b * s.h * s.n
                                                * s.n_components)),
                state_bytes=_BOOK["gma"], routing_can_collapse=True),
-    MixerEntry("softmax", baselines.SoftmaxAttention, color="#762a83",
+    MixerEntry("softmax", baselines.SoftmaxAttention, color="#762a83", table1_options=_table1_plain,
                cost=BlockCost(4.0, 40, _softmax_flops, lambda s: 2 * s.b * s.h * s.n * s.n),
                state_bytes=_BOOK["softmax"]),
-    MixerEntry("sdpa", baselines.SDPAttention, color="#9970ab", cost=BlockCost(6.0, 30, _softmax_flops),
-               state_bytes=_BOOK["sdpa"]),
-    MixerEntry("linear", baselines.LinearAttention, color="#2166ac",
+    MixerEntry("sdpa", baselines.SDPAttention, color="#9970ab", table1_options=_table1_plain,
+               cost=BlockCost(6.0, 30, _softmax_flops), state_bytes=_BOOK["sdpa"]),
+    MixerEntry("linear", baselines.LinearAttention, color="#2166ac", table1_options=_table1_plain,
                cost=BlockCost(10.0, 60, lambda s: 4 * s.b * s.n * s.d * (s.d // s.h)), state_bytes=_BOOK["linear"]),
     MixerEntry("performer", baselines.PerformerAttention, color="#d6604d",
                options=lambda p: {"n_features": p.n_features},
@@ -405,25 +410,26 @@ for _entry in (
                    "max_seq_len": seq_len, "k": min(linformer_k, seq_len)},
                cost=BlockCost(12.0, 45, lambda s: 6 * s.b * s.n * s.linformer_k * s.d,
                               lambda s: 2 * s.b * s.h * s.n * s.linformer_k)),
-    MixerEntry("mamba", baselines.MambaMixer, color="#4d4d4d",
+    MixerEntry("mamba", baselines.MambaMixer, color="#4d4d4d", table1_options=_table1_plain,
                cost=BlockCost(182.0, 400, lambda s: MAMBA_FLOPS_PER_TOKEN_WIDTH * s.b * s.n * s.d),
                state_bytes=_BOOK["mamba"], causal_by_construction=True),
-    MixerEntry("uniform", baselines.UniformAverage, table1_options=None, state_bytes=_BOOK["uniform"]),
-    MixerEntry("none", baselines.NoMixing, table1_options=None, state_bytes=_BOOK["none"]),
+    # the controls: no place in Table 1 (no table1_options)
+    MixerEntry("uniform", baselines.UniformAverage, state_bytes=_BOOK["uniform"]),
+    MixerEntry("none", baselines.NoMixing, state_bytes=_BOOK["none"]),
     # Chapter 12's mixers: not in the paper's Table 1, and not yet fitted by the cost model; the forgetting and
     # hybrid ones are drawn dash-dotted (local) or dashed (decayed), with triangles, in the recall figures.
-    MixerEntry("window", baselines.SlidingWindowAttention, color="#8c510a", table1_options=None,
+    MixerEntry("window", baselines.SlidingWindowAttention, color="#8c510a",
                state_bytes=_BOOK["window"], reference=_against_sdpa, linestyle="-.", marker="^"),
-    MixerEntry("local_gma", baselines.LocalGMA, color="#c51b7d", table1_options=None,
+    MixerEntry("local_gma", baselines.LocalGMA, color="#c51b7d",
                options=lambda p: {"n_components": p.n_components, "window": LOCAL_WINDOW},
                state_bytes=_BOOK["local_gma"], reference=_against_window_and_gma, linestyle="-.", marker="^",
                routing_can_collapse=True),
-    MixerEntry("decay_linear", baselines.DecayedLinearAttention, color="#4393c3", table1_options=None,
+    MixerEntry("decay_linear", baselines.DecayedLinearAttention, color="#4393c3",
                state_bytes=_BOOK["decay_linear"], reference=_against_linear, linestyle="--", marker="^"),
-    MixerEntry("decay_gma", baselines.DecayedGaussianMixtureAttention, color="#e6ab02", table1_options=None,
+    MixerEntry("decay_gma", baselines.DecayedGaussianMixtureAttention, color="#e6ab02",
                state_bytes=_BOOK["decay_gma"], reference=_against_gma, linestyle="--", marker="^",
                routing_can_collapse=True),
-    MixerEntry("conv", baselines.ShortConvolution, color="#878787", table1_options=None,
+    MixerEntry("conv", baselines.ShortConvolution, color="#878787",
                state_bytes=_BOOK["conv"], causal_by_construction=True),
 ):
     register(_entry)

@@ -4,7 +4,7 @@ by every part of the package that lists, builds, counts, draws or compares mixer
 The dummy, ``echo``, is a causal mixer of the baselines' interface (``(B, N, D) -> (B, N, D)``, ``init_state`` and
 ``step``): position ``i`` reads a learned projection of token ``i - 1``; its decoding state is the last token.
 """
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from pathlib import Path
 
 import matplotlib
@@ -79,7 +79,7 @@ def _table_with_echo():
 def test_it_is_listed_and_built(echo):
     assert NAME in mixers.registered_names() and NAME in baselines.MIXER_NAMES and baselines.MIXERS[NAME] is Echo
     assert mixers.registered_names()[-1] == NAME == baselines.MIXER_NAMES[-1]  # registered last, listed last
-    assert NAME in mixers.causal_lm_names() and NAME in mixers.table1_names()
+    assert NAME in mixers.causal_lm_names()
     mixer = make_mixer(NAME, 8, 2, causal=True, scale=2.0)
     assert isinstance(mixer, Echo) and mixer.scale == 2.0
     assert mixer(torch.randn(3, 5, 8)).shape == (3, 5, 8)
@@ -179,10 +179,30 @@ def test_a_study_runs_it_and_reads_it(echo, tmp_path):
 
 
 def test_the_name_lists_other_modules_hold_include_it(echo):
-    from gma_teach import experiments, profiling
+    from gma_teach import experiments
     from gma_teach.runs.experiments import _parser
 
-    for names in (experiments.LM_MIXERS, experiments.CLASSIFIER_MIXERS, profiling.DEFAULT_MIXERS,
-                  baselines.MIXER_NAMES):
+    for names in (experiments.LM_MIXERS, experiments.CLASSIFIER_MIXERS, baselines.MIXER_NAMES):
         assert NAME in names and list(names)[-1] == NAME
     assert _parser().parse_args(["lm", "--mixer", NAME, "--out", "x.json"]).mixer == NAME
+
+
+def test_table1_is_opt_in(echo):
+    """Registered without ``table1_options``, it has no place in Table 1 (nor in the profiling sweep's defaults);
+    registered with them, it joins both, last, with the options its entry gives."""
+    from gma_teach import profiling
+
+    before = mixers.table1_names()
+    assert NAME not in before and NAME not in profiling.DEFAULT_MIXERS
+    assert profiling.table1_options(NAME, seq_len=64) == {}
+    mixers.unregister(NAME)
+    try:
+        mixers.register(replace(echo, table1_options=lambda *, seq_len, n_components, n_features, linformer_k: {
+            "scale": seq_len / 128}))
+        assert mixers.table1_names() == (*before, NAME) and list(profiling.DEFAULT_MIXERS) == [*before, NAME]
+        assert profiling.table1_options(NAME, seq_len=64) == {"scale": 0.5}
+        (row,) = profiling.sweep(mixers=[NAME], seq_lens=[8], d_model=8, n_heads=2, repeat=1)
+        assert row["mixer"] == NAME and row["tokens_per_second"] > 0
+    finally:
+        mixers.unregister(NAME)
+        mixers.register(echo)  # for the fixture's clean-up
