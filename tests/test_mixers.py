@@ -20,6 +20,22 @@ class Shift(nn.Module):
         return self.scale * self.proj(torch.nn.functional.pad(x, (0, 0, 1, 0))[:, :-1])
 
 
+BOOK_MIXERS = ("gma", "softmax", "sdpa", "linear", "performer", "linformer", "mamba", "uniform", "none", "window",
+               "local_gma", "decay_linear", "decay_gma", "conv")  # the book's mixers, in the book's order
+BOOK_FORGETTING_AND_HYBRID = ("window", "local_gma", "decay_linear", "decay_gma")  # chapter 12's
+BOOK_ROUTING_CAN_COLLAPSE = ("gma", "local_gma", "decay_gma")  # chapter 11's
+
+
+def _in_book(names) -> list[str]:
+    """``names`` less any mixer registered besides the book's, in their order."""
+    return [name for name in names if name in BOOK_MIXERS]
+
+
+def _where(flag) -> tuple[str, ...]:
+    """The registered names whose entry has ``flag(entry)`` true, in the registry's order."""
+    return tuple(name for name in mixers.registered_names() if flag(mixers.entry(name)))
+
+
 SHIFT_COST = mixers.BlockCost(peak_per_token_width=3.0, ops=7, flops=lambda s: 2 * s.b * s.n * s.d * s.d,
                               extra_peak_values=lambda s: 5.0 * s.b * s.n)
 
@@ -76,7 +92,9 @@ def test_the_registry_is_the_map_of_mixers(monkeypatch):
     for name, entry in mixers.REGISTRY.items():
         assert baselines.MIXERS[name] is entry.cls
     assert plots.COLORS["gma"] == mixers.REGISTRY["gma"].color
-    assert [name for name in experiments.LM_MIXERS] == [n for n in baselines.MIXERS if n != "linformer"]
+    assert _in_book(mixers.registered_names()) == list(BOOK_MIXERS)  # the book's mixers, registered in its order
+    assert list(experiments.LM_MIXERS) == [n for n in baselines.MIXERS if mixers.entry(n).causal_lm]
+    assert _in_book(experiments.LM_MIXERS) == [n for n in BOOK_MIXERS if n != "linformer"]  # the one it cannot use
     with pytest.raises(ValueError, match="already registered"):
         mixers.register(mixers.REGISTRY["gma"])
     monkeypatch.setitem(baselines.MIXERS, "plain", baselines.NoMixing)  # a class put in MIXERS without an entry
@@ -107,18 +125,23 @@ def test_the_lists_the_run_wing_keeps_are_the_registry_functions():
 
 
 def test_the_book_mixers_groupings_reference_arms_and_looks():
-    assert mixers.forgetting_and_hybrid_names() == ("window", "local_gma", "decay_linear", "decay_gma")
-    assert mixers.routing_collapse_names() == ("gma", "local_gma", "decay_gma")
+    assert mixers.forgetting_and_hybrid_names() == _where(lambda entry: entry.reference is not None)
+    assert _in_book(mixers.forgetting_and_hybrid_names()) == list(BOOK_FORGETTING_AND_HYBRID)
+    assert mixers.routing_collapse_names() == _where(lambda entry: entry.routing_can_collapse)
+    assert _in_book(mixers.routing_collapse_names()) == list(BOOK_ROUTING_CAN_COLLAPSE)
+    assert _in_book(mixers.table1_names()) == ["gma", "softmax", "sdpa", "linear", "performer", "linformer", "mamba"]
     assert mixers.reference_arms("window") == ("sdpa",) and mixers.reference_arms("decay_linear") == ("linear",)
     assert mixers.reference_arms("local_gma", {"n_components": 16, "window": 8}) == ("window", "gma_k16")
     assert mixers.reference_arms("local_gma") == ("window",) and mixers.reference_arms("decay_gma") == ()
     assert mixers.reference_arms("decay_gma", {"n_components": 64}) == ("gma_k64",)
     assert mixers.reference_arms("sdpa") == () == mixers.reference_arms("mystery")
-    looks = {name: (entry.linestyle, entry.marker) for name, entry in mixers.REGISTRY.items()}
-    assert {name for name, look in looks.items() if look != ("-", "o")} == set(mixers.forgetting_and_hybrid_names())
+    looks = {name: (mixers.entry(name).linestyle, mixers.entry(name).marker) for name in BOOK_MIXERS}
+    assert {name for name, look in looks.items() if look != ("-", "o")} == set(BOOK_FORGETTING_AND_HYBRID)
     assert looks["window"] == looks["local_gma"] == ("-.", "^") and looks["decay_gma"] == ("--", "^")
-    assert set(baselines.STATE_BYTES) == set(baselines.MIXERS) - {"linformer"}
-    assert baselines.CAUSAL_BY_CONSTRUCTION == {"mamba", "conv"}
+    assert set(baselines.STATE_BYTES) == set(_where(lambda entry: entry.state_bytes is not None))
+    assert set(BOOK_MIXERS) - set(baselines.STATE_BYTES) == {"linformer"}  # the book's one mixer that cannot decode
+    assert baselines.CAUSAL_BY_CONSTRUCTION == set(_where(lambda entry: entry.causal_by_construction))
+    assert baselines.CAUSAL_BY_CONSTRUCTION & set(BOOK_MIXERS) == {"mamba", "conv"}
     for name, entry in mixers.REGISTRY.items():
         assert entry.state_bytes is baselines.STATE_BYTES.get(name)
 

@@ -1,15 +1,16 @@
-"""Decoding-state bytes: every causal mixer's state after N steps against the formulas of chapter 12."""
+"""Decoding-state bytes: every registered mixer that decodes has a state formula that counts its state after N
+steps, and the book's mixers' states match the formulas of chapter 12, written out here."""
 import pytest
 import torch
 
 import gma_teach
-from gma_teach import baselines, mixing
+from gma_teach import baselines, mixers, mixing, preset
 from gma_teach.baselines import make_mixer, mixer_state_bytes
 
 D_MODEL, N_HEADS, BATCH = 24, 3, 2
 HEAD = D_MODEL // N_HEADS
 K, WINDOW, FEATURES = 5, 4, 16
-OPTIONS = {
+OPTIONS = {  # the book's mixers that decode, at small sizes for the formulas of chapter 12 below
     "gma": {"n_components": K, "d_value": 7},
     "softmax": {}, "sdpa": {},
     "linear": {},
@@ -43,8 +44,33 @@ def _formula(name, n, size):
     }[name] * size
 
 
-def test_every_causal_mixer_of_the_registry_is_covered():
-    assert set(OPTIONS) == set(baselines.MIXER_NAMES) - {"linformer"}
+def _decoders() -> list[str]:
+    """The registered mixers with a decoding-state formula, in the registry's order."""
+    return [name for name in mixers.registered_names() if mixers.entry(name).state_bytes is not None]
+
+
+def test_every_registered_mixer_that_decodes_has_a_state_formula():
+    for name in mixers.registered_names():
+        decodes = callable(getattr(mixers.entry(name).cls, "step", None))
+        assert (mixers.entry(name).state_bytes is not None) == decodes, name
+        assert baselines.STATE_BYTES.get(name) is mixers.entry(name).state_bytes, name
+    assert set(OPTIONS) <= set(_decoders())  # the book's formulas below are each a registered mixer's
+    assert "linformer" in mixers.registered_names() and "linformer" not in _decoders()  # it does not decode
+
+
+@pytest.mark.parametrize("name", _decoders())
+def test_a_registered_formula_counts_the_state_it_keeps(name):
+    """Built with the registry's options for a tiny language model, the mixer's state after ``n`` steps has the bytes
+    its formula gives (whatever the mixer: a mixer registered in the package is checked here without a new test)."""
+    torch.manual_seed(0)
+    options = mixers.entry(name).options(preset("lm", "tiny"))
+    mixer = make_mixer(name, D_MODEL, N_HEADS, causal=True, **options)
+    state = mixer.init_state(BATCH)
+    assert state.nbytes() == mixer_state_bytes(mixer, 0, batch_size=BATCH)
+    with torch.no_grad():
+        for n in range(1, 4):
+            _, state = mixer.step(torch.randn(BATCH, D_MODEL), state)
+            assert state.nbytes() == mixer_state_bytes(mixer, n, batch_size=BATCH), (name, n)
 
 
 @pytest.mark.parametrize("dtype", [torch.float32, torch.float64])
