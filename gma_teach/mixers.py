@@ -4,7 +4,7 @@ A :class:`MixerEntry` holds a mixer's class (built by :func:`gma_teach.make_mixe
 give it from a chapter's preset (:func:`gma_teach.experiments.mixer_options`), its options under the paper's Table 1
 protocol (:func:`gma_teach.profiling.table1_options`; a mixer has a place in that table only when its entry gives
 them, so a new mixer joins it by opting in), its entry in the cost model (:class:`BlockCost`, read by
-:mod:`gma_teach.cost`), the formula of its decoding state's bytes (read by
+:mod:`gma_teach.cost`, or the mixer it is costed as), the formula of its decoding state's bytes (read by
 :func:`gma_teach.baselines.mixer_state_bytes`), its look in every figure (colour, line style and marker, read by
 ``gma_teach.plots.mixer_color`` and :func:`gma_teach.plots.recall.arm_style`; the figures' legends follow the
 registry's order), the arms the recall study compares it with when it changes one of them (read by
@@ -112,6 +112,11 @@ class MixerEntry:
             default) if it has no place in that table. Membership is opt-in: a mixer joins Table 1
             (:func:`table1_names`, the profiling sweep's default mixers) only when its entry gives this function.
         cost: its :class:`BlockCost`, or ``None`` when the cost model does not know it.
+        costed_as: for a mixer without a ``cost`` of its own, the registered mixer whose :class:`BlockCost` the cost
+            model's prediction of a recall study's runs uses for it (:func:`gma_teach.cost.study_seconds`), or
+            ``None``. Chapter 12's mixers are costed as the mixer each changes (``window`` as ``sdpa``, ``local_gma``
+            and ``decay_gma`` as ``gma``, ``decay_linear`` as ``linear``): a window's attention as full attention
+            (an upper bound), the decays' extra elementwise work not counted (a slight underestimate).
         causal_lm: whether a causal language model can use it (Linformer's projection of the sequence cannot).
         state_bytes: ``state_bytes(mixer, seq_len)``: the bytes of one batch row's decoding state of a built causal
             mixer after ``seq_len`` tokens (:func:`gma_teach.baselines.mixer_state_bytes` reads it; its docstring's
@@ -135,6 +140,7 @@ class MixerEntry:
     options: Callable[[SimpleNamespace], dict] = _no_options
     table1_options: Callable[..., dict] | None = None
     cost: BlockCost | None = None
+    costed_as: str | None = None
     causal_lm: bool = True
     state_bytes: Callable[..., int] | None = None
     causal_by_construction: bool = False
@@ -155,11 +161,19 @@ def register(new: MixerEntry) -> MixerEntry:
     """Add ``new`` to :data:`REGISTRY`, its class to :data:`gma_teach.baselines.MIXERS` and its state-bytes
     formula to :data:`gma_teach.baselines.STATE_BYTES`; returns it.
 
-    A name already registered, or already in ``MIXERS`` with another class, is refused (``ValueError``)."""
+    A name already registered, or already in ``MIXERS`` with another class, is refused (``ValueError``), and so is
+    a ``costed_as`` that names no registered mixer with a cost-model entry, or that is given beside a ``cost``."""
     if not isinstance(new, MixerEntry):
         raise TypeError(f"register takes a MixerEntry, got {type(new).__name__}")
     if new.name in REGISTRY:
         raise ValueError(f"mixer {new.name!r} is already registered")
+    if new.costed_as is not None:
+        if new.cost is not None:
+            raise ValueError(f"mixer {new.name!r} has a cost-model entry of its own and costed_as={new.costed_as!r}: "
+                             "give one")
+        if new.costed_as not in REGISTRY or REGISTRY[new.costed_as].cost is None:
+            raise ValueError(f"mixer {new.name!r} is costed as {new.costed_as!r}, which is not a registered mixer "
+                             "with a cost-model entry")
     known = baselines.MIXERS.get(new.name)
     if known is not None and known is not new.cls:
         raise ValueError(f"mixer {new.name!r} is already in baselines.MIXERS as {known.__name__}, not "
@@ -416,17 +430,18 @@ for _entry in (
     # the controls: no place in Table 1 (no table1_options)
     MixerEntry("uniform", baselines.UniformAverage, state_bytes=_BOOK["uniform"]),
     MixerEntry("none", baselines.NoMixing, state_bytes=_BOOK["none"]),
-    # Chapter 12's mixers: not in the paper's Table 1, and not yet fitted by the cost model; the forgetting and
-    # hybrid ones are drawn dash-dotted (local) or dashed (decayed), with triangles, in the recall figures.
-    MixerEntry("window", baselines.SlidingWindowAttention, color="#8c510a",
+    # Chapter 12's mixers: not in the paper's Table 1, and not yet fitted by the cost model (the forgetting and
+    # hybrid ones are costed as the mixer each changes); those are drawn dash-dotted (local) or dashed (decayed),
+    # with triangles, in the recall figures.
+    MixerEntry("window", baselines.SlidingWindowAttention, color="#8c510a", costed_as="sdpa",
                state_bytes=_BOOK["window"], reference=_against_sdpa, linestyle="-.", marker="^"),
-    MixerEntry("local_gma", baselines.LocalGMA, color="#c51b7d",
+    MixerEntry("local_gma", baselines.LocalGMA, color="#c51b7d", costed_as="gma",
                options=lambda p: {"n_components": p.n_components, "window": LOCAL_WINDOW},
                state_bytes=_BOOK["local_gma"], reference=_against_window_and_gma, linestyle="-.", marker="^",
                routing_can_collapse=True),
-    MixerEntry("decay_linear", baselines.DecayedLinearAttention, color="#4393c3",
+    MixerEntry("decay_linear", baselines.DecayedLinearAttention, color="#4393c3", costed_as="linear",
                state_bytes=_BOOK["decay_linear"], reference=_against_linear, linestyle="--", marker="^"),
-    MixerEntry("decay_gma", baselines.DecayedGaussianMixtureAttention, color="#e6ab02",
+    MixerEntry("decay_gma", baselines.DecayedGaussianMixtureAttention, color="#e6ab02", costed_as="gma",
                state_bytes=_BOOK["decay_gma"], reference=_against_gma, linestyle="--", marker="^",
                routing_can_collapse=True),
     MixerEntry("conv", baselines.ShortConvolution, color="#878787",

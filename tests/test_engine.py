@@ -53,6 +53,19 @@ def test_a_study_checks_its_declaration_when_it_is_written():
     assert made.declared_metrics() == ("val_bits_per_byte",) and made.get("second_look") is None
     changed = made.with_changes(setting={"lr": 1e-3}, seeds=(2,))
     assert changed.setting == {"n_steps": 3, "lr": 1e-3} and changed.seeds == (2,) and made.seeds == (0, 1)
+    assert made.chapter is None and made.what is None and "chapter" not in made  # counted in no chapter
+    placed = made.with_changes(chapter=9, what="a study in words")
+    assert placed["chapter"] == 9 and placed.what == "a study in words" and placed.with_changes(seeds=(3,)).chapter == 9
+    assert designs.as_study({"name": "old", "scale": "tiny", "seeds": (0,), "arms": {"gma": {"mixer": "gma"}},
+                             "chapter": 10, "what": "old words"}).chapter == 10
+    for chapter in (0, "9", True, 9.0):
+        with pytest.raises(ValueError, match="chapter must be a positive int"):
+            made.with_changes(chapter=chapter, what="words")
+    for what in ("", "  ", 3):
+        with pytest.raises(ValueError, match="what must be a few words"):
+            made.with_changes(what=what)
+    with pytest.raises(ValueError, match="does not say what it is"):
+        made.with_changes(chapter=9)
 
 
 def test_every_declared_study_is_a_typed_study_in_one_registry_and_a_dict_design_still_reads():

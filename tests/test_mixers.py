@@ -6,7 +6,7 @@ import pytest
 import torch
 from torch import nn
 
-from gma_teach import baselines, cost, experiments, make_mixer, mixers, plots, preset, profiling
+from gma_teach import baselines, cost, designs, experiments, make_mixer, mixers, plots, preset, profiling
 
 
 class Shift(nn.Module):
@@ -159,3 +159,29 @@ def test_the_registry_table():
     assert mixers.registry_table("rst").startswith(".. list-table::") and mixers.registry_table("rst") in mixers.__doc__
     with pytest.raises(ValueError, match="fmt must be"):
         mixers.registry_table("html")
+
+
+def test_a_mixer_the_cost_model_has_not_fitted_is_costed_as_its_entry_says(shift):
+    assert {name: mixers.entry(name).costed_as for name in BOOK_FORGETTING_AND_HYBRID} == {
+        "window": "sdpa", "local_gma": "gma", "decay_linear": "linear", "decay_gma": "gma"}
+    assert all(mixers.entry(name).costed_as is None for name in mixers.registered_names()
+               if mixers.entry(name).cost is not None)
+
+    def seconds(*arms):
+        study = designs.RECALL_STUDY.with_changes(arms={arm.mixer: arm for arm in arms}, primary=())
+        return cost.study_seconds(study, "cpu-2core")
+
+    assert seconds(designs.Arm("decay_gma", {"n_components": 16})) == seconds(designs.Arm("gma", {"n_components": 16}))
+    assert seconds(designs.Arm("window")) == seconds(designs.Arm("sdpa")) != seconds(designs.Arm("linear"))
+    with pytest.raises(ValueError, match="no entry for mixer 'uniform'"):  # neither a cost nor a costed_as
+        seconds(designs.Arm("uniform"))
+    mixers.register(mixers.MixerEntry("lag", Shift, costed_as="shift"))  # a new mixer costed as a registered one
+    try:
+        assert seconds(designs.Arm("lag")) == seconds(designs.Arm("shift"))
+    finally:
+        mixers.unregister("lag")
+    with pytest.raises(ValueError, match="not a registered mixer with a cost-model entry"):
+        mixers.register(mixers.MixerEntry("lag", Shift, costed_as="uniform"))
+    with pytest.raises(ValueError, match="has a cost-model entry of its own"):
+        mixers.register(mixers.MixerEntry("lag", Shift, cost=SHIFT_COST, costed_as="gma"))
+    assert "lag" not in mixers.registered_names()

@@ -1,7 +1,7 @@
 """Part IV at a glance: each study's row counts its declared comparisons as the saved table decided them."""
 import json
 
-from gma_teach import designs, measure
+from gma_teach import designs, measure, study
 from gma_teach.runs import synthesis, tables
 
 
@@ -21,6 +21,24 @@ def test_every_row_counts_each_declared_comparison_once_as_its_table_decided():
         assert row["ties"] == sum(not c["told_apart"] for c in declared["comparisons"])
         assert row["seeds"] == f"{declared['seeds'][0]}-{declared['seeds'][-1]}"
     assert [row["chapter"] for row in synthesis.part_iv_synthesis()] == sorted(row["chapter"] for row in rows.values())
+
+
+def test_each_study_s_chapter_and_words_are_set_on_the_study(monkeypatch, tmp_path):
+    """``study.STUDY_CHAPTERS`` and ``study.WHAT`` are derived from the declared studies, and the synthesis reads each
+    study's own ``chapter`` and ``what``: a study given a chapter is counted in its place, and one without is not."""
+    assert study.STUDY_CHAPTERS == {name: s.chapter for name, s in designs.STUDIES.items() if s.chapter is not None}
+    assert list(study.STUDY_CHAPTERS.values()) == sorted(study.STUDY_CHAPTERS.values())  # the chapters' order
+    assert study.WHAT == {name: designs.STUDIES[name].what for name in study.STUDY_CHAPTERS}
+    assert study.STUDY_CHAPTERS["lm"] == designs.LM_STUDY.chapter == 10 and study.WHAT["lm"] == "language modelling"
+    assert designs.RECALL_STUDY.chapter == 12 and designs.MAMBA_CHECK.chapter is None  # a check, not counted
+    for path in measure.results_folder().glob("*_tables.json"):
+        (tmp_path / path.name).write_text(path.read_text())
+    monkeypatch.setitem(designs.STUDIES, "lm", designs.LM_STUDY.with_changes(chapter=13, what="the LM, later"))
+    rows = synthesis.part_iv_synthesis(tmp_path)
+    assert (rows[-1]["study"], rows[-1]["chapter"], rows[-1]["what"]) == ("lm", 13, "the LM, later")
+    assert "| the LM, later | 13 |" in synthesis.format_synthesis(rows)
+    monkeypatch.setitem(designs.STUDIES, "lm", designs.LM_STUDY.with_changes(chapter=None, what=None))
+    assert "lm" not in {row["study"] for row in synthesis.part_iv_synthesis(tmp_path)}
 
 
 def tables_path(name):

@@ -6,7 +6,7 @@ declared study, a record's ``"design"`` or chapter 12's live sizes.
 """
 from __future__ import annotations
 
-from .. import designs
+from .. import designs, mixers
 from ._devices import CPU_CACHE_BYTES, FLOAT32, PROFILES
 from ._work import Point, Work, block_cost, block_sizes, mixer_flops, mixer_peak_values, point_seconds
 
@@ -93,23 +93,19 @@ def study_points(design) -> list[Point]:
     return [mqar_point(design), recall_run_point(design, arm, width, evaluate=True)]
 
 
-COSTED_AS = {"window": "sdpa", "local_gma": "gma", "decay_linear": "linear", "decay_gma": "gma"}
-"""Chapter 12's mixers that the cost model has not fitted, each costed as the mixer it changes (a window's
-attention as full attention, the decays' extra elementwise work not counted): an upper bound for the window, a
-slight underestimate for the decays."""
-
-
 def study_seconds(design, device_profile: str) -> float:
     """The predicted seconds of every run a recall study ``design`` declares on the named device profile: each arm
     at each width, its first seed at every swept learning rate and its other seeds at the kept one, one run after
     another (each on one thread on a CPU), plus generating the data once (a mixer the cost model has not fitted
-    is costed as ``COSTED_AS`` says). What a design states as its cost."""
+    is costed as the mixer its registry entry names, :attr:`MixerEntry.costed_as
+    <gma_teach.mixers.MixerEntry.costed_as>`). What a design states as its cost."""
     device = PROFILES[device_profile]
     runs_per_arm = len(design["learning_rates"]) + len(design["seeds"]) - 1
     total = point_seconds(mqar_point(design), device)
     for width in design["widths"]:
         for arm in design["arms"].values():
-            costed = {"mixer": COSTED_AS.get(arm["mixer"], arm["mixer"]), "options": arm.get("options") or {},
+            costed = {"mixer": mixers.entry(arm["mixer"]).costed_as or arm["mixer"],
+                      "options": arm.get("options") or {},
                       **({"n_heads": arm["n_heads"]} if arm.get("n_heads") else {})}
             total += runs_per_arm * point_seconds(recall_run_point(design, costed, width, evaluate=True), device)
     return total

@@ -14,7 +14,9 @@ Each study declares, beside its arms and seeds:
 * ``test`` -- the test each gets: the paired t-test over the declared ``seeds``, two-sided, its p-values
   Holm-adjusted over the whole primary family at :data:`ALPHA`;
 * ``exploratory`` -- what was added after seeing data (seeds given later, tests chosen later), which the tables,
-  chapters and README label exploratory.
+  chapters and README label exploratory;
+* ``chapter`` and ``what`` -- for a study Part IV's synthesis counts, the chapter whose findings it backs and the
+  study in a few words (``gma_teach.study.STUDY_CHAPTERS`` and ``WHAT`` are read from them).
 
 The recall study (:data:`RECALL_STUDY`) was declared before it ran. The collapse, LM, ListOps-LRA and Text studies
 ran before designs were declared here; their ``primary`` family is the set of comparisons their chapters and
@@ -143,6 +145,8 @@ COLLAPSE_STUDY = Study(
                     "test": "paired t over seeds 0-4, two-sided; Holm over the primary family of both metrics "
                             "(8 tests), each adjusted p then doubled for the two looks (Bonferroni over looks)"},
     exploratory={},
+    chapter=11,
+    what="routing changes, argmax count (LM)",
 )
 """The collapse study -- the small LM of :data:`LM_SETTING` (600 steps, evaluated every 200), GMA K=64, today's
 default routing and four remedies; each remedy against the default on bits per byte and on active share. Its
@@ -201,6 +205,8 @@ REMEDY_STUDY = Study(
                "declared": "2026-12-04, before any run of the study"},
     exploratory={"pairs": "every pair outside the primary family (two remedies against each other), the "
                           "information and logit spread per layer and over training, the mean maximum responsibility"},
+    chapter=11,
+    what="routing changes, information (LM)",
 )
 """The routing-remedy study, declared on 2026-12-04 before any of its runs. It asks which routing makes the small
 LM's GMA a K-slot memory whose routing carries information, judged by that information and not by argmax counts.
@@ -263,6 +269,8 @@ LM_STUDY = Study(
                     "later_arms": ("local_gma",),
                     "later_arms_why": "the hybrid joined after the other arms had run: its comparisons are "
                                       "exploratory"},
+    chapter=10,
+    what="language modelling",
 )
 """The LM comparison -- :data:`LM_SETTING` (600 steps, evaluated every 200), 3 seeds per arm; each GMA arm against
 linear attention and against SDPA is the primary family. Its ``"second_look"`` -- declared after the three-seed
@@ -296,6 +304,8 @@ LISTOPS_LRA_STUDY = Study(
                     "tests": "Fisher's exact test on how many seeds left the constant-answer plateau, an outcome "
                              "defined after seeing the runs: post hoc",
                     "post_hoc_tests": ("left_plateau",)},
+    chapter=9,
+    what="ListOps at LRA's lengths",
 )
 """ListOps at LRA's lengths on a CPU (each arm against GMA on seeds 0-2; seeds 3-4 and the Fisher test on leaving
 the plateau were added after seeing the data, so they are exploratory) -- LRA's generator (depth 10,
@@ -327,6 +337,8 @@ TEXT_STUDY = Study(
                     "later_arms": ("local_gma",),
                     "later_arms_why": "the hybrid joined after the other arms had run: its comparisons are "
                                       "exploratory"},
+    chapter=9,
+    what="Text stand-in",
 )
 """The offline stand-in for LRA Text (standard-library docstring -> package, byte-level; preset ``text`` at
 ``small``), labelled as a stand-in in every record; IMDb stays the ``full`` path for readers with the hub. A run
@@ -393,6 +405,8 @@ RECALL_STUDY = Study(
                           "changes, the equal-state points, the remedy's K sweep): paired on seeds, not corrected",
                  "pilot": "the vocabulary, steps, learning rates, position-embedding scale and the convolution under "
                           "every mixer were chosen on pilot runs that are not in the records"},
+    chapter=12,
+    what="multi-query associative recall",
 )
 """The recall study of chapter 12, declared before its recorded runs (``gma_teach.runs.recall`` runs it). Its
 vocabulary, number of steps, learning rates, position-embedding scale and the short convolution under every mixer
@@ -655,6 +669,8 @@ FAVOR+ does (``x / d^(1/4)``, :func:`gma_teach.baselines.favor_logits`), so no t
 
 MAMBA_CHECK = RECALL_STUDY.with_changes(
     name="mamba_check",
+    chapter=None,  # a check, not counted in Part IV's synthesis
+    what=None,
     widths=(64,),
     learning_rates=(1e-3,),
     arms={"mamba": Arm("mamba")},

@@ -249,6 +249,11 @@ class Study(_ReadsAsMapping):
         shared_with: a study whose records this one reuses for the arms they share, or ``None``.
         selection: a rule declared with the study that picks one arm from its primary comparisons (``{"rule":
             words, ...}``, computed by ``gma_teach.study.selected_arm``), or ``None``.
+        chapter: the chapter whose findings the study's declared comparisons back, where Part IV's synthesis
+            counts them (``gma_teach.study.part_iv_synthesis``, in the chapters' order), or ``None`` for a study it
+            does not count (a check, a pilot, a study still to be reported).
+        what: the study in a few words, as the synthesis names it (``"language modelling"``); given with
+            ``chapter``.
     """
 
     name: str
@@ -268,10 +273,20 @@ class Study(_ReadsAsMapping):
     exploratory: Mapping | None = None
     shared_with: Study | None = field(default=None, metadata={"hidden": False})
     selection: Mapping | None = None
+    chapter: int | None = None
+    what: str | None = None
 
     def __post_init__(self):
         if self.experiment not in EXPERIMENTS:
             raise ValueError(f"experiment must be one of {EXPERIMENTS}, got {self.experiment!r}")
+        if self.chapter is not None and (isinstance(self.chapter, bool) or not isinstance(self.chapter, int)
+                                         or self.chapter < 1):
+            raise ValueError(f"chapter must be a positive int or None, got {self.chapter!r}")
+        if self.what is not None and (not isinstance(self.what, str) or not self.what.strip()):
+            raise ValueError(f"what must be a few words (a non-empty str) or None, got {self.what!r}")
+        if self.chapter is not None and self.what is None:
+            raise ValueError(f"study {self.name!r} is placed in chapter {self.chapter} but does not say what it is "
+                             "(what=...)")
         object.__setattr__(self, "arms", _arms(self.arms))
         object.__setattr__(self, "setting", _frozen(self.setting))
         object.__setattr__(self, "seeds", tuple(self.seeds))

@@ -28,13 +28,18 @@ from ..stats import largest_difference_allowed
 from .arm_records import tables_path
 from .verdicts import LOWER_IS_BETTER, rests_on_looks
 
-STUDY_CHAPTERS = {"listops-lra": 9, "text": 9, "lm": 10, "collapse": 11, "remedy": 11, "recall": 12}
-"""The chapter that reads each study."""
 
-WHAT = {"listops-lra": "ListOps at LRA's lengths", "text": "Text stand-in", "lm": "language modelling",
-        "collapse": "routing changes, argmax count (LM)", "remedy": "routing changes, information (LM)",
-        "recall": "multi-query associative recall"}
-"""Each study in a few words."""
+def _counted_studies() -> list[str]:
+    """The studies with a declared ``chapter``, which the synthesis counts, by name, in the chapters' order."""
+    return sorted((name for name, s in STUDIES.items() if s.chapter is not None), key=lambda n: STUDIES[n].chapter)
+
+
+STUDY_CHAPTERS = {name: STUDIES[name].chapter for name in _counted_studies()}
+"""The chapter each study of the synthesis backs, by its name on the command line; derived at import from each
+study's ``chapter`` in :data:`gma_teach.designs.STUDIES`, where it is set."""
+
+WHAT = {name: STUDIES[name].what for name in _counted_studies()}
+"""Each study of the synthesis in a few words, by the same names; derived at import from each study's ``what``."""
 
 
 def standing_family(saved: dict) -> dict:
@@ -62,8 +67,9 @@ def _counts(comparisons: list[dict], study: dict | None) -> dict:
 
 def _row(study: str, comparisons: list[dict], declared: dict, seeds, spec: dict | None) -> dict:
     counts = _counts(comparisons, spec)
-    return {"study": study, "what": WHAT[study], "chapter": STUDY_CHAPTERS[study], "declared": declared["family_size"],
-            "recorded": len(declared["comparisons"]), "seeds": f"{seeds[0]}-{seeds[-1]}", **counts,
+    return {"study": study, "what": STUDIES[study].what, "chapter": STUDIES[study].chapter,
+            "declared": declared["family_size"], "recorded": len(declared["comparisons"]),
+            "seeds": f"{seeds[0]}-{seeds[-1]}", **counts,
             "wins": sum(group[0] for group in counts.values()), "ties": sum(group[1] for group in counts.values()),
             "losses": sum(group[2] for group in counts.values())}
 
@@ -76,7 +82,7 @@ def part_iv_synthesis(folder=None) -> list[dict]:
     its :func:`standing_family`."""
     folder = Path(folder) if folder is not None else results_folder()
     rows = []
-    for name in sorted(STUDY_CHAPTERS, key=STUDY_CHAPTERS.get):
+    for name in _counted_studies():
         if name == "recall":
             path = folder / f"{RECALL_STUDY['name']}_study_tables.json"
             if not path.exists():
