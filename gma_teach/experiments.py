@@ -33,13 +33,21 @@ from .runs.experiments import (
     text_data,
     validation_bytes,
 )
-from .runs.reproduce import RECORDING_MODULES, REPRODUCED_FILE, compare_seed, reproduce, reproduce_command
+from .runs.reproduce import (
+    RECORDING_MODULES,
+    REPLAY_TOLERANCE,
+    REPRODUCED_FILE,
+    compare_seed,
+    headline_numbers,
+    reproduce,
+    reproduce_command,
+)
 
-__all__ = ["CLASSIFIER_MIXERS", "EXPERIMENTS", "LMRun", "LM_MIXERS", "RECORDING_MODULES", "REPRODUCED_FILE",
-           "build_classifier", "build_lm", "compare_seed", "decoding_state_bytes", "listops_data", "lm_checkpoint_path",
-           "lm_data", "load_or_train_lm", "load_results", "main", "majority_accuracy", "mixer_options", "reproduce",
-           "reproduce_command", "routing_monitor", "run", "run_classification", "run_lm", "text_data",
-           "validation_bytes"]
+__all__ = ["CLASSIFIER_MIXERS", "EXPERIMENTS", "LMRun", "LM_MIXERS", "RECORDING_MODULES", "REPLAY_TOLERANCE",
+           "REPRODUCED_FILE", "build_classifier", "build_lm", "compare_seed", "decoding_state_bytes",
+           "headline_numbers", "listops_data", "lm_checkpoint_path", "lm_data", "load_or_train_lm", "load_results",
+           "main", "majority_accuracy", "mixer_options", "reproduce", "reproduce_command", "routing_monitor", "run",
+           "run_classification", "run_lm", "text_data", "validation_bytes"]
 
 __getattr__ = deprecated_getattr(__name__, {
     "MIXER_NAMES": "gma_teach.baselines", "DecoderLM": "gma_teach.models", "EncoderClassifier": "gma_teach.models",
