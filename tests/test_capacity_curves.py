@@ -15,6 +15,7 @@ from gma_teach.capacity import (
     published_final,
     random_slot_recall,
     routing_curves,
+    routing_sentences,
     slot_predictions,
     state_at,
 )
@@ -117,3 +118,20 @@ def test_routing_curves_read_effective_slots_and_the_random_router_over_them():
     assert curve["predicted_accuracy"][0] == pytest.approx(random_slot_recall(20, 8, 400, seed=0)[0])
     assert curve["predicted_accuracy"][1] == pytest.approx(random_slot_recall(80, 23, 400, seed=0)[0])
     assert curve["states"][1] == {"in use": 2}
+
+
+def test_routing_sentences_are_computed_from_the_record():
+    spec = {"mixer": "gma", "options": {"n_components": 64}}
+    runs = [_routed(_run(0, {20: 0.5, 80: 0.2}), {20: 3.0, 80: 4.0}),
+            _routed(_run(1, {20: 0.7, 80: 0.2}), {20: 3.0, 80: 5.0})]
+    runs[1]["routing"]["80"]["key"]["state"] = "at baseline"
+    first, second, third = routing_sentences({"gma_k64_remedy": {"spec": spec, "runs": runs}}, "gma_k64_remedy")
+    assert first.startswith("gma_k64_remedy (2 seeds, S = 20 to 80): its key routing carries 3.0 to 4.5 bits, 8 to 23 "
+                            "effective slots of its 64; training changed the untrained router's bits by +2.5 to +4.0.")
+    low = min(0.6 - random_slot_recall(20, 8, 400, seed=0)[0], 0.2 - random_slot_recall(80, 23, 400, seed=0)[0])
+    assert second.startswith(f"Its accuracy differs from a random router's over those slots by {low:+.2f} to ")
+    assert second.endswith(f"by {0.2 - 0.8:+.2f} to {0.6 - 1.0:+.2f}.")
+    assert third == ("Chapter 11's rule names the key router at baseline in 1 of 4 runs and sizes, in use in 3 of 4 "
+                     "runs and sizes.")
+    with pytest.raises(ValueError, match="no routing"):
+        routing_sentences({"linear": {"runs": [_run(0, {20: 1.0})]}}, "linear")

@@ -84,7 +84,14 @@ from ._table import (
 )
 from ._findings import recall_findings, forgetting_findings, when_to_choose_gma
 from ._pilot import pilot_curves, pilot_learned, pilot_sentences
-from ._curves import capacity_curves, published_comparison, routing_curves, slot_predictions, state_at
+from ._curves import (
+    capacity_curves,
+    published_comparison,
+    routing_curves,
+    routing_sentences,
+    slot_predictions,
+    state_at,
+)
 from ._published import published_final
 from ._fast_weight import (
     FastWeightBatch,
@@ -114,7 +121,7 @@ __all__ = [
     "FAST_WEIGHT_SIZES", "FastWeightBatch", "FastWeightModel", "StoppingRule", "fast_weight_batch",
     "fast_weight_data", "value_embeddings", "reconstruction_loss", "nearest_value", "retrieval_scores",
     "train_fast_weight", "fast_weight_seed", "ROUTING_SEQUENCES", "routing_sample", "routing_summary",
-    "capacity_curves", "routing_curves", "slot_predictions", "state_at",
+    "capacity_curves", "routing_curves", "routing_sentences", "slot_predictions", "state_at",
     "PUBLISHED_COUNTERPARTS", "published_comparison", "PUBLISHED_MODELS", "PUBLISHED_CURVES", "published_final",
     "LEARNED_ABOVE",
     "pilot_curves", "pilot_learned", "pilot_sentences",

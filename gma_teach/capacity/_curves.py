@@ -23,8 +23,8 @@ from .. import _checks
 from ._exact import capacity_formula, random_slot_recall
 from ._published import PUBLISHED_CURVES, TARGET_LOSS, published_final
 
-__all__ = ["PUBLISHED_COUNTERPARTS", "capacity_curves", "published_comparison", "routing_curves", "slot_predictions",
-           "state_at"]
+__all__ = ["PUBLISHED_COUNTERPARTS", "capacity_curves", "published_comparison", "routing_curves",
+           "routing_sentences", "slot_predictions", "state_at"]
 
 PUBLISHED_COUNTERPARTS = {"sdpa": "softmax", "linear": "linear", "performer_m128": "favor_m64"}
 """Each arm of the capacity study with a published counterpart of the same kind and feature count: softmax,
@@ -139,6 +139,51 @@ def routing_curves(records) -> dict:
         if n_slots is not None:
             curves[arm]["bound_bits"] = tuple(math.log2(min(n, n_slots)) for n in sizes)
     return curves
+
+
+def routing_sentences(records, arm: str) -> list[str]:
+    """What ``arm``'s key routing carries and what it lets the memory hold, in sentences computed from its record.
+
+    Args:
+        records: ``{arm: record}`` as for :func:`capacity_curves`, holding ``arm`` with its routing recorded.
+        arm: a GMA arm of the capacity study.
+
+    Returns:
+        Three sentences: the bits and effective slots over ``S`` with what training added to the untrained
+        router's; the accuracy against a random router over those slots and against the perfect router
+        ``min(1, K/S)``; how chapter 11's rule names the key router at each ``S``.
+    """
+    if arm not in records:
+        raise ValueError(f"arm {arm!r} is not in records ({', '.join(records) or 'none'})")
+    routing = routing_curves({arm: records[arm]}).get(arm)
+    if routing is None:
+        raise ValueError(f"the runs of arm {arm!r} hold no routing (only GMA runs record it)")
+    curve = capacity_curves({arm: records[arm]})[arm]
+    sizes = [n for n in routing["n_pairs"] if n in curve["n_pairs"]]
+    at = {n: i for i, n in enumerate(routing["n_pairs"])}
+    accuracy = {n: curve["accuracy"][curve["n_pairs"].index(n)] for n in sizes}
+    bits = [routing["key_bits"][at[n]] for n in sizes]
+    slots = [routing["effective_slots"][at[n]] for n in sizes]
+    gained = [routing["key_bits"][at[n]] - routing["untrained_key_bits"][at[n]] for n in sizes]
+    to_random = [accuracy[n] - routing["predicted_accuracy"][at[n]] for n in sizes]
+    n_slots = records[arm]["spec"]["options"]["n_components"]
+    to_perfect = [accuracy[n] - capacity_formula(n, n_slots) for n in sizes]
+    states = {}
+    for n in sizes:
+        for state, count in routing["states"][at[n]].items():
+            states[state] = states.get(state, 0) + count
+    runs = len(routing["seeds"]) * len(sizes)
+    seeds = f"{len(routing['seeds'])} seed{'s' if len(routing['seeds']) > 1 else ''}"
+    return [
+        f"{arm} ({seeds}, S = {sizes[0]} to {sizes[-1]}): its key routing carries {min(bits):.1f} to "
+        f"{max(bits):.1f} bits, {min(slots):.0f} to {max(slots):.0f} effective slots of its {n_slots}; training "
+        f"changed the untrained router's bits by {min(gained):+.1f} to {max(gained):+.1f}.",
+        f"Its accuracy differs from a random router's over those slots by {min(to_random):+.2f} to "
+        f"{max(to_random):+.2f}, and from the perfect router's min(1, K/S) by {min(to_perfect):+.2f} to "
+        f"{max(to_perfect):+.2f}.",
+        "Chapter 11's rule names the key router " + ", ".join(f"{state} in {count} of {runs} runs and sizes"
+                                                              for state, count in sorted(states.items())) + ".",
+    ]
 
 
 def slot_predictions(n_pairs, n_slots: int, *, n_trials: int = 400, seed: int = 0) -> dict:
