@@ -325,7 +325,10 @@ def test_the_capacity_tables_saved_by_the_command_give_the_row(records):
             runs.append({"seed": seed, "retrieval_accuracy": accuracy, "loss": {n: 0.1 for n in accuracy},
                          "state_bytes": dict.fromkeys(accuracy, 16_640), "steps": dict.fromkeys(accuracy, 3_000),
                          "stopped": dict.fromkeys(accuracy, "max_steps")})
-        record = {"study": study_design.name, "arm": arm, "runs": runs,
+            if arm.startswith("gma"):  # its key routing: 4 + seed / 10 bits at every S
+                side = {"bits": 4.0 + seed / 10, "untrained_bits": 3.0, "shuffled_bits": 3.0, "state": "in use"}
+                runs[-1]["routing"] = {n: {"key": side, "query": side} for n in accuracy}
+        record = {"study": study_design.name, "arm": arm, "runs": runs, "spec": study_design.arm(arm).as_dict(),
                   "summary": study.summarize_arm(study_design, arm, runs), "complete": True}
         (records / f"capacity_{arm}.json").write_text(json.dumps(record))
     study.main(["capacity", "--summary", "--save", "--out-dir", str(records)])
@@ -333,4 +336,6 @@ def test_the_capacity_tables_saved_by_the_command_give_the_row(records):
     assert len(saved["declared"]["comparisons"]) == 4
     row = next(r for r in study.gma_claims(records) if r["record"] == synthesis.CAPACITY_TABLES)
     assert row["side"] == "not for" and all(b["difference"] == pytest.approx(-0.5) for b in row["basis"])
+    assert row["scope"].endswith("; its key routing carrying 4.2 to 4.2 bits at S = 80, 120, 160, 200 (19 to 19 "
+                                 "effective slots of K = 64, chapter 12)")  # 4.25 bits: the mean over seeds 0-5
     _check_rows_against_records(records, [row])

@@ -86,6 +86,7 @@ from ._findings import recall_findings, forgetting_findings, when_to_choose_gma
 from ._pilot import pilot_curves, pilot_learned, pilot_sentences
 from ._curves import (
     capacity_curves,
+    key_routing_phrase,
     published_comparison,
     routing_curves,
     routing_sentences,
@@ -121,7 +122,7 @@ __all__ = [
     "FAST_WEIGHT_SIZES", "FastWeightBatch", "FastWeightModel", "StoppingRule", "fast_weight_batch",
     "fast_weight_data", "value_embeddings", "reconstruction_loss", "nearest_value", "retrieval_scores",
     "train_fast_weight", "fast_weight_seed", "ROUTING_SEQUENCES", "routing_sample", "routing_summary",
-    "capacity_curves", "routing_curves", "routing_sentences", "slot_predictions", "state_at",
+    "capacity_curves", "routing_curves", "routing_sentences", "key_routing_phrase", "slot_predictions", "state_at",
     "PUBLISHED_COUNTERPARTS", "published_comparison", "PUBLISHED_MODELS", "PUBLISHED_CURVES", "published_final",
     "LEARNED_ABOVE",
     "pilot_curves", "pilot_learned", "pilot_sentences",

@@ -24,7 +24,7 @@ from ._exact import capacity_formula, random_slot_recall
 from ._published import PUBLISHED_CURVES, TARGET_LOSS, published_final
 
 __all__ = ["PUBLISHED_COUNTERPARTS", "capacity_curves", "published_comparison", "routing_curves",
-           "routing_sentences", "slot_predictions", "state_at"]
+           "key_routing_phrase", "routing_sentences", "slot_predictions", "state_at"]
 
 PUBLISHED_COUNTERPARTS = {"sdpa": "softmax", "linear": "linear", "performer_m128": "favor_m64"}
 """Each arm of the capacity study with a published counterpart of the same kind and feature count: softmax,
@@ -184,6 +184,22 @@ def routing_sentences(records, arm: str) -> list[str]:
         "Chapter 11's rule names the key router " + ", ".join(f"{state} in {count} of {runs} runs and sizes"
                                                               for state, count in sorted(states.items())) + ".",
     ]
+
+
+def key_routing_phrase(record: dict | None, sizes) -> str:
+    """``"; its key routing carrying a to b bits at S = ... (c to d effective slots of K)"``: what a GMA arm's key
+    routing carries at ``sizes``, averaged over its seeds, for a claim's scope; ``""`` when the record holds no
+    routing at those sizes (no record, an arm that is not GMA, runs made before the routing was recorded)."""
+    if not record or not record.get("runs"):
+        return ""
+    routing = next(iter(routing_curves({"arm": record}).values()), None)
+    if routing is None or not set(sizes) <= set(routing["n_pairs"]):
+        return ""
+    bits = [routing["key_bits"][routing["n_pairs"].index(n)] for n in sizes]
+    slots = [2.0 ** b for b in bits]
+    return (f"; its key routing carrying {min(bits):.1f} to {max(bits):.1f} bits at S = "
+            f"{', '.join(str(n) for n in sizes)} ({min(slots):.0f} to {max(slots):.0f} effective slots of "
+            f"K = {record['spec']['options']['n_components']}, chapter 12)")
 
 
 def slot_predictions(n_pairs, n_slots: int, *, n_trials: int = 400, seed: int = 0) -> dict:

@@ -21,11 +21,12 @@ from pathlib import Path
 import numpy as np
 
 from ..baselines import make_mixer, mixer_state_bytes
+from ..capacity import key_routing_phrase
 from ..designs import CAPACITY_STUDY, LM_SETTING, RECALL_STUDY, RECALL_V2_STUDY, STUDIES
 from ..layer import LM_ROUTING_REMEDY
 from ..records import results_folder
 from ..stats import largest_difference_allowed
-from .arm_records import tables_path
+from .arm_records import load_arm, tables_path
 from .verdicts import LOWER_IS_BETTER, rests_on_looks
 
 
@@ -35,8 +36,7 @@ def _counted_studies() -> list[str]:
 
 
 STUDY_CHAPTERS = {name: STUDIES[name].chapter for name in _counted_studies()}
-"""The chapter each study of the synthesis backs, by its name on the command line; derived at import from each
-study's ``chapter`` in :data:`gma_teach.designs.STUDIES`, where it is set."""
+"""The chapter each study of the synthesis backs, by name; derived from :data:`gma_teach.designs.STUDIES`."""
 
 WHAT = {name: STUDIES[name].what for name in _counted_studies()}
 """Each study of the synthesis in a few words, by the same names; derived at import from each study's ``what``."""
@@ -291,8 +291,7 @@ def _state_claim() -> dict:
     return _claim_row(verdict_of(basis), "a decoding state that stops growing", "SDPA (its KV cache)",
                 f"one layer of the LM study's model (K = {k}, width {d}), batch 1, float32",
                 f"{gma:,} bytes at any length; SDPA's cache is larger from token {crossing}",
-                "exact: each state's nbytes, tested; shared by " + ", ".join(fixed), "designs.LM_SETTING", 12,
-                basis)
+                "exact: each state's nbytes, tested; shared by " + ", ".join(fixed), "designs.LM_SETTING", 12, basis)
 
 
 def _text_claim(folder: Path) -> dict:
@@ -376,7 +375,8 @@ def _capacity_claim(folder: Path) -> list[dict]:
     state = mixer_state_bytes(make_mixer("linear", setting["d_model"], 1, causal=True), 2)
     scope = (f"one causal layer of key size {setting['d_model']} storing S = {sizes[0]} to {sizes[-1]} distinct "
              f"pairs, at most {setting['max_steps']:,} steps, seeds {seeds[0]}-{seeds[-1]}; GMA with K = 64 and the "
-             f"routing remedy against linear attention's 64 features, both keeping {state:,} bytes of state")
+             f"routing remedy against linear attention's 64 features, both keeping {state:,} bytes of state"
+             + key_routing_phrase(load_arm(CAPACITY_STUDY, arm, folder), sizes))
     return [_claim_row(verdict_of(basis), "a better memory than linear attention at equal state (fast-weight "
                        "capacity)", "linear attention, equal state", scope,
                        "GMA minus linear attention: " + "; ".join(f"S={b['n_pairs']} {100 * b['difference']:+.1f} "
