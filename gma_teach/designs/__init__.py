@@ -585,6 +585,8 @@ CAPACITY_STUDY = Study(
                  "why": "every arm outside the primary pair runs seed 0 only, as each of the published curves is "
                         "one seed: they draw the curves and the state-bytes axis, and no test is made of them",
                  "pairs": "every comparison outside the primary family, and the primary pair at the other S"},
+    chapter=12,
+    what="fast-weight capacity",
 )
 """The fast-weight capacity study of chapter 12, declared on 2026-12-04 before any of its runs and revised the same
 day, still before any run, after the pilot below: Schlag, Irie and Schmidhuber's Setting 1 (ICML 2021) with the
