@@ -7,7 +7,7 @@ import numpy as np
 import pytest
 from test_capacity import KV, synthetic_table
 
-from gma_teach import capacity
+from gma_teach import capacity, designs
 from gma_teach.plots import recall
 
 matplotlib.use("Agg")
@@ -231,8 +231,11 @@ def test_the_capacity_figure_draws_arms_predictions_and_state():
     assert loss_ax.get_yscale() == "log" and state_ax.get_xscale() == "log"
     notes = {t.get_text() for t in state_ax.texts}
     assert notes == set(records)  # every arm labelled at its state
-    assert recall._capacity_style("performer_m128")["color"] == recall.arm_style("performer")["color"]
-    assert recall._capacity_style("performer_m64")["ls"] != recall._capacity_style("performer_m512")["ls"]
+    declared = designs.CAPACITY_STUDY.arms  # each arm's look is read from its declared spec
+    color = recall.arm_style("performer")["color"]
+    assert {line.get_linestyle() for line in accuracy_ax.get_lines() if line.get_color() == color} == {"--", "None"}
+    styles = {arm: recall._capacity_style(arm, declared[arm]) for arm in ("performer_m64", "performer_m512")}
+    assert styles["performer_m64"]["ls"] != styles["performer_m512"]["ls"]
     with pytest.raises(ValueError, match="curves"):
         recall.plot_capacity_curves({})
     matplotlib.pyplot.close(fig)

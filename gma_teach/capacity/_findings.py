@@ -92,12 +92,19 @@ def _floor_sentences(entries, width, counts) -> list[str]:
     return [f"{head} {arms} {verb} no more than that."]
 
 
-def _routing_words(arms, changed: bool) -> str:
-    """``"with the default routing"``, or ``"with"`` the changed routing of the first such arm of ``arms``
-    (:func:`gma_routing`)."""
+def _size(entries, arm, width) -> tuple[int, bool] | None:
+    """:func:`gma_size` of ``arm`` read from its run at ``width`` (``None`` when the table holds no such run)."""
+    entry = entries.get((arm, width))
+    return None if entry is None else gma_size(arm, entry)
+
+
+def _routing_words(entries, arms, width, changed: bool) -> str:
+    """``"with the default routing"``, or ``"with"`` the changed routing of the first such arm of ``arms`` at
+    ``width`` (:func:`gma_routing` of its run)."""
     if not changed:
         return "with the default routing"
-    return "with " + next(gma_routing(arm) for arm in arms if (gma_size(arm) or (0, False))[1])
+    return "with " + next(gma_routing(arm, entries[arm, width]) for arm in arms
+                          if (_size(entries, arm, width) or (0, False))[1])
 
 
 def _family_sentences(table, entries, width) -> list[str]:
@@ -107,16 +114,17 @@ def _family_sentences(table, entries, width) -> list[str]:
             groups = {"higher": [], "lower": [], "not told apart": []}
             seeds = set()
             for comparison in table["comparisons"]:
-                size = gma_size(comparison["arm"])
-                if (size is None or size[1] != remedy or comparison["against"] != against
-                        or int(comparison["width"]) != width):
+                if comparison["against"] != against or int(comparison["width"]) != width:
+                    continue
+                size = _size(entries, comparison["arm"], width)
+                if size is None or size[1] != remedy:
                     continue
                 verdict = verdict_of(comparison["difference"], comparison["told_apart"])
                 groups[verdict].append(size[0])
                 seeds.add(len(comparison["seeds"]))
             if not any(groups.values()):
                 continue
-            routing = _routing_words([c["arm"] for c in table["comparisons"]], remedy)
+            routing = _routing_words(entries, [c["arm"] for c in table["comparisons"]], width, remedy)
             parts = [f"{verdict} at K = {word_list(sorted(ks))}" for verdict, ks in groups.items() if ks]
             n_seeds = word_list(sorted(seeds))
             found.append(f"Against {name} at width {width}, GMA {routing} is " + "; ".join(parts)
@@ -126,7 +134,7 @@ def _family_sentences(table, entries, width) -> list[str]:
 
 def _best_and_smallest(entries, width, near) -> list[str]:
     found = []
-    gma = {arm: entry for (arm, w), entry in entries.items() if w == width and gma_size(arm) is not None}
+    gma = {arm: entry for (arm, w), entry in entries.items() if w == width and gma_size(arm, entry) is not None}
     sdpa = entries.get(("sdpa", width))
     if gma:
         best = max(gma, key=lambda arm: mean_of(gma[arm]["test_mean"]))
@@ -225,7 +233,7 @@ def when_to_choose_gma(table, *, near: float = 0.05) -> list[str]:
     near = _checks.fraction("near", near)
     entries = table_entries(table)
     floor = mean_guessing_floor(table["design"]["kv_pairs"])
-    advice = _equal_state_lead(table)
+    advice = _equal_state_lead(table, entries)
     for width in sorted({width for _, width in entries}):
         linear, sdpa = entries.get(("linear", width)), entries.get(("sdpa", width))
         if linear is not None:
@@ -235,7 +243,7 @@ def when_to_choose_gma(table, *, near: float = 0.05) -> list[str]:
         if sdpa is not None:
             target = mean_of(sdpa["test_mean"]) - near
             matching = sorted(((entry["state_bytes"], arm) for (arm, w), entry in entries.items()
-                               if w == width and gma_size(arm) is not None
+                               if w == width and gma_size(arm, entry) is not None
                                and mean_of(entry["test_mean"]) >= target))
             if matching:
                 size, arm = matching[0]
@@ -249,7 +257,7 @@ def when_to_choose_gma(table, *, near: float = 0.05) -> list[str]:
     return advice
 
 
-def _equal_state_lead(table) -> list[str]:
+def _equal_state_lead(table, entries) -> list[str]:
     points = equal_state_points(table)
     if len(points) < 2 or any(point["comparison"] is None for point in points):
         return []
@@ -259,8 +267,10 @@ def _equal_state_lead(table) -> list[str]:
         told = sum(bool(point["comparison"]["told_apart"]) for point in points)
         verdict = ("no difference is told apart" if told == 0 else
                    f"{told} of the {len(points)} differences are told apart")
-        where = word_list([f"K={gma_size(point['arm'])[0]} at width {point['width']}" for point in points])
-        routing = _routing_words([point["arm"] for point in points], True)
+        where = word_list([f"K={_size(entries, point['arm'], point['width'])[0]} at width {point['width']}"
+                           for point in points])
+        first = points[0]
+        routing = _routing_words(entries, [first["arm"]], first["width"], True)
         return [f"At equal state, GMA {routing} recalls {how} than linear attention in the means at "
                 f"all {len(points)} points where their states match ({where}); after Holm {verdict}."]
     return []
@@ -295,15 +305,16 @@ def _against_linear(table, entries, width, remedy, floor) -> list[str]:
     linear = entries["linear", width]
     rows = []
     for comparison in table["comparisons"]:
-        size = gma_size(comparison["arm"])
-        if (size is None or size[1] != remedy or comparison["against"] != "linear"
-                or int(comparison["width"]) != width or (comparison["arm"], width) not in entries):
+        if comparison["against"] != "linear" or int(comparison["width"]) != width:
+            continue
+        size = _size(entries, comparison["arm"], width)
+        if size is None or size[1] != remedy:
             continue
         rows.append((size[0], comparison["arm"], comparison))
     if not rows:
         return []
     rows.sort()
-    routing = _routing_words([arm for _, arm, _ in rows], remedy)
+    routing = _routing_words(entries, [arm for _, arm, _ in rows], width, remedy)
     higher = [(k, arm) for k, arm, c in rows if c["told_apart"] and c["difference"] > 0]
     lower = [(k, arm) for k, arm, c in rows if c["told_apart"] and c["difference"] <= 0]
     unsure = [(k, arm, c) for k, arm, c in rows if not c["told_apart"]]

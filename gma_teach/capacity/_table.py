@@ -10,8 +10,8 @@ import torch
 
 from .. import _checks, mixers
 from ..baselines import MIXERS, make_mixer
-from ..designs import Study
-from ..layer import ROUTING_OPTIONS
+from ..designs import VARIANCE_AND_BALANCE, Arm, Study, thawed
+from ..layer import LM_ROUTING_REMEDY, ROUTING_OPTIONS
 from ..stats import paired_difference
 
 
@@ -123,7 +123,8 @@ def check_recall_table(table) -> dict:
          "comparisons": [{"arm": str, "against": str, "width": int, "difference": float, "ci95": [lo, hi],
                           "p": float, "p_holm": float, "told_apart": bool, "seeds": [int, ...]}]}
 
-    Widths and kv counts may be ints or their strings (as JSON keeps them).
+    Widths and kv counts may be ints or their strings (as JSON keeps them). A run's ``mixer`` and ``options`` (the
+    options its mixer was built with) say what the arm is: :func:`gma_size` reads its K and routing from them.
 
     Raises:
         TypeError, ValueError: naming the first entry that does not fit.
@@ -184,10 +185,48 @@ ROUTING_SUFFIXES = {"_remedy": "the routing remedy", "_var_bal": "variance + bal
 ``gma_k{K}_remedy`` runs :data:`gma_teach.layer.LM_ROUTING_REMEDY`, ``gma_k{K}_var_bal`` the variance change with the
 balance loss (:data:`gma_teach.designs.VARIANCE_AND_BALANCE`)."""
 
+_ROUTING_OPTIONS_OF = {"_remedy": LM_ROUTING_REMEDY, "_var_bal": VARIANCE_AND_BALANCE}  # what each ending runs
+_ARM_KEYS = ("mixer", "options", "prepare", "n_heads", "n_components", "gma_options")
 
-def gma_size(arm: str) -> tuple[int, bool] | None:
-    """``(K, changed)`` for an arm named ``gma_k{K}`` (``changed`` False: the default routing) or ``gma_k{K}`` with
-    an ending of :data:`ROUTING_SUFFIXES` (``changed`` True), else ``None``."""
+
+def _declared_arm(arm: str, spec) -> Arm:
+    """``spec`` as an :class:`~gma_teach.designs.Arm`: an ``Arm``, or a mapping whose arm keys (``mixer``,
+    ``options``, ... in either form :meth:`Arm.from_spec` reads) say what ``arm`` is; other keys (a table run's
+    ``lr``, ``seeds``, ...) are ignored."""
+    if isinstance(spec, Arm):
+        return spec
+    if not isinstance(spec, Mapping) or "mixer" not in spec:
+        raise TypeError(f"the spec of arm {arm!r} must be a gma_teach.designs.Arm or a mapping with 'mixer' and "
+                        f"'options' (a record's 'spec', its 'design'['arm'], or a run of the recall table), got "
+                        f"{spec!r}")
+    return Arm.from_spec({key: spec[key] for key in _ARM_KEYS if spec.get(key) is not None})
+
+
+def gma_size(arm: str, spec=None) -> tuple[int, bool] | None:
+    """``(K, changed)`` of a GMA arm: its number of components, and whether its routing is not GMA's default.
+
+    Args:
+        arm: the arm's name.
+        spec: what the arm is, whenever the caller has it: a :class:`gma_teach.designs.Arm`, a record's ``"spec"``
+            or ``"design"["arm"]``, or a run of the recall table (``{"mixer", "options", ...}``). Then a ``gma``
+            arm's K is its ``options["n_components"]`` and its routing is changed when it sets any of
+            :data:`gma_teach.layer.ROUTING_OPTIONS`; any other mixer gives ``None``, whatever the name. Without a
+            spec (a fallback for callers that hold names only; nothing in the package calls it so), the name is
+            read: ``gma_k{K}`` (the default routing) or ``gma_k{K}`` with an ending of :data:`ROUTING_SUFFIXES`
+            (changed), anything else ``None``.
+
+    Raises:
+        ValueError: a ``gma`` spec that leaves K to its study's setting (the registry's default, read when the arm
+            is resolved, :func:`gma_teach.study.resolve`): give the options it was built with.
+    """
+    if spec is not None:
+        declared = _declared_arm(arm, spec)
+        if declared.mixer != "gma":
+            return None
+        if declared.n_components is None:
+            raise ValueError(f"arm {arm!r} leaves K to its study's setting (the registry's default); give the "
+                             f"options it was built with, e.g. its RunConfig's or the recall table's")
+        return int(declared.n_components), any(key in declared.options for key in ROUTING_OPTIONS)
     if not arm.startswith("gma_k"):
         return None
     rest, changed = arm[len("gma_k"):], False
@@ -197,12 +236,24 @@ def gma_size(arm: str) -> tuple[int, bool] | None:
     return (int(rest), changed) if rest.isdigit() else None
 
 
-def gma_routing(arm: str) -> str | None:
-    """What routing a ``gma_k{K}...`` arm runs, in words (``"default routing"``, or a value of
-    :data:`ROUTING_SUFFIXES`), or ``None`` for an arm :func:`gma_size` does not read."""
-    if gma_size(arm) is None:
+def gma_routing(arm: str, spec=None) -> str | None:
+    """What routing a GMA arm runs, in words: ``"default routing"``, a value of :data:`ROUTING_SUFFIXES`, or (a
+    spec whose routing options are neither) those options, ``"routing balance_weight=0.05"``; ``None`` for an arm
+    :func:`gma_size` does not read as GMA. ``spec`` as for :func:`gma_size`: read from it when given, else (the
+    fallback) from the name's ending."""
+    size = gma_size(arm, spec)
+    if size is None:
         return None
-    return next((words for suffix, words in ROUTING_SUFFIXES.items() if arm.endswith(suffix)), "default routing")
+    if spec is None:
+        return next((words for suffix, words in ROUTING_SUFFIXES.items() if arm.endswith(suffix)), "default routing")
+    if not size[1]:
+        return "default routing"
+    options = thawed(_declared_arm(arm, spec).options)
+    keys = [key for key in ROUTING_OPTIONS if key in options]
+    for suffix, named in _ROUTING_OPTIONS_OF.items():
+        if set(keys) == set(named) & set(ROUTING_OPTIONS) and all(options.get(k) == v for k, v in named.items()):
+            return ROUTING_SUFFIXES[suffix]
+    return "routing " + ", ".join(f"{key}={options[key]!r}" for key in keys)
 
 
 def word_list(numbers) -> str:
@@ -267,14 +318,15 @@ def uses_default_routing(entry) -> bool:
 
 
 def equal_state_points(table) -> list[dict]:
-    """The GMA arms with a changed routing (:func:`gma_size`) that keep exactly linear attention's decoding state at
-    the same width, each with its primary comparison against linear attention: ``[{"width", "arm", "state_bytes",
-    "mean", "linear_mean", "comparison"}]`` (the comparison is ``None`` when the table does not list it), by width."""
+    """The GMA arms with a changed routing (:func:`gma_size` of each run) that keep exactly linear attention's
+    decoding state at the same width, each with its primary comparison against linear attention: ``[{"width", "arm",
+    "state_bytes", "mean", "linear_mean", "comparison"}]`` (the comparison is ``None`` when the table does not list
+    it), by width."""
     check_recall_table(table)
     entries = table_entries(table)
     points = []
     for (arm, width), entry in entries.items():
-        size, linear = gma_size(arm), entries.get(("linear", width))
+        size, linear = gma_size(arm, entry), entries.get(("linear", width))
         if size is None or not size[1] or linear is None or entry["state_bytes"] != linear["state_bytes"]:
             continue
         points.append({"width": width, "arm": arm, "state_bytes": int(entry["state_bytes"]),
@@ -284,7 +336,8 @@ def equal_state_points(table) -> list[dict]:
 
 
 def default_routing_floor(table) -> dict:
-    """The GMA arms with the default routing (``gma_k{K}``) against the guessing floor, read off the table.
+    """The GMA arms with the default routing (:func:`gma_size` of each run) against the guessing floor, read off the
+    table.
 
     Returns:
         ``{"kv_pairs", "floor": {n: 1/n}, "mean_floor", "widths": {width: {"arms": [...], "by_count": {n: the
@@ -297,8 +350,8 @@ def default_routing_floor(table) -> dict:
     entries = table_entries(table)
     counts = [int(n) for n in table["design"]["kv_pairs"]]
     floor, mean_floor = guessing_floor(counts), mean_guessing_floor(counts)
-    default = {(arm, width): entry for (arm, width), entry in entries.items()
-               if gma_size(arm) is not None and not gma_size(arm)[1]}
+    sizes = {key: gma_size(key[0], entry) for key, entry in entries.items()}
+    default = {key: entry for key, entry in entries.items() if sizes[key] is not None and not sizes[key][1]}
     found = {"kv_pairs": counts, "floor": floor, "mean_floor": mean_floor, "widths": {}, "means": {},
              "ratios": None}
     if not default:
@@ -306,7 +359,7 @@ def default_routing_floor(table) -> dict:
         return found
     ratios = []
     for width in sorted({width for _, width in default}):
-        arms = sorted((arm for arm, w in default if w == width), key=lambda arm: gma_size(arm)[0])
+        arms = sorted((arm for arm, w in default if w == width), key=lambda arm: sizes[arm, width][0])
         by_arm = {arm: {n: mean_of(default[arm, width]["by_count"][n]) for n in counts} for arm in arms}
         for arm in arms:
             found["means"][arm, width] = mean_of(default[arm, width]["test_mean"])

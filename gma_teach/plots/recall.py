@@ -15,7 +15,6 @@ from __future__ import annotations
 import math
 
 import matplotlib
-import numpy as np
 from matplotlib.lines import Line2D
 
 from .. import mixers
@@ -31,6 +30,8 @@ from ..capacity import (
     state_at,
     table_entries,
 )
+from ..designs import CAPACITY_STUDY
+from ._labels import place_labels
 from ._style import as_float_array, mixer_color, new_figure
 
 __all__ = ["DEFAULT_ROUTING_COLOR", "arm_style", "gma_k_color", "plot_accuracy_by_pairs", "plot_exact_capacity",
@@ -55,25 +56,27 @@ def gma_k_color(k: int) -> str:
     return matplotlib.colors.to_hex(matplotlib.colormaps["YlGn"](start + (stop - start) * share))
 
 
-def arm_style(arm: str) -> dict:
+def arm_style(arm: str, spec=None) -> dict:
     """Colour, line style and marker of an arm: ``{"color", "ls", "marker"}``.
 
-    ``gma_k{K}`` with a changed routing (``gma_k{K}_var_bal``, ``gma_k{K}_remedy``): :func:`gma_k_color`, solid,
-    square markers; ``gma_k{K}`` (the default routing):
-    :data:`DEFAULT_ROUTING_COLOR`, dotted, round markers; an arm named after a registered mixer with a colour
-    (``sdpa``, ``linear``, ``performer``, ``mamba``, ``window``, ...) the colour, line style and marker of its
-    entry (:class:`gma_teach.mixers.MixerEntry`: solid with round markers, but dashed for the decayed mixers and
-    dash-dotted for the local ones, with triangles); anything else black crosses.
+    What the arm is comes from ``spec``, its declared arm, whenever the caller has it (a
+    :class:`gma_teach.designs.Arm`, a record's ``"spec"`` or ``"design"["arm"]``, a run of the recall table): its
+    mixer, and for GMA its K and routing (:func:`gma_teach.capacity.gma_size`); without one, from the name alone
+    (``gma_k{K}...``, or a registered mixer's name). GMA with a changed routing: :func:`gma_k_color` of its K, solid,
+    square markers; GMA with the default routing: :data:`DEFAULT_ROUTING_COLOR`, dotted, round markers; a registered
+    mixer with a colour (``sdpa``, ``linear``, ``performer``, ``mamba``, ``window``, ...) the colour, line style and
+    marker of its entry (:class:`gma_teach.mixers.MixerEntry`: solid with round markers, but dashed for the decayed
+    mixers and dash-dotted for the local ones, with triangles); anything else black crosses.
     """
     if not isinstance(arm, str):
         raise TypeError(f"arm must be an arm name (str), got {type(arm).__name__}")
-    size = gma_size(arm)
+    size = gma_size(arm, spec)
     if size is not None:
         k, changed = size
         if changed:
             return {"color": gma_k_color(k), "ls": "-", "marker": "s"}
         return {"color": DEFAULT_ROUTING_COLOR, "ls": ":", "marker": "o"}
-    registered = mixers.REGISTRY.get(arm)
+    registered = mixers.REGISTRY.get(arm if spec is None else spec["mixer"])
     if registered is not None and registered.color is not None:
         return {"color": registered.color, "ls": registered.linestyle, "marker": registered.marker}
     return {"color": "#000000", "ls": "-", "marker": "x"}
@@ -130,12 +133,12 @@ def plot_accuracy_by_pairs(table, *, widths=None, axes=None):
     for ax, width in zip(axes, widths):
         drawn = [(arm, entry) for (arm, w), entry in entries.items() if w == width]
         for arm, entry in drawn:
-            style = arm_style(arm)
+            style = arm_style(arm, entry)
             counts = list(entry["by_count"])
             for n in counts:
                 ax.plot([n] * len(entry["by_count"][n]), entry["by_count"][n], ls="none", marker=style["marker"],
                         ms=3, color=style["color"], alpha=0.3)
-            size = gma_size(arm)
+            size = gma_size(arm, entry)
             changed = size is not None and size[1]
             (line,) = ax.plot(counts, [_mean(entry["by_count"][n]) for n in counts], color=style["color"],
                               ls=style["ls"], marker=style["marker"], ms=4 if changed or size is None else 3,
@@ -144,7 +147,7 @@ def plot_accuracy_by_pairs(table, *, widths=None, axes=None):
                 others.setdefault(arm, line)
             elif changed:
                 changed_ks.add(size[0])
-                routing = gma_routing(arm)
+                routing = gma_routing(arm, entry)
             else:
                 default = line
         if drawn:
@@ -173,82 +176,6 @@ def plot_accuracy_by_pairs(table, *, widths=None, axes=None):
     return fig
 
 
-# the candidate positions of a label, in points from its point: near ones first, then farther ones with a leader
-_NEAR = [(5, 3, "left", "bottom"), (5, -3, "left", "top"), (-5, 3, "right", "bottom"), (-5, -3, "right", "top"),
-         (0, 7, "center", "bottom"), (0, -7, "center", "top")]
-_FAR = [(dx * step, dy * step, "left" if dx > 0 else "right" if dx < 0 else "center",
-         "bottom" if dy > 0 else "top" if dy < 0 else "center")
-        for step in (14, 24, 36, 50)
-        for dx, dy in ((1, 1), (1, -1), (-1, 1), (-1, -1), (0, 1), (0, -1), (1, 0), (-1, 0))]
-
-
-def _line_samples(ax, spacing: float) -> np.ndarray:
-    """Display coordinates along every drawn line of ``ax`` (a point every ``spacing`` pixels)."""
-    samples = []
-    for line in ax.get_lines():
-        if line.get_linestyle() in ("None", "none", "", " ") or len(line.get_xydata()) < 2:
-            continue
-        xy = line.get_transform().transform(line.get_xydata())
-        for (x0, y0), (x1, y1) in zip(xy[:-1], xy[1:]):
-            steps = max(1, int(math.hypot(x1 - x0, y1 - y0) / spacing))
-            t = np.linspace(0.0, 1.0, steps + 1)[:, None]
-            samples.append((1 - t) * [x0, y0] + t * [x1, y1])
-    return np.concatenate(samples) if samples else np.zeros((0, 2))
-
-
-def _boxes(centres: np.ndarray, half: float) -> np.ndarray:
-    return np.column_stack([centres[:, 0] - half, centres[:, 1] - half, centres[:, 0] + half,
-                            centres[:, 1] + half]) if len(centres) else np.zeros((0, 4))
-
-
-def _overlaps(box, boxes: np.ndarray) -> int:
-    if not len(boxes):
-        return 0
-    return int(np.sum((boxes[:, 0] < box.x1) & (boxes[:, 2] > box.x0) & (boxes[:, 1] < box.y1)
-                      & (boxes[:, 3] > box.y0)))
-
-
-def _place_labels(ax, labels, points):
-    """Annotate each of ``labels`` (``(x, y, text, color)``) at the first candidate offset whose box lies inside the
-    axes and clear of every label placed so far, of every marker at ``points`` (data coordinates) and of every
-    drawn line.
-
-    The figure is drawn first so that the layout, and with it every display coordinate, is settled; labels
-    inside the axes do not move it again. A label with no free candidate takes the one that clashes least: outside
-    the axes worst, then over a label or a marker, then over the fewest pixels of line."""
-    fig = ax.figure
-    fig.canvas.draw()
-    renderer = fig.canvas.get_renderer()
-    frame = ax.get_window_extent(renderer)
-    pixel = fig.dpi / 72
-    solid = _boxes(ax.transData.transform(np.asarray(points, dtype=float).reshape(-1, 2)), 4 * pixel)
-    lines = _boxes(_line_samples(ax, 3 * pixel), 1.0 * pixel)
-
-    def clash(box):
-        outside = box.x0 < frame.x0 or box.x1 > frame.x1 or box.y0 < frame.y0 or box.y1 > frame.y1
-        return 1_000_000 * outside + 10_000 * _overlaps(box, solid) + _overlaps(box, lines)
-
-    for x, y, text, color in labels:
-        best = None
-        for index, (dx, dy, ha, va) in enumerate(_NEAR + _FAR):
-            leader = {"arrowprops": {"arrowstyle": "-", "lw": 0.5, "color": color}} if index >= len(_NEAR) else {}
-            note = ax.annotate(text, (x, y), xytext=(dx, dy), textcoords="offset points", ha=ha, va=va, fontsize=7,
-                               color=color, **leader)
-            note.update_positions(renderer)
-            box = matplotlib.text.Text.get_window_extent(note, renderer).padded(pixel)  # the text, not its leader
-            score = clash(box)
-            if best is None or score < best[0]:
-                if best is not None:
-                    best[1].remove()
-                best = (score, note, box)
-            else:
-                note.remove()
-            if score == 0:
-                break
-        box = best[2]
-        solid = np.vstack([solid, [[box.x0, box.y0, box.x1, box.y1]]])
-
-
 def plot_recall_frontier(table, *, ax=None):
     """The recall frontier: mean test accuracy (over the kv counts; one faint point per seed) against the bytes of
     the model's decoding state (the table's ``state_bytes``: the mixer's own state plus the short convolution's;
@@ -275,16 +202,16 @@ def plot_recall_frontier(table, *, ax=None):
     curves: dict[tuple, list] = {}
     labels, points, routing_of = [], [], {}
     for (arm, width), entry in entries.items():
-        style = arm_style(arm)
+        style = arm_style(arm, entry)
         size, accuracy = float(entry["state_bytes"]), _mean(entry["test_mean"])
-        gma = gma_size(arm)
+        gma = gma_size(arm, entry)
         color = style["color"] if gma is None else curve_colors.get((gma[1], widths.index(width) % 2))
         ax.plot([size] * len(entry["test_mean"]), entry["test_mean"], ls="none", marker=markers[width], ms=3,
                 color=color, alpha=0.3)
         points.append((size, accuracy))
         if gma is not None:
             curves.setdefault(("gma", gma[1], width), []).append((size, accuracy, gma[0]))
-            routing_of[gma[1]] = gma_routing(arm)
+            routing_of[gma[1]] = gma_routing(arm, entry)
             continue
         ax.plot(size, accuracy, marker=markers[width], ms=6, color=style["color"], ls="none")
         labels.append((size, accuracy, f"{arm} (d={width})", style["color"]))
@@ -319,7 +246,7 @@ def plot_recall_frontier(table, *, ax=None):
            title="the recall frontier (a changed routing's curves labelled with K at their ends)")
     ax.title.set_fontsize(9)
     if entries:
-        _place_labels(ax, labels, points)
+        place_labels(ax, labels, points)
     return fig
 
 
@@ -377,7 +304,8 @@ def plot_pilot_curves(records, *, seed: int = 0, threshold: float = LEARNED_ABOV
     mean of ``1/n``) and the criterion of "learned" (:func:`gma_teach.capacity.pilot_learned`).
 
     Args:
-        records: ``{arm: run record}`` (:func:`gma_teach.capacity.pilot_curves`).
+        records: ``{arm: run record}`` (:func:`gma_teach.capacity.pilot_curves`); each arm keeps its look
+            (:func:`arm_style`, from the record's ``"design"["arm"]`` when it has one).
         seed: the seed whose run is drawn.
         threshold: the accuracy the criterion line marks (the pilot's :data:`gma_teach.capacity.LEARNED_ABOVE`).
         axes: a sequence of ``C + 1`` matplotlib axes, ``C`` the kv-pair counts (default: a new figure).
@@ -403,7 +331,7 @@ def plot_pilot_curves(records, *, seed: int = 0, threshold: float = LEARNED_ABOV
     panels.append(("mean over the counts", lambda curve: curve["mean"], mean_guessing_floor(counts)))
     for ax, (title, values, bottom) in zip(axes, panels):
         for arm, curve in curves.items():
-            style = arm_style(arm)
+            style = arm_style(arm, records[arm].get("design", {}).get("arm"))
             ax.plot(curve["steps"], values(curve), color=style["color"], ls=style["ls"], marker=style["marker"],
                     ms=3, lw=1.4, label=arm)
         ax.axhline(bottom, color=FLOOR_COLOR, ls=(0, (1, 2)), lw=1.2,
@@ -415,24 +343,23 @@ def plot_pilot_curves(records, *, seed: int = 0, threshold: float = LEARNED_ABOV
     return fig
 
 
-def _capacity_style(arm: str) -> dict:
-    """:func:`arm_style`, with Performer's feature counts (``performer_m{m}``) told apart by line style."""
-    mixer, _, features = arm.partition("_m")
-    if mixer == "performer" and features.isdigit():
-        style = dict(arm_style("performer"))
-        style["ls"] = {64: ":", 128: "--"}.get(int(features), "-")
-        return style
-    return arm_style(arm)
+def _capacity_style(arm: str, spec) -> dict:
+    """:func:`arm_style` of ``arm`` with its ``spec`` (or ``None``), with Performer's feature counts (the spec's
+    ``n_features``) told apart by line style."""
+    style = arm_style(arm, spec)
+    if spec is not None and spec["mixer"] == "performer" and "n_features" in (spec.get("options") or {}):
+        style["ls"] = {64: ":", 128: "--"}.get(int(spec["options"]["n_features"]), "-")
+    return style
 
 
 def plot_capacity_curves(curves: dict, *, n_slots: int = 64, predictions: dict | None = None,
-                         published: dict | None = None, at_pairs: int = 120, axes=None):
+                         published: dict | None = None, at_pairs: int = 120, axes=None, specs=None):
     """The capacity study's figure: retrieval accuracy and loss against the stored pairs ``S``, and accuracy
     against the state each arm keeps.
 
     Args:
-        curves: :func:`gma_teach.capacity.capacity_curves`; each arm keeps its look (:func:`arm_style`; Performer's
-            feature counts by line style), with a bar of one standard deviation over its seeds.
+        curves: :func:`gma_teach.capacity.capacity_curves`; each arm keeps its look (:func:`arm_style` of its spec;
+            Performer's feature counts by line style), with a bar of one standard deviation over its seeds.
         n_slots: the ``K`` (and linear attention's feature count) whose predictions are drawn, with a vertical
             line at ``S = K``.
         predictions: :func:`gma_teach.capacity.slot_predictions` for ``n_slots`` (default: computed over the
@@ -442,10 +369,13 @@ def plot_capacity_curves(curves: dict, *, n_slots: int = 64, predictions: dict |
             the loss panel.
         at_pairs: the ``S`` of the third panel (accuracy against state bytes, log axis).
         axes: three matplotlib axes (default: a new figure).
+        specs: ``{arm: spec}``, what each arm is (a :class:`gma_teach.designs.Arm` or a record's ``"spec"``), over
+            the arms :data:`gma_teach.designs.CAPACITY_STUDY` declares; an arm in neither is read by its name.
 
     Returns:
         the matplotlib ``Figure``.
     """
+    specs = {**CAPACITY_STUDY.arms, **(specs or {})}
     if not isinstance(curves, dict) or not curves:
         raise ValueError(f"curves must be a non-empty dict from capacity_curves, got {type(curves).__name__}")
     sizes = sorted({n for curve in curves.values() for n in curve["n_pairs"]})
@@ -466,23 +396,23 @@ def plot_capacity_curves(curves: dict, *, n_slots: int = 64, predictions: dict |
     for ax in (accuracy_ax, loss_ax):
         ax.axvline(n_slots, color="#bbbbbb", lw=0.8, zorder=0)
     for arm, curve in curves.items():
-        style = _capacity_style(arm)
+        style = _capacity_style(arm, specs.get(arm))
         line = {"color": style["color"], "ls": style["ls"], "marker": style["marker"], "ms": 3.5, "lw": 1.4}
         accuracy_ax.errorbar(curve["n_pairs"], curve["accuracy"], yerr=curve["accuracy_sd"], capsize=2,
                              label=f"{arm} ({len(curve['seeds'])} seed{'s' * (len(curve['seeds']) > 1)})",
                              zorder=3, **line)
         loss_ax.plot(curve["n_pairs"], curve["loss"], zorder=3, **line)
     for arm, losses in (published or {}).items():
-        style = _capacity_style(arm)
+        style = _capacity_style(arm, specs.get(arm))
         points = sorted((int(n), float(loss)) for n, loss in losses.items())
         loss_ax.plot([n for n, _ in points], [loss for _, loss in points], ls="none", marker=style["marker"],
                      ms=7, mfc="none", mec=style["color"], mew=1.2, zorder=4, label=f"published: {arm}")
     points = state_at(curves, at_pairs)
     for arm, point in points.items():
-        style = _capacity_style(arm)
+        style = _capacity_style(arm, specs.get(arm))
         state_ax.errorbar(point["state_bytes"], point["accuracy"], yerr=point["accuracy_sd"], color=style["color"],
                           marker=style["marker"], ms=5, capsize=2, ls="none")
-    _place_labels(state_ax, [(p["state_bytes"], p["accuracy"], arm, _capacity_style(arm)["color"])
+    place_labels(state_ax, [(p["state_bytes"], p["accuracy"], arm, _capacity_style(arm, specs.get(arm))["color"])
                              for arm, p in points.items()],
                   [(p["state_bytes"], p["accuracy"]) for p in points.values()])
     accuracy_ax.set(xlabel="stored pairs S", ylabel="retrieval accuracy (test)", ylim=(-0.03, 1.05),

@@ -15,25 +15,30 @@ import textwrap
 from pathlib import Path
 
 from .. import stats
-from ..designs import RECALL_STUDY
+from ..designs import RECALL_STUDY, Arm
 from ..measure import PAGE_WIDTH
 from ..records import results_folder
 from .arm_records import chosen_lr
+from .options import arm_options
 from .verdicts import declared_comparisons
 
 RECORD_NAME = re.compile(r"^(?P<study>[a-z0-9_]+?)_study_(?P<arm>\w+)_d(?P<width>\d+)\.json$")
 """An arm's record at one width, ``<study>_study_<arm>_d<width>.json``."""
 
 
-def _arm_entry(record: dict) -> dict | None:
-    """One arm at one width: its runs at the kept rate, by seed (``None`` while its sweep is incomplete)."""
+def _arm_entry(record: dict, arm: str, width: int) -> dict | None:
+    """One arm at one width: its runs at the kept rate, by seed (``None`` while its sweep is incomplete), with the
+    options its mixer was built with (resolved from the record's design as the runner resolved them:
+    ``gma_teach.runs.options.arm_options``, the registry's defaults and then the arm's own)."""
     lr = chosen_lr(record)
     if lr is None:
         return None
     runs = sorted((r for r in record["runs"] if r["lr"] == lr), key=lambda r: r["seed"])
     counts = sorted({int(n) for r in runs for n in r["test_accuracy"]})
-    spec = record["design"]["arm"]
-    return {"mixer": spec["mixer"], "options": spec.get("options", {}), "lr": lr,
+    setting = {key: value for key, value in record["design"].items() if key != "arm"}
+    spec = Arm.from_spec(record["design"]["arm"])
+    options = arm_options({**setting, "d_model": width}, spec, arm)
+    return {"mixer": spec.mixer, "options": options, "lr": lr,
             "seeds": [r["seed"] for r in runs], "state_bytes": runs[0]["state_bytes"],
             "test_mean": [r["test_mean"] for r in runs],
             "by_count": {n: [r["test_accuracy"][str(n)] if str(n) in r["test_accuracy"] else r["test_accuracy"][n]
@@ -65,7 +70,11 @@ def recall_table(folder=None, study: dict = RECALL_STUDY) -> dict:
                           "seeds"}],
          "family_size": the number of declared primary comparisons (all widths)}
 
-    ``told_apart`` means the Holm-adjusted p-value is below :data:`gma_teach.designs.ALPHA`.
+    ``told_apart`` means the Holm-adjusted p-value is below :data:`gma_teach.designs.ALPHA`. An arm's
+    ``"options"`` are those its mixer was built with: the registry's defaults read from the record's design (GMA's
+    K among them, where the arm leaves it to the setting), then the arm's own; what the readers of the table
+    (:func:`gma_teach.capacity.gma_size`, the figures' :func:`gma_teach.plots.recall.arm_style`) read an arm's K
+    and routing from.
     """
     folder = Path(folder) if folder is not None else results_folder()
     arms: dict = {}
@@ -73,7 +82,7 @@ def recall_table(folder=None, study: dict = RECALL_STUDY) -> dict:
         match = RECORD_NAME.match(path.name)
         if not match or match["study"] != study["name"]:
             continue
-        entry = _arm_entry(json.loads(path.read_text()))
+        entry = _arm_entry(json.loads(path.read_text()), match["arm"], int(match["width"]))
         if entry is not None:
             arms.setdefault(match["arm"], {})[int(match["width"])] = entry
     declared = declared_comparisons(study, folder)
