@@ -34,8 +34,8 @@ from types import SimpleNamespace
 
 from . import baselines
 
-__all__ = ["GMA_TENSORS_AT_PEAK", "GMA_TENSORS_AT_PEAK_BACKWARD", "LOCAL_WINDOW", "MAMBA_FLOPS_PER_TOKEN_WIDTH",
-           "REGISTRY",
+__all__ = ["CAUSAL_CHUNK", "GMA_TENSORS_AT_PEAK", "GMA_TENSORS_AT_PEAK_BACKWARD", "LOCAL_WINDOW",
+           "MAMBA_FLOPS_PER_TOKEN_WIDTH", "REGISTRY",
            "SOFTMAX_FLOPS_PER_SCORE", "BlockCost", "LiveNames", "MixerEntry", "accepted_options", "causal_lm_names",
            "entry",
            "forgetting_and_hybrid_names", "reference_arms", "register", "registered_names", "registry_table",
@@ -73,6 +73,9 @@ class BlockCost:
         on_cpu: the entry of the path the mixer runs on a CPU when it differs from the one it runs elsewhere
             (GMA's lean path, ``gma_teach._gma_autograd``, which keeps no responsibilities for the backward),
             or ``None`` when one entry serves every device.
+        causal_flops: forward FLOPs the causal form adds to ``flops``, or ``None`` for none (the chunked kernel
+            mixers' masked products inside each chunk of :data:`CAUSAL_CHUNK` tokens, counted, not fitted), read
+            by the cost of a causal run (:func:`gma_teach.cost.mixer_flops` with ``causal=True``).
     """
 
     peak_per_token_width: float
@@ -80,6 +83,19 @@ class BlockCost:
     flops: Callable[[SimpleNamespace], float]
     extra_peak_values: Callable[[SimpleNamespace], float] = _zero
     on_cpu: BlockCost | None = None
+    causal_flops: Callable[[SimpleNamespace], float] | None = None
+
+
+CAUSAL_CHUNK = inspect.signature(baselines.LinearAttention).parameters["chunk_size"].default
+"""The tokens of one chunk of the causal kernel mixers (linear attention and Performer, their ``chunk_size``
+default, read from the class): inside a chunk they multiply a masked ``(C, C)`` matrix, across chunks they carry a
+running state."""
+
+
+def _chunk_products(features: Callable[[SimpleNamespace], float]) -> Callable[[SimpleNamespace], float]:
+    """The causal chunked form's FLOPs: per head, scores ``(N, C)`` over ``features(s)`` numbers and their
+    product with the values, ``2 B H N C f + 2 B N C D``."""
+    return lambda s: 2 * s.b * s.n * min(CAUSAL_CHUNK, s.n) * (s.h * features(s) + s.d)
 
 
 def _gma_flops(s: SimpleNamespace) -> float:
@@ -411,12 +427,14 @@ for _entry in (
     MixerEntry("sdpa", baselines.SDPAttention, color="#9970ab", table1_options=_table1_plain,
                cost=BlockCost(6.0, 30, _softmax_flops), state_bytes=_BOOK["sdpa"]),
     MixerEntry("linear", baselines.LinearAttention, color="#2166ac", table1_options=_table1_plain,
-               cost=BlockCost(10.0, 60, lambda s: 4 * s.b * s.n * s.d * (s.d // s.h)), state_bytes=_BOOK["linear"]),
+               cost=BlockCost(10.0, 60, lambda s: 4 * s.b * s.n * s.d * (s.d // s.h),
+                              causal_flops=_chunk_products(lambda s: s.d // s.h)), state_bytes=_BOOK["linear"]),
     MixerEntry("performer", baselines.PerformerAttention, color="#d6604d",
                options=lambda p: {"n_features": p.n_features},
                table1_options=lambda *, seq_len, n_components, n_features, linformer_k: {"n_features": n_features},
                cost=BlockCost(10.0, 80, lambda s: 8 * s.b * s.n * s.n_features * s.d,
-                              lambda s: 6 * s.b * s.h * s.n * s.n_features),
+                              lambda s: 6 * s.b * s.h * s.n * s.n_features,
+                              causal_flops=_chunk_products(lambda s: s.n_features)),
                state_bytes=_BOOK["performer"]),
     MixerEntry("linformer", baselines.LinformerAttention, color="#b2182b", causal_lm=False,
                options=lambda p: {"k": p.linformer_k},

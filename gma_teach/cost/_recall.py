@@ -13,6 +13,8 @@ from ._work import Point, Work, block_cost, block_sizes, mixer_flops, mixer_peak
 MQAR_SECONDS_PER_TOKEN = 2e-7  # gma_teach.tasks.mqar on one core: 0.24 s for the study's 21,500 examples of 64 tokens
 CONV_BLOCK_FLOPS_PER_TOKEN_WIDTH = 2 * 3 + 1  # the short convolution's three taps and its gate (projections apart)
 CONV_BLOCK_OPS = 20  # pad, two projections, the depthwise convolution, the gate: forward + backward
+LOGIT_PASSES = 6  # the output product writes the logits, log-softmax reads and writes them, the loss reads them,
+# the backward writes their gradient and the two weight and input products read it (each a pass over memory)
 OPTIMIZER_OPS_PER_TENSOR = 15  # AdamW's per-tensor loop on a CPU, the gradient clipping and zeroing
 
 
@@ -24,22 +26,26 @@ def recall_run_work(*, seq_len: int, vocab_size: int, kv_pairs, batch_size: int,
     ``n``).
 
     FLOPs: the six ``D x D`` projections (two in the convolution block, four around the mixer) on every token, the
-    mixer's core (its :class:`~gma_teach.mixers.BlockCost`), the output layer at the queries; three times that for a
+    mixer's causal core (its :class:`~gma_teach.mixers.BlockCost` with ``causal_flops``), the output layer at the
+    queries; three times that for a
     training step, once for each of the ``n_eval_examples``. Bytes: the activations' passes when they outgrow
-    :data:`CPU_CACHE_BYTES`, none when they stay in the caches. Ops: both blocks' forward + backward, the optimizer
+    :data:`CPU_CACHE_BYTES`, none when they stay in the caches, and likewise ``LOGIT_PASSES`` passes over the
+    logits at the queries (``B x queries x vocabulary``). Ops: both blocks' forward + backward, the optimizer
     over ``n_parameter_tensors`` tensors, 60 for the batch, the loss and the step. Peak: the model, its gradients
     and AdamW's moments, and the activations of a batch."""
     queries = sum(kv_pairs) / len(kv_pairs)
     sizes = dict(n_components=n_components, n_features=n_features, linformer_k=64)
     tokens = batch_size * seq_len
     per_batch = (n_layers * (tokens * (12 * d_model**2 + CONV_BLOCK_FLOPS_PER_TOKEN_WIDTH * d_model)
-                             + mixer_flops(mixer, batch_size, seq_len, d_model, n_heads, **sizes))
+                             + mixer_flops(mixer, batch_size, seq_len, d_model, n_heads, causal=True, **sizes))
                  + batch_size * queries * 2 * d_model * vocab_size)
     mixer_values = mixer_peak_values(mixer, batch_size, seq_len, d_model, n_heads, **sizes)
     activations = n_layers * FLOAT32 * (mixer_values + 16 * tokens * d_model)  # + the convolutions, norms, residuals
     extra = block_cost(mixer).extra_peak_values(block_sizes(batch_size, seq_len, d_model, n_heads, **sizes))
     largest = FLOAT32 * max(tokens * d_model, extra / 2)  # extra: two or more tensors (softmax 2, GMA 3.2)
     streamed = 0.0 if largest <= CPU_CACHE_BYTES else 3 * activations
+    logits = FLOAT32 * batch_size * queries * vocab_size  # the output layer's, at the queries
+    streamed += 0.0 if logits <= CPU_CACHE_BYTES else LOGIT_PASSES * logits
     eval_batches = n_eval_examples / batch_size
     ops_per_step = n_layers * ((block_cost(mixer).ops + 30) + (CONV_BLOCK_OPS + 30)) \
         + OPTIMIZER_OPS_PER_TENSOR * n_parameter_tensors * n_layers + 60

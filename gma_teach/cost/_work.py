@@ -162,11 +162,12 @@ def block_sizes(batch_size, seq_len, d_model, n_heads, n_components, n_features,
 
 
 def mixer_flops(mixer: str, batch_size: int, seq_len: int, d_model: int, n_heads: int, *, n_components: int = 64,
-                n_features: int = 256, linformer_k: int = 256) -> float:
+                n_features: int = 256, linformer_k: int = 256, causal: bool = False) -> float:
     """Forward FLOPs of a mixer's core (without its four projections) on ``(B, N, D)``: its registered
-    :class:`~gma_teach.mixers.BlockCost`."""
-    return block_cost(mixer).flops(block_sizes(batch_size, seq_len, d_model, n_heads, n_components, n_features,
-                                               linformer_k))
+    :class:`~gma_teach.mixers.BlockCost`, with what its causal form adds (``causal_flops``) when ``causal``."""
+    entry = block_cost(mixer)
+    sizes = block_sizes(batch_size, seq_len, d_model, n_heads, n_components, n_features, linformer_k)
+    return entry.flops(sizes) + (entry.causal_flops(sizes) if causal and entry.causal_flops is not None else 0.0)
 
 
 def mixer_peak_values(mixer: str, batch_size: int, seq_len: int, d_model: int, n_heads: int, *, n_components: int,

@@ -491,8 +491,8 @@ the regime where the size of a state decides, not the speed of learning.
   from converged, spread 0.014 to 0.084; a converged pair is planned at 0.034. A comparison not told apart is
   reported with the largest difference its interval allows, never as parity.
 * **Cost.** 18 arms, 12 runs each (five rates on seed 0, seven more seeds): 216 runs. The cost model
-  (``gma_teach.cost.study_seconds``) predicts about 6,300 CPU-hours, one run after another on one core of this
-  book's 2-core machine, and about 16 GPU-hours on an H200: it is a GPU study. No run of it is recorded yet.
+  (``gma_teach.cost.study_seconds``) predicts about 6,800 CPU-hours, one run after another on one core of this
+  book's 2-core machine, and about 17 GPU-hours on an H200: it is a GPU study. No run of it is recorded yet.
 """
 
 
@@ -520,7 +520,7 @@ MQAR_PILOT = Study(
 )
 """The MQAR pilot, declared on 2026-12-04 before any of its runs. It asks whether linear attention learns
 multi-query associative recall on a CPU budget in a regime between the first recall design and the second
-(:data:`RECALL_V2_STUDY`, whose 6,300 CPU-hours make it a GPU study).
+(:data:`RECALL_V2_STUDY`, whose 6,800 CPU-hours make it a GPU study).
 
 * **The regime.** Sequences of 128 tokens with 8, 16 and 32 key-value pairs, a vocabulary of 4,096, 10,000
   training examples at each count (30,000), 200 validation and 500 test examples at each, data seeds of its own;
@@ -549,6 +549,9 @@ multi-query associative recall on a CPU budget in a regime between the first rec
   20 to 35 minutes of wall time with the arms side by side. The cost model (``gma_teach.cost.study_seconds``)
   predicts 1,700 s in all, about a third less. The budget is 7,500 CPU-seconds, the earlier try's slowest step
   (0.62 s) times 6,000 steps, for both arms.
+* **After it ran.** The model now counts the two terms this regime exposed, the causal chunked form's products
+  inside each chunk and the passes over logits too large for the caches, and predicts about 2,500 s for the pilot;
+  the recorded runs took 2,613 CPU-seconds.
 """
 
 CAPACITY_GMA_SIZES = (32, 64, 128, 256)
