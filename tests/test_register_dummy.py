@@ -1,5 +1,6 @@
 """One register() per mixer: a mixer defined here and registered with ONE call to gma_teach.mixers.register is found
-by every part of the package that lists, builds, counts, draws or compares mixers, and by none once removed.
+by every part of the package that lists, builds, counts, draws or compares mixers, and by none once removed; its
+option (``scale``, registry default 0.5) reaches the model every study kind builds, whether an arm sets it or not.
 
 The dummy, ``echo``, is a causal mixer of the baselines' interface (``(B, N, D) -> (B, N, D)``, ``init_state`` and
 ``step``): position ``i`` reads a learned projection of token ``i - 1``; its decoding state is the last token.
@@ -12,12 +13,27 @@ import matplotlib.pyplot as plt
 import pytest
 import torch
 from docutils.core import publish_doctree
+from test_arm_options import (
+    TINY_CLASSIFIER,
+    _Built,
+    _built,
+    _classifier_data,
+    _lm_data,
+    _lm_study,
+    _mixers,
+    _recall_data,
+    _recall_study,
+    _stop_at_fit,
+)
 from test_capacity import _curve, _run, synthetic_table
 from torch import nn
 
 from gma_teach import baselines, capacity, designs, make_mixer, mixers, plots, study
+from gma_teach.capacity import _fast_weight
 from gma_teach.mixing import DecodingState
 from gma_teach.plots import recall
+from gma_teach.runs import classification, language_model, speed
+from gma_teach.runs import recall as recall_runs
 
 matplotlib.use("Agg")
 
@@ -167,15 +183,65 @@ def test_a_study_runs_it_and_reads_it(echo, tmp_path):
     tiny = designs.RECALL_STUDY.with_changes(
         setting=dict(seq_len=16, vocab_size=32, kv_pairs=(2, 3), n_train=32, n_val=8, n_test=8, steps=2, warmup=1,
                      batch_size=8),
-        arms={NAME: designs.Arm(NAME), "sdpa": designs.Arm("sdpa")}, primary=[(NAME, "sdpa")],
+        arms={NAME: UNSET, "echo_x2": SET, "sdpa": designs.Arm("sdpa")}, primary=[(NAME, "sdpa")],
         learning_rates=(1e-3, 3e-3), seeds=(0, 1), widths=(16,), reruns=None)
     for arm in tiny.arms:
         study.run_arm(tiny, arm, width=16, folder=tmp_path, command="test")
     table = study.recall_table(tmp_path, tiny)
     conv = 2 * 16 * 4  # the short convolution's last two inputs, float32
-    assert table["arms"][NAME][16]["state_bytes"] == conv + 16 * 4
+    assert table["arms"][NAME][16]["state_bytes"] == table["arms"]["echo_x2"][16]["state_bytes"] == conv + 16 * 4
     assert [(c["arm"], c["against"]) for c in table["comparisons"]] == [(NAME, "sdpa")]
     assert mixers.reference_arms(NAME) == ("sdpa",)
+    # the table states the options each arm's model was built with; the figures draw both arms in the dummy's look
+    assert table["arms"][NAME][16]["options"] == {"scale": 0.5} and table["arms"]["echo_x2"][16]["options"] == {
+        "scale": 2.0}
+    look = (COLOR, ":", "D")
+    assert tuple(recall.arm_style("echo_x2", table["arms"]["echo_x2"][16]).values()) == look
+    lines = {line.get_label(): line for line in recall.plot_accuracy_by_pairs(table).axes[0].get_lines()}
+    assert {arm: (lines[arm].get_color(), lines[arm].get_linestyle(), lines[arm].get_marker())
+            for arm in (NAME, "echo_x2")} == {NAME: look, "echo_x2": look}
+    plt.close("all")
+
+
+SET, UNSET = designs.Arm(NAME, {"scale": 2.0}), designs.Arm(NAME)
+"""An arm that sets the dummy's option, and one that leaves it to the registry's default (0.5)."""
+
+
+def _config(kind: str, arm: designs.Arm):
+    """The runner's resolved configuration of ``arm`` in a tiny study of ``kind``, the trainer's module (whose
+    ``fit``, or the capacity test's ``train_fast_weight``, is stopped) and the data it trains on."""
+    if kind == "lm":
+        return study.resolve(_lm_study({"a": arm}), "a"), language_model, "fit", _lm_data()
+    if kind in ("listops", "text"):
+        declared = {"listops": designs.LISTOPS_LRA_STUDY, "text": designs.TEXT_STUDY}[kind]
+        tiny = declared.with_changes(name=f"tiny-{kind}", scale="tiny", setting=TINY_CLASSIFIER, arms={"a": arm},
+                                     primary=())
+        return study.resolve(tiny, "a"), classification, "fit", _classifier_data()
+    if kind == "recall":
+        return study.resolve(_recall_study({"a": arm}), "a", 16), recall_runs, "fit", _recall_data()
+    tiny = designs.CAPACITY_STUDY.with_changes(name="tiny-capacity", arms={"a": arm}, primary=(),
+                                               setting={"n_pairs": (4,), "d_model": 16, "n_eval": 4, "n_test": 4})
+    return study.resolve(tiny, "a"), _fast_weight, "train_fast_weight", {}
+
+
+@pytest.mark.parametrize("kind", ["lm", "listops", "text", "recall", "capacity"])
+@pytest.mark.parametrize(("arm", "scale"), [(SET, 2.0), (UNSET, 0.5)], ids=["set", "registry default"])
+def test_its_option_reaches_the_model_of_every_study_kind(echo, monkeypatch, kind, arm, scale):
+    """The study runner's own trainer of one seed (``study.SEED_TRAINERS``), stopped at its first training step,
+    built the dummy with the arm's ``scale``, or the registry's default when the arm sets none."""
+    config, module, name, data = _config(kind, arm)
+    assert config.options == {"scale": scale}  # resolved once, what the record's model is built with
+    (built,) = _mixers(_built(monkeypatch, module, config, data, name=name), Echo)
+    assert built.scale == scale
+
+
+@pytest.mark.parametrize(("arm", "scale"), [(SET, 2.0), (UNSET, 0.5)], ids=["set", "registry default"])
+def test_its_option_reaches_the_speed_measurement(echo, monkeypatch, arm, scale):
+    monkeypatch.setattr(speed, "fit", _stop_at_fit)
+    with pytest.raises(_Built) as stopped:
+        speed.measure_training_speed(_lm_study({"a": arm}), steps=1, repeat=1, warmup=0, data=_lm_data())
+    (built,) = _mixers(stopped.value.model, Echo)
+    assert built.scale == scale
 
 
 def test_the_name_lists_other_modules_hold_include_it(echo):
