@@ -6,7 +6,7 @@
 A re-run at today's code can differ from the record where the code has changed since (a rewritten loop that draws
 its batches in another order trains another model); ``--at-commit`` re-runs the record's own commit, checked out
 beside the clone (``git worktree``), so only the machine differs. Across CPUs of one kind, float sums still differ
-in their last bits and training carries that forward: :data:`REPLAY_TOLERANCE` states how far a reader should
+in their last bits and training carries that forward: ``REPLAY_TOLERANCE`` states how far a reader should
 expect each kind's headline number to move, and ``tests/test_replay.py`` replays a first seed of every kind
 against it.
 """
@@ -112,7 +112,7 @@ of a run (losses along the way, accuracy per size) is compared and shown, and he
 
 
 def headline_numbers(run: dict) -> dict:
-    """``{kind: value}`` of a run's headline number under :data:`REPLAY_TOLERANCE`, for the one kind the run is
+    """``{kind: value}`` of a run's headline number under ``REPLAY_TOLERANCE``, for the one kind the run is
     (read from its keys): a language model, a classifier (``listops`` and ``text`` alike), recall or capacity."""
     if "retrieval_accuracy" in run:
         accuracies = [float(a) for a in run["retrieval_accuracy"].values()]
@@ -208,7 +208,7 @@ def reproduce(record_path: str | os.PathLike, *, seed: int | None = None,
 
     Returns ``{"record", "seed", "command", "recorded_commit", "ran_at", "rows", "headline"}``: ``ran_at`` the commit
     that ran (the record's with ``at_commit``, else ``"today"``), ``rows`` from :func:`compare_seed`, ``headline``
-    ``{"kind", "name", "recorded", "reproduced", "difference", "tolerance"}`` under :data:`REPLAY_TOLERANCE`. On
+    ``{"kind", "name", "recorded", "reproduced", "difference", "tolerance"}`` under ``REPLAY_TOLERANCE``. On
     the machine class and commit of the record every difference is zero; the record's provenance names both.
     """
     path = Path(record_path)
@@ -246,7 +246,7 @@ def reproduce(record_path: str | os.PathLike, *, seed: int | None = None,
 
 
 def _kind(record: dict) -> str:
-    """The kind of run a record holds (a key of :data:`REPLAY_TOLERANCE`), from its study's experiment or, for a
+    """The kind of run a record holds (a key of ``REPLAY_TOLERANCE``), from its study's experiment or, for a
     record of ``python -m gma_teach.experiments``, its command."""
     study = next((s for s in STUDIES.values() if s["name"] == record.get("study")), None)
     if study is not None:
