@@ -79,6 +79,17 @@ def load_average() -> list[float] | None:
 PROVENANCE_KEYS = ("hardware", "threads", "load", "date", "commit", "command")
 
 
+_PROCESS_COMMIT: list[str] = []  # the package's commit when this process first took a provenance
+
+
+def _commit_of_this_process() -> str:
+    """:func:`git_commit` of the package, read once per process: a study runs its seeds one after another for
+    hours while the checkout may move on, and every seed runs the code the process imported at its start."""
+    if not _PROCESS_COMMIT:
+        _PROCESS_COMMIT.append(git_commit())
+    return _PROCESS_COMMIT[0]
+
+
 def provenance(command: str | None = None, device=None) -> dict:
     """Where, when, how and from which code a recorded result was made: one schema for every result file.
 
@@ -87,14 +98,15 @@ def provenance(command: str | None = None, device=None) -> dict:
 
     Returns:
         ``{"hardware": dict (see :func:`hardware`), "threads": torch's CPU threads, "load": the 1, 5 and 15 minute
-        load averages (``None`` where the system has none), "date": UTC ISO 8601, "commit": :func:`git_commit`,
+        load averages (``None`` where the system has none), "date": UTC ISO 8601, "commit": :func:`git_commit`
+        when this process first took a provenance (the code it runs, however far the checkout moves since),
         "command": the command line}`` -- the keys of ``PROVENANCE_KEYS``, in that order.
     """
     return {"hardware": hardware(device),
             "threads": torch.get_num_threads(),
             "load": load_average(),
             "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
-            "commit": git_commit(),
+            "commit": _commit_of_this_process(),
             "command": command or " ".join(["python"] + sys.argv)}
 
 

@@ -109,3 +109,12 @@ def test_git_commit_names_the_checkout_of_the_folder_it_is_given(tmp_path):
     assert records.git_commit(tmp_path) == "unknown"  # not a checkout
     here = records.git_commit(ROOT)
     assert here == "unknown" or re.fullmatch(r"[0-9a-f]{40}(\+dirty)?", here)
+
+
+def test_a_process_records_the_commit_it_started_from(monkeypatch):
+    """A study runs for hours, seed after seed, while the checkout moves on: every seed names the commit of the code
+    the process imported, the one it first read, not the checkout's later head."""
+    heads = iter(["a" * 40, "b" * 40])
+    monkeypatch.setattr(records, "git_commit", lambda folder=None: next(heads))
+    monkeypatch.setattr(records, "_PROCESS_COMMIT", [])
+    assert [records.provenance("python -m x")["commit"] for _ in range(2)] == ["a" * 40, "a" * 40]
