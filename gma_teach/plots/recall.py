@@ -16,6 +16,7 @@ import math
 
 import matplotlib
 from matplotlib.lines import Line2D
+from matplotlib.ticker import NullFormatter
 
 from .. import mixers
 from ..capacity import (
@@ -421,6 +422,7 @@ def plot_capacity_curves(curves: dict, *, n_slots: int = 64, predictions: dict |
                 title="loss against S")
     state_ax.set(xscale="log", xlabel="decoding state (bytes, log scale)", ylabel="retrieval accuracy (test)",
                  ylim=(-0.03, 1.05), title=f"at S = {at_pairs}")
+    state_ax.xaxis.set_minor_formatter(NullFormatter())  # powers of ten only: the minor labels collide
     handles, labels = accuracy_ax.get_legend_handles_labels()
     more, more_labels = loss_ax.get_legend_handles_labels()
     fig.legend(handles + more, labels + more_labels, loc="outside right center", fontsize=7)
