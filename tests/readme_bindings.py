@@ -419,6 +419,33 @@ def _default_recalls(records):
             if re.fullmatch(r"gma_k\d+", arm) for e in widths.values()]
 
 
+CAPACITY = "capacity_tables.json"
+CAPACITY_LINEAR, CAPACITY_GMA = "capacity_linear.json", "capacity_gma_k64_remedy.json"
+CAPACITY_DEFAULT, CAPACITY_SDPA = "capacity_gma_k64.json", "capacity_sdpa.json"
+CAPACITY_PRIMARY = (80, 120, 160, 200)
+
+
+def _capacity_accuracy(file, n_pairs):
+    """An arm's retrieval accuracy at ``S = n_pairs``, the mean over its seeds."""
+    def mean(records):
+        values = [run["retrieval_accuracy"][str(n_pairs)] for run in records[file]["runs"]]
+        return sum(values) / len(values)
+    return Computed(f"the mean retrieval accuracy of {file} at S = {n_pairs}", mean, (file,))
+
+
+def _capacity_bits(file, how):
+    """The least or most (``how``) over the primary sizes of an arm's key routing bits, the mean over seeds."""
+    def bits(records):
+        curve = capacity.routing_curves({"arm": records[file]})["arm"]
+        return how(curve["key_bits"][curve["n_pairs"].index(n)] for n in CAPACITY_PRIMARY)
+    return Computed(f"the {how.__name__} key routing bits of {file} at S = 80-200", bits, (file,))
+
+
+def _capacity_slots(how):
+    return Computed(f"2 to the {how.__name__} key routing bits of the primary GMA arm at S = 80-200",
+                    lambda r: 2.0 ** _capacity_bits(CAPACITY_GMA, how).function(r), (CAPACITY_GMA,))
+
+
 def _recall_pair(records, k, width):
     """The declared comparison of GMA K=``k`` with variance and balance against linear attention at ``width``."""
     return next(c for c in records[RECALL]["declared"]["comparisons"]
@@ -865,6 +892,30 @@ BINDINGS: dict[str, list[Binding]] = {
                     [_recall(f"gma_k{k}", width=width) for k in RECALL_KS],
                     [_recall(f"gma_k{k}_var_bal", width=width) for k in RECALL_KS])
                   for source in (_recall_width(width), *row))),
+    ],
+    "**Fast-weight capacity**": [
+        Binding("one causal layer of key size {} stores", Key(CAPACITY_LINEAR, "config/d_model")),
+        Binding("Adam at {}, batch {}, at most {} steps; seeds {}-{} for the primary pair, seed {} for every other arm",
+                Key(CAPACITY_LINEAR, "config/lr"), Key(CAPACITY_LINEAR, "config/batch_size"),
+                Key(CAPACITY_LINEAR, "config/max_steps"), Key(CAPACITY, "declared/seeds/0"),
+                Key(CAPACITY, "declared/seeds/-1"), Key(CAPACITY_SDPA, "runs/0/seed")),
+        Binding("At S = {}, {}, {} and {}, linear attention retrieves {}, {}, {} and {} of the pairs, and GMA with K "
+                "= {} and the routing remedy {}, {}, {} and {}, both keeping {} bytes of state",
+                *(Key(CAPACITY_LINEAR, f"config/n_pairs/{i}") for i in (3, 4, 5, 6)),
+                *(_capacity_accuracy(CAPACITY_LINEAR, n) for n in CAPACITY_PRIMARY),
+                Key(CAPACITY_GMA, "spec/options/n_components"),
+                *(_capacity_accuracy(CAPACITY_GMA, n) for n in CAPACITY_PRIMARY),
+                Key((CAPACITY_LINEAR, CAPACITY_GMA), "runs/*/state_bytes/80", reduce="unique")),
+        Binding("told apart behind at {} of the {} sizes (paired t over {} seeds, Holm)",
+                Computed("the primary capacity comparisons told apart with GMA behind", lambda r: sum(
+                    c["told_apart"] and c["mean"] < 0 for c in r[CAPACITY]["declared"]["comparisons"]), (CAPACITY,)),
+                Key(CAPACITY, "declared/family_size"), Key(CAPACITY, "declared/seeds/*", reduce="count")),
+        Binding("carries {} to {} bits at those sizes, the spread of {} to {} of its {} slots; with the default "
+                "routing (seed {}), {} to {} bits.",
+                _capacity_bits(CAPACITY_GMA, min), _capacity_bits(CAPACITY_GMA, max), _capacity_slots(min),
+                _capacity_slots(max), Key(CAPACITY_GMA, "spec/options/n_components"),
+                Key(CAPACITY_DEFAULT, "runs/0/seed"), _capacity_bits(CAPACITY_DEFAULT, min),
+                _capacity_bits(CAPACITY_DEFAULT, max)),
     ],
 }
 """README's numbers, item by item: the start of the item's text, then its bindings in reading order."""
