@@ -17,7 +17,9 @@ from .runs.experiments import (
     LMRun,
     build_classifier,
     build_lm,
+    chapter_study,
     decoding_state_bytes,
+    headline,
     listops_data,
     lm_checkpoint_path,
     lm_data,
@@ -44,10 +46,10 @@ from .runs.reproduce import (
 )
 
 __all__ = ["CLASSIFIER_MIXERS", "EXPERIMENTS", "LMRun", "LM_MIXERS", "RECORDING_MODULES", "REPLAY_TOLERANCE",
-           "REPRODUCED_FILE", "build_classifier", "build_lm", "compare_seed", "decoding_state_bytes",
-           "headline_numbers", "listops_data", "lm_checkpoint_path", "lm_data", "load_or_train_lm", "load_results",
-           "main", "majority_accuracy", "mixer_options", "reproduce", "reproduce_command", "routing_monitor", "run",
-           "run_classification", "run_lm", "text_data", "validation_bytes"]
+           "REPRODUCED_FILE", "build_classifier", "build_lm", "chapter_study", "compare_seed", "decoding_state_bytes",
+           "headline", "headline_numbers", "listops_data", "lm_checkpoint_path", "lm_data", "load_or_train_lm",
+           "load_results", "main", "majority_accuracy", "mixer_options", "reproduce", "reproduce_command",
+           "routing_monitor", "run", "run_classification", "run_lm", "text_data", "validation_bytes"]
 
 __getattr__ = deprecated_getattr(__name__, {
     "MIXER_NAMES": "gma_teach.baselines", "DecoderLM": "gma_teach.models", "EncoderClassifier": "gma_teach.models",

@@ -303,7 +303,7 @@ PRESETS: dict[str, dict[str, dict]] = {
     # ch12: what the memory holds -- the exact demo (n_slots slots, pairs up to max_pairs; forgetting with decays and
     # a router's leak; the recency horizon at horizon_slots; Monte Carlo trials of random routing), the state-byte
     # table (state_width, state_seq_lens, gma_ks), and the live MQAR run: sdpa and GMA K=live_gma_k at live_width,
-    # trained by gma_teach.runs.recall.train_run on RECALL_STUDY with the sizes of `live` (tiny: < 30 s on one core;
+    # trained by gma_teach.study.train_run on RECALL_STUDY with the sizes of `live` (tiny: < 30 s on one core;
     # small: 400 steps, 20 s a run, where SDPA already recalls every pair and GMA K=32 a small share).
     "ch12": {
         "tiny": dict(seed=0, n_slots=16, max_pairs=48, decays=[0.9, 0.7], leak=0.1, horizon_slots=[16, 64, 256],

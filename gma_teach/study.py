@@ -33,10 +33,11 @@ from .runs.arm_records import (
     tables_path,
 )
 from .runs.baseline_checks import baseline_check_sentences, baseline_checks
-from .runs.classification import listops_data, run_classification, text_data
+from .runs.chapter_runs import run_classification, run_lm, train_run
+from .runs.classification import listops_data, text_data
 from .runs.init_scan import scan_initial_routing
-from .runs.language_model import lm_data, run_lm
-from .runs.recall import accuracy_by_count, build_model, recall_data, split, state_bytes, train_run
+from .runs.language_model import lm_data
+from .runs.recall import accuracy_by_count, build_model, recall_data, split, state_bytes
 from .runs.recall_tables import exploratory_comparison, format_recall_table, recall_table
 from .runs.speed import measure_training_speed
 from .runs.study_cli import main

@@ -8,8 +8,7 @@ import pytest
 import torch
 
 from gma_teach import LM_ROUTING_REMEDY, GaussianMixtureAttention, diagnostics, experiments, measure, models, preset
-from gma_teach.runs import classification, language_model  # the code behind gma_teach.experiments, patched here
-from gma_teach.runs import experiments as runner
+from gma_teach.runs import arm, chapter_runs  # the code behind gma_teach.experiments, patched here
 from gma_teach.runs.language_model import FAVOR_PROBE_ROWS
 
 TINY_LM = dict(tokenizer="bytes", max_train_tokens=6000, max_val_tokens=2000, n_steps=6, eval_every=3)
@@ -22,20 +21,21 @@ def _cache(tmp_path, monkeypatch):
 
 
 def test_main_listops_tiny_writes_valid_json(tmp_path, monkeypatch):
-    real_preset = runner.preset
+    real_preset = chapter_runs.preset
 
     def smaller(name, scale_name=None):  # the tiny preset with fewer examples, to keep the test fast
         p = real_preset(name, scale_name)
         p.n_train, p.n_val, p.n_test = 128, 32, 64
         return p
 
-    monkeypatch.setattr(runner, "preset", smaller)
-    monkeypatch.setattr(classification, "preset", smaller)
+    monkeypatch.setattr(chapter_runs, "preset", smaller)
+    monkeypatch.setattr(arm, "preset", smaller)
     out = tmp_path / "results" / "listops.json"
     record = experiments.main(["listops", "--mixer", "gma", "--scale", "tiny", "--seeds", "2", "--out", str(out)])
     loaded = json.loads(out.read_text())
     assert loaded["summary"] == json.loads(json.dumps(record["summary"]))
-    assert loaded["experiment"] == "listops" and loaded["scale"] == "tiny" and loaded["n_components"] == 16
+    assert loaded["experiment"] == "listops" and loaded["scale"] == "tiny" and loaded["arm"] == "gma"
+    assert loaded["config"]["n_components"] == 16 and {r["n_components"] for r in loaded["runs"]} == {16}
     assert loaded["summary"]["seeds"] == [0, 1] and len(loaded["runs"]) == 2 and loaded["complete"] is True
     p = smaller("listops", "tiny")
     for run in loaded["runs"]:
@@ -44,11 +44,12 @@ def test_main_listops_tiny_writes_valid_json(tmp_path, monkeypatch):
         assert 0.0 <= run["test"]["accuracy"] <= 1.0 and run["tokens_per_second"] > 0
         assert run["parameters"]["total"] == run["parameters"]["mixer"] + run["parameters"]["rest"] > 0
     values = [r["test"]["accuracy"] for r in loaded["runs"]]
-    assert loaded["summary"]["mean"] == pytest.approx(sum(values) / 2)
+    assert loaded["summary"]["test_accuracy"]["mean"] == pytest.approx(sum(values) / 2)
     for key in ("date", "commit", "command"):
         assert isinstance(loaded[key], str) and loaded[key]
     assert isinstance(loaded["hardware"], dict) and loaded["hardware"]["cpu"] and loaded["threads"] >= 1
-    assert "generated" in loaded["data_source"] and loaded["command"].endswith(str(out))
+    assert all("generated" in run["data_source"] for run in loaded["runs"])
+    assert loaded["command"].endswith(str(out))
 
 
 def test_text_record_labels_the_stand_in():
@@ -56,21 +57,21 @@ def test_text_record_labels_the_stand_in():
     record = experiments.run("text", "linear", scale_name="tiny", seeds=(0, 1), epochs=1, n_train=64, n_test=32,
                              on_seed=partial.append)
     assert [r["complete"] for r in partial] == [False, True] and partial[0]["summary"]["seeds"] == [0]
-    assert record["data_source"].startswith("STAND-IN") and record["runs"][0]["history"]["epochs"] == [1.0]
+    assert record["runs"][0]["data_source"].startswith("STAND-IN") and record["runs"][0]["history"]["epochs"] == [1.0]
     assert record["runs"][0]["n_components"] is None
 
 
 def test_lm_record_and_checkpoint_roundtrip(monkeypatch):
     record = experiments.run("lm", "gma", scale_name="tiny", n_components=8, **TINY_LM)
     run = record["runs"][0]
-    assert record["summary"]["metric"] == "val_perplexity" and run["val"]["perplexity"] > 1
-    assert record["summary"]["bits_per_byte_values"] == [run["val"]["bits_per_byte"]]
-    assert record["summary"]["tokenizer"] == run["tokenizer"]
+    assert record["summary"]["val_perplexity"]["mean"] == run["val"]["perplexity"] > 1
+    assert record["summary"]["val_bits_per_byte"]["mean"] == run["val"]["bits_per_byte"]
     assert run["history"]["steps"] == [3, 6] and run["tokenizer"].startswith("bytes")
-    tiny = runner.preset("lm", "tiny")
+    tiny = preset("lm", "tiny")
     for key, value in TINY_LM.items():
         setattr(tiny, key, value)
-    monkeypatch.setattr(language_model, "preset", lambda name, scale_name=None: tiny)
+    monkeypatch.setattr(arm, "preset", lambda name, scale_name=None: tiny)
+    monkeypatch.setattr(chapter_runs, "preset", lambda name, scale_name=None: tiny)
     first = experiments.load_or_train_lm("tiny", n_components=8)
     assert first.path.exists() and first.val_ids.dim() == 1
     assert first.tokenizer.token_strings(first.val_ids[:3]) == [first.tokenizer.decode([i]) for i in
@@ -85,10 +86,11 @@ def test_lm_record_and_checkpoint_roundtrip(monkeypatch):
 def test_a_model_trained_with_gma_options_is_kept_apart_and_uses_them(monkeypatch):
     """Chapter 11 reads chapter 10's model and the same model trained with the routing remedy: two files, and
     the remedy's layers carry its options (the balance loss) whether trained or loaded."""
-    tiny = runner.preset("lm", "tiny")
+    tiny = preset("lm", "tiny")
     for key, value in TINY_LM.items():
         setattr(tiny, key, value)
-    monkeypatch.setattr(language_model, "preset", lambda name, scale_name=None: tiny)
+    monkeypatch.setattr(arm, "preset", lambda name, scale_name=None: tiny)
+    monkeypatch.setattr(chapter_runs, "preset", lambda name, scale_name=None: tiny)
     default = experiments.load_or_train_lm("tiny", n_components=8)
     remedy = experiments.load_or_train_lm("tiny", n_components=8, gma_options=LM_ROUTING_REMEDY)
     assert remedy.path != default.path and default.path.exists() and remedy.path.exists()
@@ -105,7 +107,7 @@ def test_a_model_trained_with_gma_options_is_kept_apart_and_uses_them(monkeypatc
         experiments.load_or_train_lm("tiny", mixer="sdpa", gma_options=LM_ROUTING_REMEDY)
 
 def test_lm_record_reports_bits_per_byte_and_routing_health():
-    data = experiments.lm_data(SimpleNamespace(**{**vars(runner.preset("lm", "tiny")), **TINY_LM}))
+    data = experiments.lm_data(SimpleNamespace(**{**vars(preset("lm", "tiny")), **TINY_LM}))
     record = experiments.run_lm("gma", scale_name="tiny", n_components=8, data=data, **TINY_LM)
     # bits per byte = summed token loss / UTF-8 bytes of the validation targets / ln 2 (byte tokens: 1 byte each
     # except end-of-text)
@@ -130,7 +132,7 @@ def test_lm_record_reports_bits_per_byte_and_routing_health():
 def test_a_performer_lm_records_how_far_its_favor_weights_are_from_softmax():
     """Every Performer layer's FAVOR+ weights against softmax's, on its own queries and keys of the first
     validation rows: one entry a layer, what diagnostics.model_favor_errors gives on the returned model."""
-    data = experiments.lm_data(SimpleNamespace(**{**vars(runner.preset("lm", "tiny")), **TINY_LM}))
+    data = experiments.lm_data(SimpleNamespace(**{**vars(preset("lm", "tiny")), **TINY_LM}))
     record, model = experiments.run_lm("performer", scale_name="tiny", data=data, return_model=True, **TINY_LM)
     errors = record["favor_error"]
     assert [e["layer"] for e in errors] == list(range(len(model.blocks)))
@@ -140,7 +142,7 @@ def test_a_performer_lm_records_how_far_its_favor_weights_are_from_softmax():
 
 
 def test_gma_options_reach_the_layer_and_are_refused_elsewhere():
-    p = runner.preset("lm", "tiny")
+    p = preset("lm", "tiny")
     model = experiments.build_lm(p, "gma", 30, n_components=8, gma_options={"init_variance": 5.0})
     layer = model.blocks[0].mixer
     variances = layer.mixture.variances
@@ -149,7 +151,7 @@ def test_gma_options_reach_the_layer_and_are_refused_elsewhere():
         experiments.build_lm(p, "sdpa", 30, gma_options={"init_variance": 5.0})
     with pytest.raises(TypeError, match="gma_options"):
         experiments.mixer_options(p, "gma", 8, gma_options=[("init_variance", 5.0)])
-    text = runner.preset("text", "tiny")
+    text = preset("text", "tiny")
     data = {"vocab_size": 40, "n_classes": 2, "pad_id": 0, "train": (torch.zeros(4, 16, dtype=torch.long), None)}
     classifier = experiments.build_classifier(text, "gma", data, n_components=5, gma_options={"init_variance": 3.0})
     mixers = [m for m in classifier.modules() if isinstance(m, GaussianMixtureAttention)]
@@ -176,7 +178,7 @@ def test_bad_arguments():
     with pytest.raises(ValueError, match="override"):
         experiments.run_classification("listops", "gma", scale_name="tiny", n_epochs=3)
     with pytest.raises(ValueError, match="LM mixer"):
-        experiments.build_lm(runner.preset("lm", "tiny"), "linformer", 10)
+        experiments.build_lm(preset("lm", "tiny"), "linformer", 10)
     with pytest.raises(SystemExit):
         experiments.main(["listops", "--mixer", "nope", "--out", "x.json"])
 

@@ -17,11 +17,13 @@ with :func:`gma_teach.records.write_record` (atomically) after every run.
 """
 from __future__ import annotations
 
+import copy
 import json
 import sys
 import time
 from collections.abc import Callable
 from dataclasses import dataclass, field
+from pathlib import Path
 from types import MappingProxyType, SimpleNamespace
 
 from ..capacity import fast_weight_seed
@@ -29,13 +31,13 @@ from ..designs import KMEANS_BLOCKS, Arm, Study, as_study, thawed
 from ..environment import device, preset
 from ..models import init_routing_means
 from ..records import PROVENANCE_KEYS, provenance, write_record
-from .arm_records import chosen_lr, load_arm, record_path, recorded_under, summarize_arm
+from .arm_records import chosen_lr, record_path, recorded_under, summarize_arm
 from .classification import classification_seed, listops_data, text_data
 from .language_model import lm_data, lm_seed
 from .options import arm_options
 from .recall import recall_data, recall_seed
 
-__all__ = ["RunConfig", "SEED_TRAINERS", "resolve", "run_arm", "study_data"]
+__all__ = ["RunConfig", "SEED_TRAINERS", "resolve", "run_arm", "study_data", "train_seed"]
 
 
 @dataclass(frozen=True)
@@ -124,29 +126,62 @@ def _prepare(config: RunConfig):
     return prepare
 
 
-def _lm(config: RunConfig, seed: int, lr: float, data, progress: bool) -> dict:
+def _lm(config: RunConfig, seed: int, lr: float, data, progress: bool):
     return lm_seed(config.namespace(), config.arm.mixer, data, seed=seed, options=dict(config.options),
-                   prepare=_prepare(config), progress=progress)
+                   prepare=_prepare(config), progress=progress, return_model=True)
 
 
-def _classification(config: RunConfig, seed: int, lr: float, data, progress: bool) -> dict:
+def _classification(config: RunConfig, seed: int, lr: float, data, progress: bool):
     return classification_seed(config.study.experiment, config.namespace(), config.arm.mixer, data, seed=seed,
-                               options=dict(config.options), prepare=_prepare(config), progress=progress)
+                               options=dict(config.options), prepare=_prepare(config), progress=progress,
+                               return_model=True)
 
 
-def _recall(config: RunConfig, seed: int, lr: float, data, progress: bool) -> dict:
+def _recall(config: RunConfig, seed: int, lr: float, data, progress: bool):
     return recall_seed(config.namespace(), config.arm, lr, seed, data, progress=progress, arm_name=config.arm_name,
-                       options=dict(config.options), prepare=_prepare(config))
+                       options=dict(config.options), prepare=_prepare(config), return_model=True)
 
 
-def _capacity(config: RunConfig, seed: int, lr: float, data, progress: bool) -> dict:
+def _capacity(config: RunConfig, seed: int, lr: float, data, progress: bool):
     return fast_weight_seed(config.sizes, config.arm.mixer, dict(config.options), seed, progress=progress,
-                            label=config.arm_name)
+                            label=config.arm_name), None  # a fresh model at every S: none to hand back
 
 
 SEED_TRAINERS: dict[str, Callable] = {"lm": _lm, "listops": _classification, "text": _classification,
                                       "recall": _recall, "capacity": _capacity}
-"""The pluggable part of the runner, ``experiment -> trainer(config, seed, lr, data, progress) -> run record``."""
+"""The pluggable part of the runner, ``experiment -> trainer(config, seed, lr, data, progress) -> (run record,
+trained model)`` (the capacity test's model is ``None``: it trains one per ``S``)."""
+
+
+def train_seed(config: RunConfig, seed: int, *, lr: float | None = None, data=None, command: str,
+               progress: bool = False, return_model: bool = False):
+    """Train one seed of a resolved arm (:func:`resolve`) with its experiment's trainer (:data:`SEED_TRAINERS`):
+    what :func:`run_arm` does for each missing seed, and what a chapter's live run does once
+    (``gma_teach.runs.chapter_runs``), so that both record the same run.
+
+    Args:
+        config: the resolved arm.
+        seed: the run's seed.
+        lr: the learning rate (default: the sizes' ``lr``; a recall study's swept rate otherwise).
+        data: the study's data (:func:`study_data`; loaded here when ``None``).
+        command: the command (or call) stored in the run's provenance.
+        progress: show the run's progress bar.
+        return_model: also return the trained model.
+
+    Returns:
+        The run's record, stamped with ``wall_seconds``, ``cpu_seconds`` (what the run cost, whatever the
+        machine's load) and ``provenance`` (:func:`gma_teach.records.provenance` taken before training, with the
+        load after it); ``(record, model)`` with ``return_model``.
+    """
+    data = study_data(config.study) if data is None else data
+    lr = config.sizes["lr"] if lr is None else lr
+    origin = provenance(command, device())  # taken before training: the commit and date of the code that runs
+    started, cpu_started = time.perf_counter(), time.process_time()
+    run, model = SEED_TRAINERS[config.study.experiment](config, seed, lr, data, progress)
+    run["wall_seconds"] = time.perf_counter() - started
+    run["cpu_seconds"] = time.process_time() - cpu_started
+    run["provenance"] = {**origin, "load_after": provenance(origin["command"])["load"]}
+    return (run, model) if return_model else run
 
 
 def _describe(run: dict, experiment: str) -> str:
@@ -162,10 +197,10 @@ def _describe(run: dict, experiment: str) -> str:
 def _new_record(config: RunConfig) -> dict:
     study = config.study
     if study.experiment == "recall":
-        return {"study": study.name, "arm": config.arm_name, "width": config.width, "design": _recall_design(config),
-                "runs": []}
-    return {"study": study.name, "arm": config.arm_name, "spec": config.arm.as_dict(), "scale": study.scale,
-            "config": thawed(config.sizes), "runs": [], "complete": False}
+        return {"study": study.name, "experiment": "recall", "arm": config.arm_name, "width": config.width,
+                "design": _recall_design(config), "runs": []}
+    return {"study": study.name, "experiment": study.experiment, "arm": config.arm_name, "spec": config.arm.as_dict(),
+            "scale": study.scale, "config": thawed(config.sizes), "runs": [], "complete": False}
 
 
 def _recall_design(config: RunConfig) -> dict:
@@ -183,6 +218,8 @@ def _same_setting(record: dict, config: RunConfig) -> bool:
         return (Arm.from_spec(stored.pop("arm")) == Arm.from_spec(design.pop("arm"))
                 and {k: v for k, v in stored.items() if k in design} == design and set(stored) <= set(design))
     pinned = thawed(config.study.setting)
+    if "spec" not in record:  # a record of another form (``python -m gma_teach.experiments`` before its runs were studies)
+        return False
     return (Arm.from_spec(record["spec"]) == config.arm
             and all(record["config"].get(key) == thawed(config.sizes[key]) for key in pinned))
 
@@ -201,7 +238,7 @@ def _done(record: dict, seed: int, lr: float | None, swept: bool) -> bool:
 
 
 def run_arm(study: Study, arm: str, *, seeds=None, width: int | None = None, folder=None, command: str | None = None,
-            progress=False, data=None) -> dict:
+            progress=False, data=None, path=None, on_record: Callable | None = None) -> dict:
     """Train every run of ``arm`` (at ``width``, for a study with widths) not yet in its record, saving the record
     after each; returns the record.
 
@@ -214,18 +251,21 @@ def run_arm(study: Study, arm: str, *, seeds=None, width: int | None = None, fol
         command: the command stored in the provenance (default: this process's).
         progress: show each run's progress bar.
         data: the study's data (:func:`study_data`), to load it once for several arms.
+        path: the record's file, in place of :func:`gma_teach.study.record_path`'s (``python -m
+            gma_teach.experiments ... --out FILE``).
+        on_record: called with a copy of the record after each run is saved.
     """
     study = as_study(study)
     owner, owner_arm = recorded_under(study, arm)
     if owner is not study:
         return run_arm(owner, owner_arm, seeds=seeds if seeds is not None else study.seeds, width=width,
-                       folder=folder, command=command, progress=progress, data=data)
+                       folder=folder, command=command, progress=progress, data=data, path=path, on_record=on_record)
     if study.widths and width is None:
         raise ValueError(f"study {study.name!r} trains at widths {study.widths}: give width")
     config = resolve(study, arm, width)
     seeds = tuple(study.seeds if seeds is None else seeds)
-    path = record_path(study, arm, folder, width=width)
-    record = load_arm(study, arm, folder, width=width)
+    path = Path(path) if path is not None else record_path(study, arm, folder, width=width)
+    record = json.loads(path.read_text()) if path.exists() else None
     if record is None:
         record = _new_record(config)
     elif not _same_setting(record, config):
@@ -237,12 +277,9 @@ def run_arm(study: Study, arm: str, *, seeds=None, width: int | None = None, fol
             continue
         if data is None:
             data = study_data(study)
-        origin = provenance(command or "python -m gma_teach.study " + " ".join(sys.argv[1:]), device())
-        started, cpu_started = time.perf_counter(), time.process_time()
-        run = SEED_TRAINERS[study.experiment](config, seed, lr, data, progress)
-        run["wall_seconds"] = time.perf_counter() - started
-        run["cpu_seconds"] = time.process_time() - cpu_started  # what the run cost, whatever the machine's load
-        run["provenance"] = {**origin, "load_after": provenance(origin["command"])["load"]}
+        run = train_seed(config, seed, lr=lr, data=data, progress=progress,
+                         command=command or "python -m gma_teach.study " + " ".join(sys.argv[1:]))
+        origin = run["provenance"]
         record["runs"] = sorted([*record["runs"], run], key=lambda r: (r["seed"], r.get("lr") or 0.0))
         if swept:
             record["chosen_lr"] = chosen_lr(record)
@@ -251,6 +288,8 @@ def run_arm(study: Study, arm: str, *, seeds=None, width: int | None = None, fol
             record["complete"] = set(study.seeds) <= {r["seed"] for r in record["runs"]}
         record.update({key: origin[key] for key in PROVENANCE_KEYS})
         write_record(path, record)
+        if on_record is not None:
+            on_record(copy.deepcopy(record))
         at = f" d={width}" if width is not None else ""
         print(f"{study.name} {arm}{at} seed {seed}{f' lr {lr:g}' if swept else ''}: "
               f"{_describe(run, study.experiment)} ({run['wall_seconds']:.0f} s) -> {path}", flush=True)

@@ -7,13 +7,12 @@ from types import SimpleNamespace
 import torch
 
 from ..data import DataUnavailableError, listops, text
-from ..environment import device, preset, seed_everything
+from ..environment import device, seed_everything
 from ..models import EncoderClassifier, parameter_counts
 from ..train import evaluate, fit
 from .options import check_seed, chosen_options, history_summary, recorded_gma_options
 
-__all__ = ["build_classifier", "classification_seed", "listops_data", "majority_accuracy", "run_classification",
-           "text_data"]
+__all__ = ["build_classifier", "classification_seed", "listops_data", "majority_accuracy", "text_data"]
 
 
 def listops_data(p: SimpleNamespace, *, source: str | None = None) -> dict:
@@ -46,9 +45,8 @@ def listops_data(p: SimpleNamespace, *, source: str | None = None) -> dict:
 
 def text_data(p: SimpleNamespace, *, source: str | None = None) -> dict:
     """Text splits for preset ``p``: ``{"train", "validation", "test"}`` plus ``"source"``, ``"vocab_size"``,
-    ``"n_classes"``. Like LRA, validation is the test split, so :func:`run_classification` keeps the last epoch's
-    weights. ``source``: ``"imdb"`` or ``"stdlib"`` (the stand-in; labelled so in ``"source"``); default
-    ``p.source``."""
+    ``"n_classes"``. Like LRA, validation is the test split, so a run keeps the last epoch's weights.
+    ``source``: ``"imdb"`` or ``"stdlib"`` (the stand-in; labelled so in ``"source"``); default ``p.source``."""
     source = source or p.source
     data = text.splits(p.n_train, p.n_test, source=source, max_length=p.max_length, seed=p.data_seed)
     if source == "stdlib":
@@ -78,48 +76,23 @@ def build_classifier(p: SimpleNamespace, mixer: str, data: dict, *, n_components
                              mixer_options=chosen_options(p, mixer, n_components, gma_options, options))
 
 
-def run_classification(experiment: str, mixer: str, *, scale_name: str | None = None, seed: int = 0,
-                       n_components: int | None = None, source: str | None = None, data: dict | None = None,
-                       progress: bool = False, gma_options: dict | None = None, **overrides) -> dict:
-    """Train and test one classifier; returns a JSON-ready record of this seed.
-
-    Args:
-        experiment: ``"listops"`` or ``"text"``.
-        mixer: a name of :data:`gma_teach.baselines.MIXER_NAMES`.
-        scale_name: preset scale (default: the scale in force).
-        seed: model initialization, dropout and batch order.
-        n_components: GMA's K (default ``p.n_components``).
-        source: data source (see :func:`listops_data`, :func:`text_data`).
-        data: already-loaded data (to share it between runs).
-        gma_options: extra :class:`~gma_teach.GaussianMixtureAttention` options (a routing remedy).
-        **overrides: replace preset entries (``epochs=1``, ...).
-
-    Returns:
-        ``{"seed", "gma_options", "history", "test", "majority_baseline", "parameters", "tokens_per_second",
-        "train_seconds", "data_source", "checkpoint"}``; ``test`` holds ``loss`` and ``accuracy`` of the weights
-        kept (``checkpoint``): the best validation epoch's, or the last epoch's where the validation split is the
-        test split (the Text stand-in, as in LRA), so that no checkpoint is chosen on the test set.
-    """
-    if experiment not in ("listops", "text"):
-        raise ValueError(f"experiment must be 'listops' or 'text', got {experiment!r}")
-    p = preset(experiment, scale_name)
-    for key, value in overrides.items():
-        if not hasattr(p, key):
-            raise ValueError(f"unknown override {key!r} for preset {experiment!r}; known: {sorted(vars(p))}")
-        setattr(p, key, value)
-    if data is None:
-        data = listops_data(p, source=source) if experiment == "listops" else text_data(p, source=source)
-    return classification_seed(experiment, p, mixer, data, seed=seed, n_components=n_components, progress=progress,
-                               gma_options=gma_options)
-
-
 def classification_seed(experiment: str, p: SimpleNamespace, mixer: str, data: dict, *, seed: int = 0,
                         n_components: int | None = None, progress: bool = False,
-                        gma_options: dict | None = None, options: dict | None = None, prepare=None) -> dict:
-    """One seed of a classifier under the resolved sizes ``p`` (what :func:`run_classification` and the study
-    runner call): trains and tests it on ``data``; returns the record :func:`run_classification` describes.
-    ``options``: the mixer's options resolved once (the study runner's), in place of ``n_components`` and
-    ``gma_options``; ``prepare(model, data)``: called once before training (e.g. means from k-means)."""
+                        gma_options: dict | None = None, options: dict | None = None, prepare=None,
+                        return_model: bool = False):
+    """One seed of a classifier under the resolved sizes ``p`` (what the runner of every study calls,
+    ``gma_teach.runs.arm.train_seed``): trains and tests it on ``data``.
+
+    ``options``: the mixer's options resolved once (an arm's), in place of ``n_components`` and ``gma_options``;
+    ``prepare(model, data)``: called once before training (e.g. means from k-means).
+
+    Returns:
+        ``{"seed", "mixer", "n_components", "gma_options", "history", "test", "checkpoint", "majority_baseline",
+        "parameters", "tokens_per_second", "train_seconds", "data_source"}`` (and the model with
+        ``return_model``); ``test`` holds ``loss`` and ``accuracy`` of the weights kept (``checkpoint``): the best
+        validation epoch's, or the last epoch's where the validation split is the test split (the Text stand-in,
+        as in LRA), so that no checkpoint is chosen on the test set.
+    """
     seed_everything(check_seed(seed))
     options = chosen_options(p, mixer, n_components, gma_options, options)
     model = build_classifier(p, mixer, data, options=options).to(device())
@@ -134,13 +107,12 @@ def classification_seed(experiment: str, p: SimpleNamespace, mixer: str, data: d
                   keep=keep)
     test = evaluate(model, data["test"], task="classify", batch_size=p.batch_size, pad_id=pad_id)
     gma = mixer == "gma"
-    return {"seed": seed, "mixer": mixer, "n_components": options["n_components"] if gma else None,
-            "gma_options": recorded_gma_options(mixer, options),
-            "history": history_summary(history), "test": test,
-            "checkpoint": keep,
-            "majority_baseline": majority_accuracy(data["test"][1]), "parameters": parameter_counts(model),
-            "tokens_per_second": history.tokens_per_second, "train_seconds": history.train_seconds,
-            "data_source": data["source"]}
+    record = {"seed": seed, "mixer": mixer, "n_components": options["n_components"] if gma else None,
+              "gma_options": recorded_gma_options(mixer, options), "history": history_summary(history),
+              "test": test, "checkpoint": keep, "majority_baseline": majority_accuracy(data["test"][1]),
+              "parameters": parameter_counts(model), "tokens_per_second": history.tokens_per_second,
+              "train_seconds": history.train_seconds, "data_source": data["source"]}
+    return (record, model) if return_model else record
 
 
 def _warmup_steps(p: SimpleNamespace, n_train: int) -> int:

@@ -12,11 +12,12 @@ command line::
 
     python -m gma_teach.experiments listops --mixer gma --scale small --seeds 3 --out book/results/listops_gma.json
 
-writes a JSON record: the configuration, per-epoch metrics and final test metric of every seed, their mean and
-standard deviation, training tokens per second, parameter counts and the provenance of
+writes the record of a study's arm (a chapter's one-arm study, :func:`gma_teach.runs.chapter_runs.chapter_study`,
+run by the runner of every study): the configuration, per-epoch metrics and final test metric of every seed, their
+mean and standard deviation, training tokens per second, parameter counts and the provenance of
 :func:`gma_teach.measure.provenance` (hardware, threads, load, date, commit, command). The recorded studies (several
-arms, seeds resumed after an interruption, paired intervals) are :mod:`gma_teach.study`. Any recorded seed of either is
-re-run from the command its record stores, and compared number by number, with::
+arms, paired intervals) are :mod:`gma_teach.study`. Any recorded seed of either is re-run from the command its
+record stores, and compared number by number, with::
 
     python -m gma_teach.experiments reproduce book/results/lm_study_sdpa.json --seed 1
 
@@ -28,94 +29,66 @@ import argparse
 import json
 import os
 import sys
-import time
+import tempfile
 from pathlib import Path
-from types import SimpleNamespace
 
 from .. import mixers
-from ..environment import SCALES, device, preset, scale
-from ..records import provenance, results_folder, write_record
-from ..stats import mean_std
-from .classification import build_classifier, listops_data, majority_accuracy, run_classification, text_data
+from ..environment import SCALES
+from ..records import results_folder
+from .arm import run_arm
+from .chapter_runs import chapter_study, load_or_train_lm, run_classification, run_lm
+from .classification import build_classifier, listops_data, majority_accuracy, text_data
 from .language_model import (
     LMRun,
     build_lm,
     decoding_state_bytes,
     lm_checkpoint_path,
     lm_data,
-    load_or_train_lm,
     routing_monitor,
-    run_lm,
     validation_bytes,
 )
 from .options import CLASSIFIER_MIXERS, EXPERIMENTS, LM_MIXERS, mixer_options
 from .reproduce import reproduce_main
 
-__all__ = ["CLASSIFIER_MIXERS", "EXPERIMENTS", "LMRun", "LM_MIXERS", "build_classifier", "build_lm",
-           "decoding_state_bytes", "listops_data", "lm_checkpoint_path", "lm_data", "load_or_train_lm", "load_results",
-           "main", "majority_accuracy", "mixer_options", "routing_monitor", "run", "run_classification", "run_lm",
-           "text_data", "validation_bytes"]
+__all__ = ["CLASSIFIER_MIXERS", "EXPERIMENTS", "LMRun", "LM_MIXERS", "build_classifier", "build_lm", "chapter_study",
+           "decoding_state_bytes", "headline", "listops_data", "lm_checkpoint_path", "lm_data", "load_or_train_lm",
+           "load_results", "main", "majority_accuracy", "mixer_options", "routing_monitor", "run", "run_classification",
+           "run_lm", "text_data", "validation_bytes"]
 
 
 def run(experiment: str, mixer: str, *, scale_name: str | None = None, seeds=(0,), n_components: int | None = None,
         source: str | None = None, progress: bool = False, command: str | None = None, on_seed=None,
-        **overrides) -> dict:
-    """Run ``experiment`` for every seed in ``seeds``; returns the JSON-ready record the command line writes.
+        out: str | os.PathLike | None = None, **overrides) -> dict:
+    """Run ``experiment`` for every seed in ``seeds``, as the one arm of a chapter's study
+    (:func:`gma_teach.runs.chapter_runs.chapter_study`: the preset at ``scale_name`` with ``overrides``) through the
+    runner of every study (:func:`gma_teach.runs.arm.run_arm`); returns its record.
 
-    The record: ``experiment``, ``mixer``, ``scale``, ``config`` (the preset with overrides), ``runs`` (one record per
-    seed), ``summary`` (mean and std of the final metric and of tokens/s), ``parameters``, ``data_source``,
-    ``complete`` (all seeds ran) and the provenance (``hardware``, ``date``, ``commit``, ``command``).
-    ``on_seed(record)``, if given, receives the partial record after every seed (the command line saves it, so an
-    interrupted run keeps its finished seeds).
+    The record is a study arm's: ``study``, ``experiment``, ``arm`` (the mixer), ``spec`` (its options),
+    ``scale``, ``config`` (the preset with overrides), ``runs`` (one record per seed, each with its provenance),
+    ``summary`` (:func:`gma_teach.study.summarize_arm`), ``complete`` (all seeds ran) and the provenance
+    (``hardware``, ``threads``, ``load``, ``date``, ``commit``, ``command``). It is written to ``out`` after every
+    seed (seeds already there are kept, so an interrupted run continues), or to a temporary file when ``out`` is
+    ``None``; ``on_seed(record)``, if given, receives it after every seed.
     """
     if experiment not in EXPERIMENTS:
         raise ValueError(f"experiment must be one of {EXPERIMENTS}, got {experiment!r}")
     if not seeds:
         raise ValueError("seeds must name at least one seed")
-    chosen = scale_name or scale()
-    p = preset(experiment, chosen)
-    config = {**vars(p), **overrides, "mixer": mixer, "mixer_options": mixer_options(p, mixer, n_components)}
-    origin = provenance(command or " ".join(["python -m gma_teach.experiments", *sys.argv[1:]]),
-                                device())  # taken before training: the commit and date of the code that runs
-    started = time.perf_counter()
-    q = SimpleNamespace(**{**vars(p), **overrides})
-    if experiment == "lm":
-        data = lm_data(q, source=source)
-    else:
-        data = listops_data(q, source=source) if experiment == "listops" else text_data(q, source=source)
-    runs = []
-    record = None
-    for seed in seeds:
-        if experiment == "lm":
-            runs.append(run_lm(mixer, scale_name=chosen, seed=seed, n_components=n_components, data=data,
-                               progress=progress, **overrides))
-        else:
-            runs.append(run_classification(experiment, mixer, scale_name=chosen, seed=seed, n_components=n_components,
-                                           data=data, progress=progress, **overrides))
-        record = _record(experiment, mixer, chosen, config, runs, len(runs) == len(seeds), started, origin)
-        if on_seed is not None:
-            on_seed(record)
-    return record
+    study = chapter_study(experiment, mixer, scale_name=scale_name, seeds=seeds, n_components=n_components,
+                          source=source, **overrides)
+    command = command or " ".join(["python -m gma_teach.experiments", *sys.argv[1:]])
+    with tempfile.TemporaryDirectory() as folder:
+        path = Path(out) if out is not None else Path(folder) / "record.json"
+        return run_arm(study, mixer, command=command, progress=progress, path=path, on_record=on_seed)
 
 
-def _record(experiment, mixer, scale_name, config, runs, complete, started, origin) -> dict:
-    if experiment == "lm":
-        metric, values = "val_perplexity", [r["val"]["perplexity"] for r in runs]
-    else:
-        metric, values = "test_accuracy", [r["test"]["accuracy"] for r in runs]
-    mean, std = mean_std(values)
-    speed_mean, speed_std = mean_std([r["tokens_per_second"] for r in runs])
-    summary = {"metric": metric, "mean": mean, "std": std, "values": values, "seeds": [r["seed"] for r in runs],
-               "tokens_per_second_mean": speed_mean, "tokens_per_second_std": speed_std}
-    if experiment == "lm":
-        bpb = [r["val"]["bits_per_byte"] for r in runs]
-        bpb_mean, bpb_std = mean_std(bpb)
-        summary.update(bits_per_byte_values=bpb, bits_per_byte_mean=bpb_mean, bits_per_byte_std=bpb_std,
-                       tokenizer=runs[0]["tokenizer"])
-    return {"experiment": experiment, "mixer": mixer, "n_components": runs[0]["n_components"], "scale": scale_name,
-            "config": config, "data_source": runs[0]["data_source"], "parameters": runs[0]["parameters"],
-            "summary": summary,
-            "complete": complete, "runs": runs, "wall_seconds": time.perf_counter() - started, **origin}
+def headline(record: dict) -> str:
+    """One line of a record of :func:`run`: its metric's mean and std over seeds and its training speed."""
+    metric = "val_bits_per_byte" if record["experiment"] == "lm" else "test_accuracy"
+    summary = record["summary"]
+    return (f"{record['experiment']} {record['arm']} ({record['scale']}): {metric} {summary[metric]['mean']:.4f} "
+            f"+- {summary[metric]['std'] or 0.0:.4f} over {len(summary['seeds'])} seed(s); "
+            f"{summary['tokens_per_second']['mean']:.0f} tokens/s")
 
 
 def load_results(pattern: str = "*.json", folder: str | os.PathLike | None = None) -> list[dict]:
@@ -151,18 +124,10 @@ def main(argv=None) -> dict:
         raise SystemExit(f"--seeds must be >= 1, got {args.seeds}")
     shown = argv if argv is not None else sys.argv[1:]
     command = "python -m gma_teach.experiments " + " ".join(shown)
-    out = Path(args.out)
-
-    def save(record):
-        write_record(out, record)
-
     record = run(args.experiment, args.mixer, scale_name=args.scale, seeds=tuple(range(args.seeds)),
                  n_components=args.n_components, source=args.source, progress=args.progress, command=command,
-                 on_seed=save)
-    summary = record["summary"]
-    print(f"{args.experiment} {args.mixer} ({record['scale']}): {summary['metric']} {summary['mean']:.4f} +- "
-          f"{summary['std']:.4f} over {len(summary['values'])} seed(s); {summary['tokens_per_second_mean']:.0f} "
-          f"tokens/s; wrote {out}")
+                 out=args.out)
+    print(f"{headline(record)}; wrote {args.out}")
     return record
 
 

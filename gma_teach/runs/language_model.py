@@ -13,13 +13,13 @@ from .. import _checks, diagnostics, mixers
 from ..baselines import PerformerAttention
 from ..data import wikitext
 from ..data.wikitext import bits_per_byte
-from ..environment import cache_dir, device, preset, scale, seed_everything
+from ..environment import cache_dir, device, seed_everything
 from ..models import DecoderLM, parameter_counts
-from ..train import History, evaluate, fit, save_atomically
-from .options import check_seed, chosen_options, history_summary, mixer_options, recorded_gma_options
+from ..train import History, evaluate, fit
+from .options import check_seed, chosen_options, history_summary, recorded_gma_options
 
 __all__ = ["FAVOR_PROBE_ROWS", "LMRun", "build_lm", "decoding_state_bytes", "lm_checkpoint_path", "lm_data", "lm_seed",
-           "load_or_train_lm", "routing_monitor", "run_lm", "validation_bytes"]
+           "routing_monitor", "train_lm", "validation_bytes"]
 
 FAVOR_PROBE_ROWS = 16
 """The validation rows (one batch of the LM study) on which a Performer LM's record measures how far each layer's
@@ -67,7 +67,12 @@ def routing_monitor(data, *, n_blocks: int = 8):
     return monitor
 
 
-def _train_lm(p, mixer, data, *, options, seed, progress, checkpoint_path=None, prepare=None, monitor=None):
+def train_lm(p: SimpleNamespace, mixer: str, data, *, options: dict, seed: int, progress: bool, prepare=None,
+             monitor=None):
+    """Build ``mixer``'s LM under the resolved sizes ``p`` with ``options`` and train it on ``data`` (the preset's
+    ``n_steps``, the best-validation weights kept); ``prepare(model, data)`` runs once before training and
+    ``monitor(model)`` at initialization and every evaluation. Returns ``(model, History, monitor's first
+    reading)``."""
     seed_everything(check_seed(seed))
     model = build_lm(p, mixer, data.tokenizer.n_vocab, options=options).to(device())
     if prepare is not None:
@@ -77,50 +82,21 @@ def _train_lm(p, mixer, data, *, options, seed, progress, checkpoint_path=None, 
     history = fit(model, data.train, val_data=data.val, steps=p.n_steps, eval_every=p.eval_every, lr=p.lr,
                   weight_decay=p.weight_decay, warmup=int(round(p.warmup_fraction * p.n_steps)),
                   batch_size=p.batch_size, seed=seed, task="lm", progress=progress, label=label,
-                  checkpoint_path=checkpoint_path, monitor=monitor)
+                  monitor=monitor)
     return model, history, initial
-
-
-def run_lm(mixer: str, *, scale_name: str | None = None, seed: int = 0, n_components: int | None = None,
-           source: str | None = None, data=None, progress: bool = False, return_model: bool = False,
-           gma_options: dict | None = None, prepare=None, track_routing: bool = True, **overrides):
-    """Train one causal LM for ``p.n_steps`` steps; returns a JSON-ready record (and the model if
-    ``return_model``).
-
-    Args:
-        mixer, n_components: the token mixer (GMA's K).
-        gma_options: extra :class:`~gma_teach.GaussianMixtureAttention` options (a routing remedy).
-        prepare: ``prepare(model, data)`` called once before training (e.g. means from k-means).
-        track_routing: record the routing health of GMA layers at initialization and every evaluation.
-        **overrides: replace preset entries (``n_steps=2400``, ...).
-
-    The record holds ``history`` (validation loss and perplexity every ``p.eval_every`` steps, and
-    ``val_bits_per_byte``), ``val`` (loss, perplexity and ``bits_per_byte`` of the best-validation weights),
-    ``routing`` (``initial`` and per-evaluation health, GMA only), ``favor_error`` (Performer only: how far each
-    layer's FAVOR+ weights are from softmax's on its own queries and keys of the first 16 validation rows,
-    ``FAVOR_PROBE_ROWS``, :func:`gma_teach.diagnostics.model_favor_errors`), ``tokens_per_second`` (training),
-    ``parameters``, ``data_source`` and ``tokenizer``.
-    """
-    p = preset("lm", scale_name)
-    for key, value in overrides.items():
-        if not hasattr(p, key):
-            raise ValueError(f"unknown override {key!r} for preset 'lm'; known: {sorted(vars(p))}")
-        setattr(p, key, value)
-    data = data if data is not None else lm_data(p, source=source)
-    return lm_seed(p, mixer, data, seed=seed, n_components=n_components, progress=progress,
-                   return_model=return_model, gma_options=gma_options, prepare=prepare, track_routing=track_routing)
 
 
 def lm_seed(p: SimpleNamespace, mixer: str, data, *, seed: int = 0, n_components: int | None = None,
             progress: bool = False, return_model: bool = False, gma_options: dict | None = None, prepare=None,
             track_routing: bool = True, options: dict | None = None):
-    """One seed of a causal LM under the resolved sizes ``p`` (what :func:`run_lm` and the study runner call):
-    trains it on ``data`` and returns the record :func:`run_lm` describes (and the model if ``return_model``).
+    """One seed of a causal LM under the resolved sizes ``p`` (what the runner of every study calls,
+    ``gma_teach.runs.arm.train_seed``): trains it on ``data`` and returns the record
+    :func:`gma_teach.experiments.run_lm` describes (and the model if ``return_model``).
     ``options``: the mixer's options resolved once (the study runner's), in place of ``n_components`` and
     ``gma_options``."""
     options = chosen_options(p, mixer, n_components, gma_options, options)
     monitor = routing_monitor(data) if track_routing and mixer == "gma" else None
-    model, history, initial = _train_lm(p, mixer, data, options=options, seed=seed, progress=progress,
+    model, history, initial = train_lm(p, mixer, data, options=options, seed=seed, progress=progress,
                                         prepare=prepare, monitor=monitor)
     n_targets, n_bytes = data.val[:, 1:].numel(), validation_bytes(data)
     nats_to_bpb = n_targets / n_bytes / math.log(2)
@@ -154,7 +130,7 @@ class LMRun:
         history: the :class:`~gma_teach.train.History` of its training.
         path: the checkpoint file.
         config: the preset sizes used, with ``mixer``, ``n_components``, ``seed`` and ``scale``, and
-            ``gma_options`` for a model trained with options (:func:`load_or_train_lm`).
+            ``gma_options`` for a model trained with options (:func:`gma_teach.experiments.load_or_train_lm`).
     """
 
     model: DecoderLM
@@ -167,55 +143,12 @@ class LMRun:
 
 def lm_checkpoint_path(scale_name: str, mixer: str, n_components: int | None, seed: int, *,
                        gma_options: dict | None = None) -> Path:
-    """Where :func:`load_or_train_lm` keeps a model:
+    """Where :func:`gma_teach.experiments.load_or_train_lm` keeps a model:
     ``cache_dir()/checkpoints/lm-<scale>-<mixer>[-K<k>]-s<seed>[-<option>=<value>...].pt``, the GMA options (if
     any) in the order of their names."""
     suffix = f"-K{n_components}" if mixer == "gma" else ""
     options = "".join(f"-{key}={value}" for key, value in sorted((gma_options or {}).items()))
     return cache_dir() / "checkpoints" / f"lm-{scale_name}-{mixer}{suffix}-s{seed}{options}.pt"
-
-
-def load_or_train_lm(scale_name: str | None = None, *, mixer: str = "gma", n_components: int | None = None,
-                     seed: int = 0, progress: bool = False, data=None, gma_options: dict | None = None,
-                     **overrides) -> LMRun:
-    """Chapter 10's language model: loaded from ``gma_teach.cache_dir()`` if saved, else trained at the scale's
-    preset (``gma_teach.preset("lm", scale_name)``, with ``overrides`` such as ``n_steps=150``) and saved as soon as
-    it is trained.
-
-    A saved model is reused only if its preset (overrides included), options and tokenizer match the current ones;
-    otherwise it is retrained. ``data``: the preset's data, if already loaded (:func:`lm_data`). ``gma_options``:
-    extra :class:`~gma_teach.GaussianMixtureAttention` options, such as the routing remedy
-    ``gma_teach.LM_ROUTING_REMEDY`` (chapter 11 reads a model trained with it); such a model is kept in a file
-    of its own (:func:`lm_checkpoint_path`).
-    """
-    chosen = scale_name or scale()
-    p = preset("lm", chosen)
-    for key, value in overrides.items():
-        if not hasattr(p, key):
-            raise ValueError(f"unknown override {key!r} for preset 'lm'; known: {sorted(vars(p))}")
-        setattr(p, key, value)
-    gma_options = dict(gma_options or {})
-    if gma_options and mixer != "gma":
-        raise ValueError(f"gma_options apply to mixer 'gma' only, got mixer {mixer!r}")
-    options = mixer_options(p, mixer, n_components, gma_options)
-    n_components = options["n_components"] if mixer == "gma" else None
-    path = lm_checkpoint_path(chosen, mixer, n_components, check_seed(seed), gma_options=gma_options)
-    data = data if data is not None else lm_data(p)
-    config = {**vars(p), "mixer": mixer, "n_components": n_components, "seed": seed, "tokenizer": data.tokenizer.name,
-              "vocab_size": data.tokenizer.n_vocab}
-    if gma_options:  # absent for the default, so that the default's saved models stay valid
-        config["gma_options"] = gma_options
-    model = build_lm(p, mixer, data.tokenizer.n_vocab, options=options).to(device())
-    saved = torch.load(path, map_location=device(), weights_only=False) if path.exists() else None
-    if saved is not None and saved.get("config") == config:
-        model.load_state_dict(saved["model"])
-        history = History(**saved["history"])
-    else:
-        model, history, _ = _train_lm(p, mixer, data, options=options, seed=seed, progress=progress)
-        path.parent.mkdir(parents=True, exist_ok=True)
-        save_atomically(path, {"model": model.state_dict(), "history": history.to_dict(), "config": config})
-    model.eval()
-    return LMRun(model, data.tokenizer, data.val_ids, history, path, config)
 
 
 def decoding_state_bytes(model: DecoderLM, n_steps: int, *, prompt_id: int = 0) -> list[int]:

@@ -38,14 +38,14 @@ from types import SimpleNamespace
 import torch
 
 from ..baselines import mixer_state_bytes
-from ..designs import Arm, as_study, thawed
+from ..designs import Arm
 from ..environment import seed_everything
 from ..models import DecoderLM
 from ..tasks import IGNORE_INDEX, MQARData, mqar
 from ..train import fit
 from .options import arm_options
 
-__all__ = ["accuracy_by_count", "build_model", "recall_data", "recall_seed", "split", "state_bytes", "train_run"]
+__all__ = ["accuracy_by_count", "build_model", "recall_data", "recall_seed", "split", "state_bytes"]
 
 
 def split(study: Mapping, name: str) -> MQARData:
@@ -173,13 +173,3 @@ def recall_seed(p: SimpleNamespace, arm: Arm, lr: float, seed: int, data: dict, 
         run["curve"] = {"steps": history.steps, "val_accuracy": [point["pooled"] for point in history.monitor],
                         "val_by_count": [point["by_count"] for point in history.monitor]}
     return (run, model) if return_model else run
-
-
-def train_run(study: Mapping, arm: str, width: int, lr: float, seed: int, data: dict, *, progress=False,
-              return_model=False):
-    """``recall_seed`` of arm ``arm`` of ``study`` (a design, or a copy with smaller sizes) at ``width``:
-    what the study runner trains for one seed, for a chapter's live run."""
-    study = as_study(study)
-    p = SimpleNamespace(**{**thawed(study.setting), "d_model": width})
-    return recall_seed(p, study.arm(arm), lr, seed, data, progress=progress, return_model=return_model,
-                       arm_name=arm)

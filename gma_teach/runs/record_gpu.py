@@ -36,7 +36,7 @@ from .. import measure
 from ..gmm import random_gma_inputs, responsibilities, responsibilities_direct
 from ..mixing import gma
 from ..records import provenance, write_record
-from .experiments import run
+from .experiments import headline, run
 
 REPOSITORY = Path(__file__).resolve().parents[2]
 GPU_TESTS = REPOSITORY / "tests" / "test_kernels_gpu.py"
@@ -332,11 +332,10 @@ def _run_stage(stage: str, out: Path, quick: bool) -> None:
     elif stage == "listops":
         file = out / f"listops_gma_{slug}_2k{suffix}.json"
         overrides = LISTOPS_OVERRIDES["quick" if quick else "full"]
-        record = run("listops", "gma", scale_name="full", seeds=(0,), command=command, **overrides)
+        record = run("listops", "gma", scale_name="full", seeds=(0,), command=command, out=file, **overrides)
         record["note"] = f"a short run at N = 2K for the GPU record: {overrides}"
         write_record(file, record)
-        print(f"listops gma: test accuracy {record['summary']['mean']:.4f}, "
-              f"{record['summary']['tokens_per_second_mean']:.0f} tokens/s; wrote {file}")
+        print(f"{headline(record)}; wrote {file}")
     else:
         raise ValueError(f"stage must be one of {STAGES} (profiling runs gma_teach.profiling), got {stage!r}")
 

@@ -246,13 +246,16 @@ def reproduce(record_path: str | os.PathLike, *, seed: int | None = None,
 
 
 def _kind(record: dict) -> str:
-    """The kind of run a record holds (a key of ``REPLAY_TOLERANCE``), from its study's experiment or, for a
-    record of ``python -m gma_teach.experiments``, its command."""
+    """The kind of run a record holds (a key of ``REPLAY_TOLERANCE``): its ``experiment``, or its study's.
+
+    Raises:
+        ValueError: for a record that names neither (not a record of a run this package made)."""
     study = next((s for s in STUDIES.values() if s["name"] == record.get("study")), None)
-    if study is not None:
-        return study["experiment"]
-    words = shlex.split(record.get("command", ""))
-    return words[3] if len(words) > 3 and words[3] in REPLAY_TOLERANCE else "lm"
+    kind = record.get("experiment") or (study["experiment"] if study is not None else None)
+    if kind not in REPLAY_TOLERANCE:
+        raise ValueError(f"record must name its experiment (one of {sorted(REPLAY_TOLERANCE)}) or a declared "
+                         f"study; got experiment {record.get('experiment')!r}, study {record.get('study')!r}")
+    return kind
 
 
 def reproduce_main(argv: list[str]) -> dict:

@@ -1,0 +1,87 @@
+"""One engine: a chapter's live run, ``python -m gma_teach.experiments`` and the GPU record train through the runner of
+every study, so a chapter's model and a declared study's arm are the same model, recorded alike."""
+import json
+
+import pytest
+
+from gma_teach import designs, experiments, study
+from gma_teach.designs import Arm
+from gma_teach.runs import experiments as runner
+from gma_teach.runs import record_gpu
+
+TINY_LM = dict(tokenizer="bytes", max_train_tokens=6000, max_val_tokens=2000, n_steps=4, eval_every=2)
+COSTS = ("wall_seconds", "cpu_seconds", "train_seconds", "tokens_per_second", "provenance")
+"""What a run records of its cost and origin, which differs between two runs of one model."""
+
+
+@pytest.fixture(autouse=True)
+def _cache(tmp_path, monkeypatch):
+    monkeypatch.setenv("GMA_TEACH_CACHE", str(tmp_path / "cache"))
+
+
+def _model_numbers(run: dict) -> dict:
+    """A run's record without its costs and origin, in its history too."""
+    numbers = {key: value for key, value in run.items() if key not in COSTS}
+    numbers["history"] = {key: value for key, value in run["history"].items() if key not in COSTS}
+    return numbers
+
+
+def test_a_chapters_lm_run_is_the_declared_arms_run(tmp_path):
+    """Chapter 10's ``run_lm`` and a declared study's arm with the same mixer, options and sizes train the same
+    model: every number of their runs but the costs is equal."""
+    declared = designs.Study("tiny_lm", "lm", "tiny", TINY_LM, (0,),
+                             {"gma_k8_balance": Arm("gma", {"n_components": 8, "balance_weight": 0.01})})
+    recorded = study.run_arm(declared, "gma_k8_balance", folder=tmp_path)["runs"][0]
+    chapter = experiments.run_lm("gma", scale_name="tiny", n_components=8, gma_options={"balance_weight": 0.01},
+                                 **TINY_LM)
+    assert _model_numbers(recorded) == _model_numbers(chapter)
+    assert chapter["gma_options"] == {"balance_weight": 0.01} and chapter["n_components"] == 8
+    assert set(recorded) == set(chapter)  # one record of a run
+    assert chapter["provenance"]["command"].startswith("gma_teach.experiments.run_lm('gma'")
+
+
+def test_a_chapters_classifier_is_the_declared_arms_classifier(tmp_path):
+    setting = dict(epochs=1, n_train=64, n_test=32)
+    declared = designs.Study("tiny_text", "text", "tiny", setting, (0,), {"linear": Arm("linear")})
+    recorded = study.run_arm(declared, "linear", folder=tmp_path)["runs"][0]
+    chapter = experiments.run_classification("text", "linear", scale_name="tiny", **setting)
+    assert _model_numbers(recorded) == _model_numbers(chapter)
+
+
+def test_the_command_lines_record_is_a_study_arms_record(tmp_path):
+    """``python -m gma_teach.experiments ... --out F`` writes what ``python -m gma_teach.study`` writes for an arm,
+    and continues an interrupted record instead of starting again."""
+    out = tmp_path / "text_linear.json"
+    argv = ["text", "--mixer", "linear", "--scale", "tiny", "--seeds", "1", "--out", str(out)]
+    first = experiments.main(argv)
+    declared = designs.Study("tiny_text", "text", "tiny", {}, (0,), {"linear": Arm("linear")})
+    arm_record = study.run_arm(declared, "linear", folder=tmp_path)
+    assert set(first) == set(arm_record) and first["experiment"] == arm_record["experiment"] == "text"
+    assert first["spec"] == arm_record["spec"] and first["summary"].keys() == arm_record["summary"].keys()
+    again = experiments.main(argv[:-3] + ["2", "--out", str(out)])  # seed 0 is kept, seed 1 is added
+    assert again["runs"][0] == json.loads(json.dumps(first["runs"][0])) and again["summary"]["seeds"] == [0, 1]
+
+
+def test_an_option_the_mixer_does_not_take_is_refused_in_a_chapter_as_in_a_study():
+    with pytest.raises(ValueError, match=r"arm 'sdpa' sets option\(s\) \['n_components'\]"):
+        experiments.run_lm("sdpa", scale_name="tiny", n_components=8, **TINY_LM)
+    with pytest.raises(ValueError, match="unknown override 'n_epochs'"):
+        experiments.run_classification("listops", "gma", scale_name="tiny", n_epochs=3)
+
+
+def test_the_gpu_records_listops_stage_runs_a_chapter_study_through_the_runner(tmp_path, monkeypatch):
+    calls = []
+
+    def spy(declared, arm, **kwargs):
+        calls.append((declared, arm, kwargs))
+        return {"experiment": declared.experiment, "arm": arm, "scale": declared.scale,
+                "summary": {"seeds": [0], "test_accuracy": {"mean": 0.5, "std": None},
+                            "tokens_per_second": {"mean": 1.0}}}
+
+    monkeypatch.setattr(runner, "run_arm", spy)
+    record_gpu._run_stage("listops", tmp_path, quick=True)
+    (declared, arm, kwargs), = calls
+    assert declared.experiment == "listops" and arm == "gma" and declared.scale == "full"
+    assert dict(declared.setting) == record_gpu.LISTOPS_OVERRIDES["quick"]
+    assert kwargs["path"].name.startswith("listops_gma_") and kwargs["path"].parent == tmp_path
+    assert "note" in json.loads(kwargs["path"].read_text())
