@@ -218,7 +218,7 @@ def _same_setting(record: dict, config: RunConfig) -> bool:
         return (Arm.from_spec(stored.pop("arm")) == Arm.from_spec(design.pop("arm"))
                 and {k: v for k, v in stored.items() if k in design} == design and set(stored) <= set(design))
     pinned = thawed(config.study.setting)
-    if "spec" not in record:  # a record of another form (``python -m gma_teach.experiments`` before its runs were studies)
+    if "spec" not in record:  # another form: a record of python -m gma_teach.experiments before it ran studies
         return False
     return (Arm.from_spec(record["spec"]) == config.arm
             and all(record["config"].get(key) == thawed(config.sizes[key]) for key in pinned))
