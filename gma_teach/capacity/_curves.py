@@ -22,6 +22,7 @@ import statistics
 from .. import _checks
 from ._exact import capacity_formula, random_slot_recall
 from ._published import PUBLISHED_CURVES, TARGET_LOSS, published_final
+from ._table import gma_size
 
 __all__ = ["PUBLISHED_COUNTERPARTS", "capacity_curves", "published_comparison", "routing_curves",
            "key_routing_phrase", "routing_sentences", "slot_predictions", "state_at"]
@@ -120,7 +121,8 @@ def routing_curves(records) -> dict:
             return [float(run["routing"][str(n)][side][name]) for run in runs]
 
         key_bits = tuple(statistics.fmean(over_seeds("key", "bits", n)) for n in sizes)
-        n_slots = record.get("spec", {}).get("options", {}).get("n_components")
+        size = gma_size(arm, record["spec"]) if record.get("spec") else None
+        n_slots = size[0] if size is not None else None
         slots = tuple(2.0 ** bits for bits in key_bits)
         curves[arm] = {
             "n_pairs": sizes, "seeds": tuple(run["seed"] for run in runs), "key_bits": key_bits,
