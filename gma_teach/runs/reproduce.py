@@ -171,25 +171,28 @@ def _recorded_run(record: dict, seed: int, lr: float | None = None) -> dict:
     return next((run for run in runs if lr is not None and run.get("lr") == lr), runs[0])
 
 
+CLONE = Path(__file__).resolve().parents[2]
+"""The folder that holds this package: a git clone when installed with ``pip install -e .``."""
+
+
 def _checkout_at(commit: str | None) -> Path:
     """A detached checkout of ``commit`` (``git worktree add``) in a new temporary folder, beside the clone that
     holds this package."""
-    clone = Path(__file__).resolve().parents[2]
     if not isinstance(commit, str) or not re.fullmatch(r"[0-9a-f]{7,40}", commit):
         raise ValueError(f"at_commit needs the record's commit as a plain hash (not 'unknown', not '+dirty': "
                          f"uncommitted code cannot be checked out), got {commit!r}")
-    if not (clone / ".git").exists():
+    if not (CLONE / ".git").exists():
         raise ValueError(f"at_commit needs a git clone of gma_teach (git clone, then pip install -e .); the "
-                         f"package here is installed from {str(clone)!r}, which is not a clone")
+                         f"package here is installed from {str(CLONE)!r}, which is not a clone")
     where = Path(tempfile.mkdtemp(prefix="gma_teach_at_")) / commit[:12]
-    subprocess.run(["git", "-C", str(clone), "worktree", "add", "--detach", "--quiet", str(where), commit],
+    subprocess.run(["git", "-C", str(CLONE), "worktree", "add", "--detach", "--quiet", str(where), commit],
                    check=True)
     return where
 
 
 def _remove_checkout(where: Path) -> None:
-    clone = Path(__file__).resolve().parents[2]
-    subprocess.run(["git", "-C", str(clone), "worktree", "remove", "--force", str(where)], check=False)
+    """Remove a checkout of :func:`_checkout_at` and its worktree entry."""
+    subprocess.run(["git", "-C", str(CLONE), "worktree", "remove", "--force", str(where)], check=False)
 
 
 def reproduce(record_path: str | os.PathLike, *, seed: int | None = None,
