@@ -47,7 +47,7 @@ from torch import nn
 
 from . import _checks
 from .gmm import compute_dtype, gemm_logits
-from .layer import GaussianMixtureAttention, routing_balance_loss
+from .layer import DEFAULT_COMPONENTS, GaussianMixtureAttention, routing_balance_loss
 from .mixing import GMAState, read_memory
 
 DECAYED_IMPLS = ("naive", "chunked", "recurrent")
@@ -334,7 +334,7 @@ class DecayedGaussianMixtureAttention(GaussianMixtureAttention):
     Args:
         d_model, n_heads: width and heads.
         causal: must be ``True``.
-        n_components: K (default 64, as :func:`gma_teach.make_mixer` gives plain GMA).
+        n_components: K (default :data:`gma_teach.layer.DEFAULT_COMPONENTS`, GMA's one default, 64).
         decay: ``None`` (:func:`retnet_decays`), one number in ``(0, 1]`` for every head, or a list of ``n_heads``.
         impl: ``"chunked"``, ``"recurrent"`` or ``"naive"``.
         d_route, d_value, eps, min_variance, chunk_size, init_variance, init_mean_std, balance_weight, balance_form:
@@ -344,7 +344,7 @@ class DecayedGaussianMixtureAttention(GaussianMixtureAttention):
     are a buffer ``decay`` ``(H,)``, as in :class:`DecayedLinearAttention`.
     """
 
-    def __init__(self, d_model, n_heads, *, causal=True, n_components=64, decay=None, impl="chunked",
+    def __init__(self, d_model, n_heads, *, causal=True, n_components=DEFAULT_COMPONENTS, decay=None, impl="chunked",
                  d_route=None, d_value=None, eps=1e-6, min_variance=1e-3, chunk_size=64, init_variance=1.0,
                  init_mean_std=1.0, balance_weight=0.0, balance_form="switch"):
         if not _checks.boolean("causal", causal):

@@ -38,6 +38,13 @@ from .mixing import IMPLS, GMAState, gma, recurrent_step
 
 BALANCE_FORMS = ("switch", "entropy", "information")
 
+DEFAULT_COMPONENTS = 64
+"""GMA's one default K (``n_components``), where neither the caller nor a study's setting gives one: what
+:func:`gma_teach.make_mixer` builds ``gma``, ``local_gma`` and ``decay_gma`` with when no K is given, the default of
+:class:`gma_teach.forgetting.DecayedGaussianMixtureAttention`, and what the mixer registry (:mod:`gma_teach.mixers`)
+gives an arm whose study pins no K. It lives here, in the core every room may import, so that the factory
+(:mod:`gma_teach.baselines`, which the registry imports) reads the same value."""
+
 ROUTING_OPTIONS = ("init_variance", "balance_weight")
 """The options of :class:`GaussianMixtureAttention` that change its routing from the default: where the variances
 start and the weight of the balance loss (``balance_form`` says which loss, and counts only with a weight)."""

@@ -27,7 +27,7 @@ import torch
 from torch import nn
 
 from . import _checks
-from .layer import GaussianMixtureAttention
+from .layer import DEFAULT_COMPONENTS, GaussianMixtureAttention
 from .mixing import DecodingState, GMAState
 
 
@@ -201,7 +201,7 @@ class LocalGMA(nn.Module):
         causal: both parts causal (decoder) or bidirectional.
         window: ``w`` of the local heads (default 64).
         local_heads: how many heads are local (default ``n_heads // 2``; between 1 and ``n_heads - 1``).
-        n_components: K of the GMA heads (default 64).
+        n_components: K of the GMA heads (default :data:`gma_teach.layer.DEFAULT_COMPONENTS`, GMA's one default).
         d_route, d_value, eps, min_variance, impl, chunk_size, init_variance, init_mean_std, balance_weight,
             balance_form: passed to :class:`~gma_teach.GaussianMixtureAttention` (``**LM_ROUTING_REMEDY`` works).
 
@@ -210,9 +210,10 @@ class LocalGMA(nn.Module):
     the GMA part like any GMA layer.
     """
 
-    def __init__(self, d_model, n_heads, *, causal=False, window=64, local_heads=None, n_components=64,
-                 d_route=None, d_value=None, eps=1e-6, min_variance=1e-3, impl="auto", chunk_size=64,
-                 init_variance=1.0, init_mean_std=1.0, balance_weight=0.0, balance_form="switch"):
+    def __init__(self, d_model, n_heads, *, causal=False, window=64, local_heads=None,
+                 n_components=DEFAULT_COMPONENTS, d_route=None, d_value=None, eps=1e-6, min_variance=1e-3,
+                 impl="auto", chunk_size=64, init_variance=1.0, init_mean_std=1.0, balance_weight=0.0,
+                 balance_form="switch"):
         super().__init__()
         d_model, n_heads = _checks.heads(d_model, n_heads)
         if n_heads < 2:

@@ -8,7 +8,10 @@ them, so a new mixer joins it by opting in), its entry in the cost model (:class
 :func:`gma_teach.baselines.mixer_state_bytes`), its look in every figure (colour, line style and marker, read by
 ``gma_teach.plots.mixer_color`` and :func:`gma_teach.plots.recall.arm_style`; the figures' legends follow the
 registry's order), the arms the recall study compares it with when it changes one of them (read by
-:mod:`gma_teach.capacity`) and whether its routing can collapse (GMA's, chapter 11).
+:mod:`gma_teach.capacity`, found by what they are: :func:`reference_arms`) and whether its routing can collapse
+(GMA's, chapter 11). GMA's K has one default, :data:`gma_teach.layer.DEFAULT_COMPONENTS` (in the core, which the
+factory this module imports can read): what the registry gives an arm whose study pins no K, and ``make_mixer`` a
+call that gives none.
 
 Adding a mixer is one call::
 
@@ -28,18 +31,18 @@ from __future__ import annotations
 
 import inspect
 import sys
-from collections.abc import Callable, Sequence
+from collections.abc import Callable, Mapping, Sequence
 from dataclasses import dataclass
 from types import SimpleNamespace
 
-from . import baselines
+from . import baselines, designs, layer
+from .designs import Arm, Study
 
 __all__ = ["CAUSAL_CHUNK", "GMA_TENSORS_AT_PEAK", "GMA_TENSORS_AT_PEAK_BACKWARD", "LOCAL_WINDOW",
-           "MAMBA_FLOPS_PER_TOKEN_WIDTH", "REGISTRY",
-           "SOFTMAX_FLOPS_PER_SCORE", "BlockCost", "LiveNames", "MixerEntry", "accepted_options", "causal_lm_names",
-           "entry",
-           "forgetting_and_hybrid_names", "reference_arms", "register", "registered_names", "registry_table",
-           "routing_collapse_names", "table1_names", "unregister"]
+           "MAMBA_FLOPS_PER_TOKEN_WIDTH", "REGISTRY", "SOFTMAX_FLOPS_PER_SCORE", "BlockCost", "LiveNames",
+           "MixerEntry", "accepted_options", "causal_lm_names", "entry", "forgetting_and_hybrid_names",
+           "reference_arms", "register", "registered_names", "registry_table", "routing_collapse_names",
+           "table1_names", "unregister"]
 
 SOFTMAX_FLOPS_PER_SCORE = 15  # scale, max, subtract, exp (about 10), sum, divide
 GMA_TENSORS_AT_PEAK = 4.0  # (B, H, N, K) float32 tensors alive in the forward (logits, two Gammas, a temporary)
@@ -121,8 +124,8 @@ class MixerEntry:
         color: its colour in every figure, or ``None`` for matplotlib's cycle (and, in the recall figures, black
             crosses).
         options: ``options(p)``: the options the experiments give it under preset ``p``, its defaults in every
-            study (an arm's own options go over them, :func:`gma_teach.study.resolve`); GMA's is its one default
-            of ``n_components``, the preset's.
+            study (an arm's own options go over them, :func:`gma_teach.study.resolve`); GMA's K (``n_components``,
+            also ``local_gma``'s and ``decay_gma``'s): the setting's, else :data:`gma_teach.layer.DEFAULT_COMPONENTS`.
         table1_options: ``table1_options(seq_len=, n_components=, n_features=, linformer_k=)``: its options under
             the Table 1 protocol of chapter 8 (a ``dict``, ``{}`` for the mixer's defaults), or ``None`` (the
             default) if it has no place in that table. Membership is opt-in: a mixer joins Table 1
@@ -141,9 +144,10 @@ class MixerEntry:
             (:data:`gma_teach.baselines.STATE_BYTES`).
         causal_by_construction: whether it reads left to right whatever its ``causal`` option, so that it decodes
             even when built with ``causal=False`` (``mamba``, ``conv``).
-        reference: ``reference(options)``: the arms of the recall study that an arm of this mixer changes and is
-            compared with, from the arm's options (``window`` -> ``("sdpa",)``; ``decay_gma`` with ``n_components``
-            K -> ``("gma_k{K}",)``), or ``None`` when the mixer is not one of the study's forgetting or hybrid arms.
+        reference: ``reference(arm)``: what an arm (:class:`gma_teach.designs.Arm`) of this mixer changes and is
+            compared with in the recall study, each an arm's name (``window`` -> ``("sdpa",)``) or spec (an ``Arm``:
+            ``decay_gma`` -> plain GMA of its K and heads, found by :func:`reference_arms`), or ``None``
+            when the mixer is not one of the study's forgetting or hybrid arms.
         linestyle: its line style in the recall figures (matplotlib's ``ls``).
         marker: its marker in the recall figures.
         routing_can_collapse: whether it routes with GMA's responsibilities, whose default routing collapses onto
@@ -160,7 +164,7 @@ class MixerEntry:
     causal_lm: bool = True
     state_bytes: Callable[..., int] | None = None
     causal_by_construction: bool = False
-    reference: Callable[[dict], tuple[str, ...]] | None = None
+    reference: Callable[[Arm], tuple[str | Arm, ...]] | None = None
     linestyle: str = "-"
     marker: str = "o"
     routing_can_collapse: bool = False
@@ -305,13 +309,31 @@ def routing_collapse_names() -> tuple[str, ...]:
     return tuple(name for name in registered_names() if entry(name).routing_can_collapse)
 
 
-def reference_arms(name: str, options: dict | None = None) -> tuple[str, ...]:
-    """The arms an arm of mixer ``name`` with ``options`` is compared with in the recall study (its entry's
-    ``reference``); ``()`` for a mixer without one, or a name that is not a registered mixer."""
-    if name not in registered_names():
-        return ()
-    reference = entry(name).reference
-    return () if reference is None else tuple(reference(dict(options or {})))
+def reference_arms(name: str, options: dict | None = None, *, n_heads: int | None = None,
+                   study: Study | dict | None = None) -> tuple[str, ...]:
+    """The arms of ``study`` (a :class:`~gma_teach.designs.Study` or dict design; default
+    :data:`gma_teach.designs.RECALL_STUDY`) that an arm of mixer ``name`` with ``options`` and ``n_heads`` heads
+    (``None``: not known, as in a run of the recall table, and then not compared) is compared with: its entry's
+    ``reference``, a name kept, a spec matched to every arm of the same mixer, options and heads (an arm's own, else
+    the setting's), in the study's order; ``()`` for a mixer without one or an unknown name. Options are compared as
+    built: K filled in as the study resolves it, ``impl`` and ``chunk_size`` (how, not what) left out."""
+    reference = entry(name).reference if name in registered_names() else None
+    study = designs.RECALL_STUDY if study is None else designs.as_study(study)
+    found: list[str] = []
+    for wanted in () if reference is None else reference(Arm(name, dict(options or {}), n_heads=n_heads)):
+        found += [wanted] if isinstance(wanted, str) else [
+            arm for arm, spec in study.arms.items() if (spec.mixer, spec.prepare) == (wanted.mixer, None)
+            and _built_options(spec, study) == _built_options(wanted, study)
+            and wanted.n_heads in (None, spec.n_heads or study.setting.get("n_heads"))]
+    return tuple(found)
+
+
+def _built_options(arm: Arm, study: Study) -> dict:
+    """``arm``'s options as :func:`reference_arms` compares them."""
+    options = {key: value for key, value in designs.thawed(arm.options).items() if key not in ("impl", "chunk_size")}
+    if "n_components" in (accepted_options(arm.mixer) or ()):
+        options.setdefault("n_components", _setting_components(study.setting)["n_components"])
+    return options
 
 
 # ------------------------------------------------------------------------------------------------ the page's table
@@ -339,7 +361,7 @@ def _row(found: MixerEntry) -> list[str]:
     if found.reference is None:
         compared = ""
     else:
-        compared = _first_line(found.reference) or ", ".join(f"``{arm}``" for arm in found.reference({}))
+        compared = _first_line(found.reference) or ", ".join(f"``{arm}``" for arm in reference_arms(found.name))
     return [f"``{found.name}``", f"``{_class_path(found.cls)}``", state,
             f"``{found.color}``" if found.color else "matplotlib's cycle", f"``{found.linestyle}`` ``{found.marker}``",
             compared, "yes" if found.routing_can_collapse else ""]
@@ -384,36 +406,45 @@ def _softmax_flops(s):
     return 4 * s.b * s.n * s.n * s.d + SOFTMAX_FLOPS_PER_SCORE * s.b * s.h * s.n * s.n
 
 
-def _against_sdpa(options: dict) -> tuple[str, ...]:
+def _setting_components(setting) -> dict:
+    """``{"n_components": K}``: ``setting``'s (a namespace or mapping), else :data:`gma_teach.layer.DEFAULT_COMPONENTS`
+    (where it lacks K: absent, or :class:`gma_teach.designs.UnsetSize` as the runner reads a study's sizes)."""
+    k = setting.get("n_components") if isinstance(setting, Mapping) else getattr(setting, "n_components", None)
+    return {"n_components": layer.DEFAULT_COMPONENTS if k is None or isinstance(k, designs.UnsetSize) else k}
+
+
+def _against_sdpa(arm: Arm) -> tuple[str, ...]:
     """``sdpa`` (the window's exact attention over every key)"""
     return ("sdpa",)
 
 
-def _against_linear(options: dict) -> tuple[str, ...]:
+def _against_linear(arm: Arm) -> tuple[str, ...]:
     """``linear`` (the same memory without decay)"""
     return ("linear",)
 
 
-def _gma_at_same_k(options: dict) -> tuple[str, ...]:
-    k = options.get("n_components")
-    return (f"gma_k{k}",) if k is not None else ()
+def _plain_gma(arm: Arm, n_heads: int | None) -> Arm:
+    """Plain GMA (its default routing, no other option) of ``arm``'s K (if it sets one), at ``n_heads`` heads."""
+    return Arm("gma", {key: arm.options[key] for key in ("n_components",) if key in arm.options}, n_heads=n_heads)
 
 
-def _against_gma(options: dict) -> tuple[str, ...]:
-    """``gma_k{K}`` at the arm's K (the same memory without decay)"""
-    return _gma_at_same_k(options)
+def _against_gma(arm: Arm) -> tuple[Arm, ...]:
+    """the plain GMA arm (default routing) of the same K and heads (the same memory without decay)"""
+    return (_plain_gma(arm, arm.n_heads),)
 
 
-def _against_window_and_gma(options: dict) -> tuple[str, ...]:
-    """``window`` and ``gma_k{K}`` at the arm's K (its two halves)"""
-    return ("window", *_gma_at_same_k(options))
+def _against_window_and_gma(arm: Arm) -> tuple[str | Arm, ...]:
+    """``window`` and the plain GMA arm (default routing) of the same K at the hybrid's GMA heads (its two halves)"""
+    heads = arm.n_heads
+    gma_heads = None if heads is None else heads - arm.options.get("local_heads", heads // 2)
+    return ("window", _plain_gma(arm, gma_heads))
 
 
 _BOOK = baselines.STATE_BYTES  # the book's mixers' formulas, written beside their classes
 
 for _entry in (
     MixerEntry("gma", baselines.GaussianMixtureAttention, color="#1b7837",
-               options=lambda p: {"n_components": p.n_components},  # K's one default: the preset's
+               options=_setting_components,  # K: the setting's, else the one default
                table1_options=lambda *, seq_len, n_components, n_features, linformer_k: {"n_components": n_components},
                cost=BlockCost(11.8, 110, _gma_flops,
                               lambda s: GMA_TENSORS_AT_PEAK_BACKWARD * s.b * s.h * s.n * s.n_components,
@@ -454,14 +485,14 @@ for _entry in (
     MixerEntry("window", baselines.SlidingWindowAttention, color="#8c510a", costed_as="sdpa",
                state_bytes=_BOOK["window"], reference=_against_sdpa, linestyle="-.", marker="^"),
     MixerEntry("local_gma", baselines.LocalGMA, color="#c51b7d", costed_as="gma",
-               options=lambda p: {"n_components": p.n_components, "window": LOCAL_WINDOW},
+               options=lambda p: {**_setting_components(p), "window": LOCAL_WINDOW},
                state_bytes=_BOOK["local_gma"], reference=_against_window_and_gma, linestyle="-.", marker="^",
                routing_can_collapse=True),
     MixerEntry("decay_linear", baselines.DecayedLinearAttention, color="#4393c3", costed_as="linear",
                state_bytes=_BOOK["decay_linear"], reference=_against_linear, linestyle="--", marker="^"),
     MixerEntry("decay_gma", baselines.DecayedGaussianMixtureAttention, color="#e6ab02", costed_as="gma",
-               state_bytes=_BOOK["decay_gma"], reference=_against_gma, linestyle="--", marker="^",
-               routing_can_collapse=True),
+               options=_setting_components, state_bytes=_BOOK["decay_gma"], reference=_against_gma, linestyle="--",
+               marker="^", routing_can_collapse=True),
     MixerEntry("conv", baselines.ShortConvolution, color="#878787",
                state_bytes=_BOOK["conv"], causal_by_construction=True),
 ):

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from ..layer import DEFAULT_COMPONENTS
 from ._chapters import classification_points, lm_points
 from ._devices import PROFILES, DeviceProfile, profile
 from ._recall import recall_run_point
@@ -48,7 +49,7 @@ def compare_with_record(record: dict, device_profile=None) -> list[dict]:
             mixer, on_cuda = _result_mixer(r, device)
             work = block_work(mixer, d_model=r["d_model"], n_heads=r["n_heads"], seq_len=r["seq_len"],
                               batch_size=r["batch_size"], n_components=r.get("n_components") or
-                              config.get("n_components", 64), on_cuda=on_cuda,
+                              config.get("n_components", DEFAULT_COMPONENTS), on_cuda=on_cuda,
                               **{k: config[k] for k in ("n_features", "linformer_k") if k in config},
                               **({"n_features": config["features_per_head"]} if "features_per_head" in config
                                  else {}))

@@ -7,6 +7,7 @@ declared study, a record's ``"design"`` or chapter 12's live sizes.
 from __future__ import annotations
 
 from .. import designs, mixers
+from ..layer import DEFAULT_COMPONENTS
 from ._devices import CPU_CACHE_BYTES, FLOAT32, PROFILES
 from ._work import Point, Work, block_cost, block_sizes, mixer_flops, mixer_peak_values, point_seconds
 
@@ -62,7 +63,8 @@ def recall_run_point(design, arm, width: int, *, evaluate: bool) -> Point:
     work = recall_run_work(seq_len=design["seq_len"], vocab_size=design["vocab_size"], kv_pairs=design["kv_pairs"],
                            batch_size=design["batch_size"], n_steps=design["steps"], d_model=width,
                            n_heads=arm.get("n_heads", design["n_heads"]), mixer=arm["mixer"],
-                           n_components=options.get("n_components", 64), n_features=options.get("n_features", 64),
+                           n_components=options.get("n_components", DEFAULT_COMPONENTS),
+                           n_features=options.get("n_features", 64),
                            n_eval_examples=design["n_val"] + design["n_test"] + curve if evaluate else 0,
                            n_layers=design.get("n_layers", 1))
     label = f"recall {arm['mixer']}" + "".join(f" {key}={value}" for key, value in options.items()) + f" d={width}"
@@ -88,7 +90,7 @@ def predicted_arm(design) -> tuple:
     gma_arms = [arm for arm in design["arms"].values() if arm["mixer"] == "gma"]
     if not gma_arms:
         raise ValueError(f"the recall study's design has no GMA arm; its arms: {sorted(design['arms'])}")
-    largest = max(gma_arms, key=lambda arm: (arm.get("options") or {}).get("n_components", 64))
+    largest = max(gma_arms, key=lambda arm: (arm.get("options") or {}).get("n_components", DEFAULT_COMPONENTS))
     return largest, design["widths"][0]
 
 

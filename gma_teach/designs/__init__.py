@@ -32,12 +32,13 @@ from __future__ import annotations
 
 from ..layer import LM_ROUTING_REMEDY
 from . import _types
-from ._types import Arm, MetricFacts, Study, as_study, metric_facts, thawed
+from ._types import Arm, MetricFacts, Study, UnsetSize, as_study, metric_facts, thawed
 
 __all__ = ["ALPHA", "Arm", "CAPACITY_GMA_SIZES", "CAPACITY_PRIMARY_PAIRS", "CAPACITY_STUDY", "MAMBA_CHECK",
            "PERFORMER_CHECK",
            "CAUSE_STUDY", "COLLAPSE_STUDY", "EXPERIMENTS", "INFORMATION_WEIGHT", "INIT_SCAN",
            "KMEANS_BLOCKS", "LISTOPS_LRA_STUDY", "LM_SETTING", "LM_STUDY", "METRICS", "MQAR_PILOT", "MetricFacts",
+           "UnsetSize",
            "PERFORMER_RERUN", "PREPARATIONS",
            "RECALL_GMA_SIZES", "RECALL_STUDY",
            "RECALL_V2_STUDY", "RECALL_V2_WINDOWS", "RECALL_WINDOW", "REMEDY", "REMEDY_STUDY", "RENAMED_ARMS",

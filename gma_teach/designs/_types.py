@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 __all__ = ["ALPHA", "Arm", "CAPACITY_PRIMARY_PAIRS", "EXPERIMENTS", "KMEANS_BLOCKS", "METRICS", "MetricFacts",
-           "PREPARATIONS", "Study", "as_study", "metric_facts", "thawed"]
+           "PREPARATIONS", "Study", "UnsetSize", "as_study", "metric_facts", "thawed"]
 
 ALPHA = 0.05
 """The level of every declared family, after Holm's correction (5%); a study with a declared second look tests
@@ -42,6 +42,15 @@ def thawed(value):
     if isinstance(value, (list, tuple)):
         return [thawed(item) for item in value]
     return value
+
+
+class UnsetSize:
+    """A size a study's setting does not have, as the mixer registry's ``options(p)`` reads it while an arm is
+    resolved (``gma_teach.study.resolve``): an entry may default it (GMA's K) or leave it, and the runner then
+    names it in its error. ``key``: the size's name."""
+
+    def __init__(self, key: str):
+        self.key = key
 
 
 class _ReadsAsMapping(Mapping):

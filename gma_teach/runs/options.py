@@ -8,7 +8,7 @@ from collections.abc import Mapping
 from types import SimpleNamespace
 
 from .. import _checks, mixers
-from ..designs import Arm, thawed
+from ..designs import Arm, UnsetSize, thawed
 from ..train import History
 
 __all__ = ["CLASSIFIER_MIXERS", "EXPERIMENTS", "LM_MIXERS", "arm_options", "check_seed", "chosen_options",
@@ -60,17 +60,10 @@ def recorded_gma_options(mixer: str, options: dict) -> dict:
     return {key: value for key, value in options.items() if key != "n_components"} if mixer == "gma" else {}
 
 
-class _Unset:
-    """What a registry entry's ``options(p)`` reads of a size the study does not have."""
-
-    def __init__(self, key: str):
-        self.key = key
-
-
 class _Sizes:
     """A study's sizes (a mapping) as the namespace ``options(p)`` reads; a size the study lacks reads as
-    :class:`_Unset` (an arm may set that option itself: the recall study pins its own sizes, and its Performer
-    its features)."""
+    :class:`gma_teach.designs.UnsetSize` (an arm may set that option itself: the recall study pins its own sizes,
+    and its Performer its features)."""
 
     def __init__(self, sizes: Mapping):
         self._sizes = sizes
@@ -81,7 +74,7 @@ class _Sizes:
         try:
             return thawed(self._sizes[key])
         except KeyError:
-            return _Unset(key)
+            return UnsetSize(key)
 
 
 def arm_options(sizes: Mapping, arm: Arm, arm_name: str | None = None) -> dict:
@@ -109,7 +102,7 @@ def arm_options(sizes: Mapping, arm: Arm, arm_name: str | None = None) -> dict:
         raise ValueError(f"arm {name!r}: the registry's options of mixer {arm.mixer!r} read a size the study "
                          f"does not have ({error})") from error
     options = {**defaults, **own}
-    unset = {key: value.key for key, value in options.items() if isinstance(value, _Unset)}
+    unset = {key: value.key for key, value in options.items() if isinstance(value, UnsetSize)}
     if unset:
         raise ValueError(f"arm {name!r}: mixer {arm.mixer!r}'s default(s) of {sorted(unset)} read size(s) "
                          f"{sorted(set(unset.values()))} that the study does not have; set them in the arm's "

@@ -22,7 +22,7 @@ import numpy as np
 
 from ..baselines import make_mixer, mixer_state_bytes
 from ..capacity import key_routing_phrase
-from ..designs import CAPACITY_STUDY, LM_SETTING, RECALL_STUDY, RECALL_V2_STUDY, STUDIES
+from ..designs import CAPACITY_STUDY, LM_SETTING, RECALL_STUDY, RECALL_V2_STUDY, STUDIES, VARIANCE_AND_BALANCE, Arm
 from ..layer import LM_ROUTING_REMEDY
 from ..records import results_folder
 from ..stats import largest_difference_allowed
@@ -321,19 +321,19 @@ def _text_claim(folder: Path) -> dict:
 
 
 def _recall_claim(folder: Path) -> dict:
-    """GMA with the variance change and the balance loss (the ``_var_bal`` arms, a routing that dissolves) against
-    linear attention at equal state (recall), with the study's scope: how
-    its KV cache compares with GMA's largest state at the study's length, and whether the study where the size of
-    a state decides (``designs.RECALL_V2_STUDY``) has run."""
+    """GMA with the variance change and the balance loss (a routing that dissolves) against linear attention at equal
+    state (recall: at each width, the arm of that spec with K the head width), with the study's scope: its KV cache
+    against GMA's largest state at the study's length, and whether ``designs.RECALL_V2_STUDY`` has run."""
     name = f"{RECALL_STUDY['name']}_study_tables.json"
     saved = _read(folder, name)
-    pairs = [(_declared(saved, f"gma_k{k}_var_bal", "linear", width=w), k, w) for k, w in ((64, 64), (128, 128))]
-    basis = [{**_basis(c, "linear", c.get("metric", RECALL_STUDY["metric"])), "arm": f"gma_k{k}_var_bal", "width": w}
-             for c, k, w in pairs]
     setting, seeds = RECALL_STUDY["setting"], RECALL_STUDY["seeds"]
     n, heads, width = setting["seq_len"], setting["n_heads"], min(RECALL_STUDY["widths"])
-    largest_k = max(arm["options"].get("n_components", 0) for arm in RECALL_STUDY["arms"].values()
-                    if arm["mixer"] == "gma")
+    equal_state = {w: Arm("gma", {"n_components": w // heads, **VARIANCE_AND_BALANCE}) for w in RECALL_STUDY.widths}
+    pairs = [(_declared(saved, arm, "linear", width=w), spec.n_components, w, arm) for w, wanted in equal_state.items()
+             for arm, spec in RECALL_STUDY.arms.items() if spec == wanted]
+    basis = [{**_basis(c, "linear", c.get("metric", RECALL_STUDY["metric"])), "arm": arm, "width": w}
+             for c, _, w, arm in pairs]
+    largest_k = max(spec.n_components or 0 for spec in RECALL_STUDY.arms.values() if spec.mixer == "gma")
     cache = mixer_state_bytes(make_mixer("sdpa", width, heads, causal=True), n)
     largest = mixer_state_bytes(make_mixer("gma", width, heads, causal=True, n_components=largest_k), n)
     v2 = RECALL_V2_STUDY["setting"]
@@ -347,11 +347,11 @@ def _recall_claim(folder: Path) -> dict:
              f"largest state ({largest:,}), and so few steps may measure how fast a memory learns more than what "
              f"it holds; the study where the size of a state decides ({v2['seq_len']} tokens, {v2['steps']:,} "
              f"steps) has {'run' if ran else 'not run'}{capacity}")
-    number = "; ".join(f"K={k} (width {w}) {c['difference']:+.3f}" for c, k, w in pairs)
+    number = "; ".join(f"K={k} (width {w}) {c['difference']:+.3f}" for c, k, w, _ in pairs)
     return _claim_row(verdict_of(basis), "a better memory than linear attention at equal state (recall)",
                       "linear attention, equal state", scope,
                       f"GMA (variance + balance) minus linear attention: {number}",
-                      "; ".join(f"K={k}: {_verdict(b, 3)}" for b, (_, k, _) in zip(basis, pairs))
+                      "; ".join(f"K={k}: {_verdict(b, 3)}" for b, (_, k, _, _) in zip(basis, pairs))
                       + "; not known here: which recalls more where the size of the state decides", name, 12, basis,
                       "recall accuracy")
 
