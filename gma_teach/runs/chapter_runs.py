@@ -18,7 +18,7 @@ from ..environment import device, preset, scale
 from ..train import History, save_atomically
 from .arm import resolve, study_data, train_seed
 from .language_model import LMRun, build_lm, lm_checkpoint_path, train_lm
-from .options import check_seed
+from .options import check_gma_options, check_seed
 
 __all__ = ["chapter_study", "load_or_train_lm", "run_classification", "run_lm", "train_run"]
 
@@ -49,11 +49,7 @@ def chapter_study(experiment: str, mixer: str, *, scale_name: str | None = None,
     for key in overrides:
         if key not in known:
             raise ValueError(f"unknown override {key!r} for preset {experiment!r}; known: {sorted(known)}")
-    if gma_options is not None and not isinstance(gma_options, Mapping):
-        raise TypeError(f"gma_options must be a dict of GaussianMixtureAttention options, got "
-                        f"{type(gma_options).__name__}")
-    if gma_options and mixer != "gma":
-        raise ValueError(f"gma_options apply to mixer 'gma' only, got mixer {mixer!r}")
+    check_gma_options(mixer, gma_options)
     options = {**({} if n_components is None else {"n_components": int(n_components)}), **(gma_options or {})}
     setting = {**overrides, **({} if source is None else {"source": source})}
     return Study(CHAPTER_STUDY.format(experiment=experiment), experiment, chosen, setting, tuple(seeds),

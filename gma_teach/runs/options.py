@@ -11,8 +11,8 @@ from .. import _checks, mixers
 from ..designs import Arm, UnsetSize, thawed
 from ..train import History
 
-__all__ = ["CLASSIFIER_MIXERS", "EXPERIMENTS", "LM_MIXERS", "arm_options", "check_seed", "chosen_options",
-           "history_summary", "mixer_options", "recorded_gma_options"]
+__all__ = ["CLASSIFIER_MIXERS", "EXPERIMENTS", "LM_MIXERS", "arm_options", "check_gma_options", "check_seed",
+           "chosen_options", "history_summary", "mixer_options", "recorded_gma_options"]
 
 EXPERIMENTS = ("listops", "text", "lm")
 CLASSIFIER_MIXERS = mixers.LiveNames(mixers.registered_names)
@@ -29,15 +29,21 @@ def mixer_options(p: SimpleNamespace, mixer: str, n_components: int | None = Non
     :class:`~gma_teach.GaussianMixtureAttention`, e.g. a routing remedy)."""
     if mixer not in mixers.registered_names():
         raise ValueError(f"mixer must be one of {mixers.registered_names()}, got {mixer!r}")
-    if gma_options is not None and not isinstance(gma_options, dict):
-        raise TypeError(f"gma_options must be a dict of GaussianMixtureAttention options, got "
-                        f"{type(gma_options).__name__}")
-    if gma_options and mixer != "gma":
-        raise ValueError(f"gma_options apply to mixer='gma' only, got mixer={mixer!r}")
+    check_gma_options(mixer, gma_options)
     options = mixers.entry(mixer).options(p)
     if mixer == "gma" and n_components is not None:
         options["n_components"] = int(n_components)
     return {**options, **(gma_options or {})}
+
+
+def check_gma_options(mixer: str, gma_options) -> None:
+    """Raise unless ``gma_options`` is ``None`` or a dict of :class:`~gma_teach.GaussianMixtureAttention` options
+    given with mixer ``gma`` (a TypeError for another type, a ValueError for another mixer)."""
+    if gma_options is not None and not isinstance(gma_options, dict):
+        raise TypeError(f"gma_options must be a dict of GaussianMixtureAttention options, got "
+                        f"{type(gma_options).__name__}")
+    if gma_options and mixer != "gma":
+        raise ValueError(f"gma_options apply to mixer 'gma' only, got mixer {mixer!r}")
 
 
 def chosen_options(p: SimpleNamespace, mixer: str, n_components: int | None = None, gma_options: dict | None = None,
