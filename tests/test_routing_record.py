@@ -4,7 +4,7 @@ import json
 import pytest
 
 from gma_teach import routing_record
-from gma_teach.runs import language_model  # the code behind the commands, patched here
+from gma_teach.runs import arm, chapter_runs  # the code behind the commands, patched here
 from gma_teach.runs import routing_record as runner
 
 
@@ -12,7 +12,7 @@ from gma_teach.runs import routing_record as runner
 def _small(tmp_path, monkeypatch):
     monkeypatch.setenv("GMA_TEACH_CACHE", str(tmp_path / "cache"))
     monkeypatch.setenv("CI", "1")
-    real = language_model.preset
+    real = chapter_runs.preset
 
     def smaller(name, scale_name=None):
         p = real(name, scale_name)
@@ -22,7 +22,8 @@ def _small(tmp_path, monkeypatch):
             p.n_tokens, p.n_shuffles = 256, 3
         return p
 
-    monkeypatch.setattr(language_model, "preset", smaller)
+    monkeypatch.setattr(chapter_runs, "preset", smaller)
+    monkeypatch.setattr(arm, "preset", smaller)
     monkeypatch.setattr(runner, "preset", smaller)
 
 
