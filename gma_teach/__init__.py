@@ -18,3 +18,4 @@ from .mixing import IMPLS, GMAState, affinity, gma, gma_from_responsibilities
 from .layer import LM_ROUTING_REMEDY, GaussianMixtureAttention
 from .environment import cache_dir, device, env_report, preset, scale, seed_everything
 from .baselines import make_mixer
+from . import mixers  # registers every mixer (baselines.MIXERS is filled by its register() calls)

@@ -96,7 +96,8 @@ features in place of responsibilities (the same recurrence, :func:`gma_teach.mix
 
 MIXERS = _factory.MIXERS
 """Every sequence mixer by name, ``name -> class``, each built as ``cls(d_model, n_heads, causal=..., **options)``;
-:func:`gma_teach.mixers.register` adds a new one (and ``MIXER_NAMES``, read when asked, its name).
+filled by :func:`gma_teach.mixers.register`, the book's mixers' included (the registry is their one list; importing
+``gma_teach`` registers them), and ``MIXER_NAMES``, read when asked, follows it.
 
 :meta hide-value:
 """

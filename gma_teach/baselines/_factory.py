@@ -6,30 +6,8 @@ from __future__ import annotations
 import inspect
 
 from .. import layer
-from ..convolution import ShortConvolution
-from ..forgetting import DecayedGaussianMixtureAttention, DecayedLinearAttention
-from ..layer import GaussianMixtureAttention
-from ..local import LocalGMA, SlidingWindowAttention
-from ..mamba import MambaMixer
-from ._attention import LinearAttention, LinformerAttention, PerformerAttention, SDPAttention, SoftmaxAttention
-from ._controls import NoMixing, UniformAverage
 
-MIXERS = {
-    "gma": GaussianMixtureAttention,
-    "softmax": SoftmaxAttention,
-    "sdpa": SDPAttention,
-    "linear": LinearAttention,
-    "performer": PerformerAttention,
-    "linformer": LinformerAttention,
-    "mamba": MambaMixer,
-    "uniform": UniformAverage,
-    "none": NoMixing,
-    "window": SlidingWindowAttention,
-    "local_gma": LocalGMA,
-    "decay_linear": DecayedLinearAttention,
-    "decay_gma": DecayedGaussianMixtureAttention,
-    "conv": ShortConvolution,
-}
+MIXERS: dict[str, type] = {}
 # MIXERS is documented in gma_teach.baselines, which exports it.
 
 
