@@ -32,13 +32,13 @@ from __future__ import annotations
 
 from ..layer import LM_ROUTING_REMEDY
 from . import _types
-from ._types import Arm, MetricFacts, Study, UnsetSize, as_study, metric_facts, thawed
+from ._types import Arm, MetricFacts, RoutingScan, Study, UnsetSize, as_study, metric_facts, thawed
 
 __all__ = ["ALPHA", "Arm", "CAPACITY_GMA_SIZES", "CAPACITY_PRIMARY_PAIRS", "CAPACITY_STUDY", "MAMBA_CHECK",
            "PERFORMER_CHECK",
            "CAUSE_STUDY", "COLLAPSE_STUDY", "EXPERIMENTS", "INFORMATION_WEIGHT", "INIT_SCAN",
            "KMEANS_BLOCKS", "LISTOPS_LRA_STUDY", "LM_SETTING", "LM_STUDY", "METRICS", "MQAR_PILOT", "MetricFacts",
-           "UnsetSize",
+           "RoutingScan", "UnsetSize",
            "PERFORMER_RERUN", "PREPARATIONS",
            "RECALL_GMA_SIZES", "RECALL_STUDY",
            "RECALL_V2_STUDY", "RECALL_V2_WINDOWS", "RECALL_WINDOW", "REMEDY", "REMEDY_STUDY", "RENAMED_ARMS",
@@ -351,17 +351,17 @@ touches."""
 
 
 # ------------------------------------------------------------------------------------------ initial routing
-INIT_SCAN = {
-    "name": "routing_collapse_init",
-    "scale": "small",
-    "seeds": (0, 1, 2),
-    "n_blocks": 8,
-    "settings": {
+INIT_SCAN = RoutingScan(
+    name="routing_collapse_init",
+    scale="small",
+    seeds=(0, 1, 2),
+    n_blocks=8,
+    settings={
         **{f"d_route={d}": {"d_route": d} for d in (8, 16, 32, 64)},
         **{f"d_route={d}, init_variance=d_route": {"d_route": d, "init_variance": "d_route"} for d in (8, 16, 32, 64)},
         "d_route=32, init_mean_std=0.5": {"d_route": 32, "init_mean_std": 0.5},
     },
-}
+)
 """The logit-scale scan -- the untrained small LM (K=64) under several routing widths and initialisations."""
 
 

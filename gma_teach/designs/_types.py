@@ -7,7 +7,7 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 __all__ = ["ALPHA", "Arm", "CAPACITY_PRIMARY_PAIRS", "EXPERIMENTS", "KMEANS_BLOCKS", "METRICS", "MetricFacts",
-           "PREPARATIONS", "Study", "UnsetSize", "as_study", "metric_facts", "thawed"]
+           "PREPARATIONS", "RoutingScan", "Study", "UnsetSize", "as_study", "metric_facts", "thawed"]
 
 ALPHA = 0.05
 """The level of every declared family, after Holm's correction (5%); a study with a declared second look tests
@@ -366,6 +366,29 @@ class Study(_ReadsAsMapping):
         if "setting" in changes:
             changes["setting"] = {**self.setting, **changes["setting"]}
         return dataclasses.replace(self, **changes)
+
+
+@dataclass(frozen=True, eq=False)
+class RoutingScan(_ReadsAsMapping):
+    """A scan of the untrained language model's routing (not a study of arms: nothing is trained or compared).
+
+    Attributes:
+        name: the scan's name (its record is ``<name>.json``).
+        scale: the LM preset's scale whose untrained model is read.
+        seeds: the initialisations read under each setting.
+        n_blocks: the validation blocks the routing is read on.
+        settings: ``label -> GMA options`` (extra options of :class:`gma_teach.GaussianMixtureAttention`).
+    """
+
+    name: str
+    scale: str
+    seeds: tuple
+    n_blocks: int
+    settings: Mapping
+
+    def __post_init__(self):
+        object.__setattr__(self, "seeds", tuple(self.seeds))
+        object.__setattr__(self, "settings", _frozen(self.settings))
 
 
 def as_study(design) -> Study:

@@ -3,11 +3,12 @@ widths and initialisations (one record, ``python -m gma_teach.study init-scan``)
 from __future__ import annotations
 
 import statistics
+from collections.abc import Mapping
 
 import torch
 
 from .. import diagnostics
-from ..designs import INIT_SCAN
+from ..designs import INIT_SCAN, RoutingScan, thawed
 from ..environment import device, preset, seed_everything
 from ..records import provenance
 from ..stats import describe
@@ -17,8 +18,9 @@ from .language_model import build_lm, lm_data
 __all__ = ["scan_initial_routing"]
 
 
-def scan_initial_routing(scan: dict = INIT_SCAN, *, command: str | None = None) -> dict:
-    """Routing health of the *untrained* LM of ``scan["scale"]`` (GMA, the preset's K) on the first
+def scan_initial_routing(scan: RoutingScan | Mapping = INIT_SCAN, *, command: str | None = None) -> dict:
+    """Routing health of the *untrained* LM of ``scan["scale"]`` (a :class:`gma_teach.designs.RoutingScan`, or a
+    mapping with its fields) (GMA, the preset's K) on the first
     ``scan["n_blocks"]`` validation blocks, for each setting (extra GMA options) and seed: whether the routing is
     near one-hot before any training, and how that scales with ``d_route`` and the initial variances.
 
@@ -34,10 +36,10 @@ def scan_initial_routing(scan: dict = INIT_SCAN, *, command: str | None = None) 
         per_seed = []
         for seed in scan["seeds"]:
             seed_everything(seed)
-            model = build_lm(p, "gma", data.tokenizer.n_vocab, gma_options=options).to(device()).eval()
+            model = build_lm(p, "gma", data.tokenizer.n_vocab, gma_options=thawed(options)).to(device()).eval()
             health = _health_means_with_layers(model, tokens)
             per_seed.append({"seed": seed, **health})
-        settings[name] = {"options": options, "seeds": per_seed,
+        settings[name] = {"options": thawed(options), "seeds": per_seed,
                           **{key: describe([r[key] for r in per_seed])
                              for key in ("active_share", "usage_entropy", "logit_spread", "routing_std")}}
     return {"study": scan["name"], "scale": scan["scale"], "n_components": p.n_components,
