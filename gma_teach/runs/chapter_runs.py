@@ -18,7 +18,7 @@ from ..environment import device, preset, scale
 from ..train import History, save_atomically
 from .arm import resolve, study_data, train_seed
 from .language_model import LMRun, build_lm, lm_checkpoint_path, train_lm
-from .options import check_gma_options, check_seed
+from .options import EXPERIMENTS, check_gma_options, check_seed
 
 __all__ = ["chapter_study", "load_or_train_lm", "run_classification", "run_lm", "train_run"]
 
@@ -42,8 +42,8 @@ def chapter_study(experiment: str, mixer: str, *, scale_name: str | None = None,
             (when the study is resolved) an option the mixer does not take.
         TypeError: when ``gma_options`` is not a dict.
     """
-    if experiment not in ("lm", "listops", "text"):
-        raise ValueError(f"experiment must be 'lm', 'listops' or 'text', got {experiment!r}")
+    if experiment not in EXPERIMENTS:
+        raise ValueError(f"experiment must be one of {EXPERIMENTS}, got {experiment!r}")
     chosen = scale_name or scale()
     known = vars(preset(experiment, chosen))
     for key in overrides:

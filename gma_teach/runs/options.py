@@ -7,14 +7,17 @@ from __future__ import annotations
 from collections.abc import Mapping
 from types import SimpleNamespace
 
-from .. import _checks, mixers
+from .. import _checks, designs, mixers
 from ..designs import Arm, UnsetSize, thawed
+from ..presets import PRESETS
 from ..train import History
 
 __all__ = ["CLASSIFIER_MIXERS", "EXPERIMENTS", "LM_MIXERS", "arm_options", "check_gma_options", "check_seed",
            "chosen_options", "history_summary", "mixer_options", "recorded_gma_options"]
 
-EXPERIMENTS = ("listops", "text", "lm")
+EXPERIMENTS = tuple(name for name in designs.EXPERIMENTS if name in PRESETS)
+"""The experiments a chapter runs live (``lm``, ``listops``, ``text``): the study kinds
+(:data:`gma_teach.designs.EXPERIMENTS`) that have a chapter preset (:data:`gma_teach.presets.PRESETS`)."""
 CLASSIFIER_MIXERS = mixers.LiveNames(mixers.registered_names)
 """The mixers a classifier can use, every registered mixer (read from the registry when used)."""
 LM_MIXERS = mixers.LiveNames(mixers.causal_lm_names)
