@@ -3,6 +3,7 @@ every study, so a chapter's model and a declared study's arm are the same model,
 import json
 
 import pytest
+import torch
 
 from gma_teach import designs, experiments, study
 from gma_teach.designs import Arm
@@ -85,3 +86,13 @@ def test_the_gpu_records_listops_stage_runs_a_chapter_study_through_the_runner(t
     assert dict(declared.setting) == record_gpu.LISTOPS_OVERRIDES["quick"]
     assert kwargs["path"].name.startswith("listops_gma_") and kwargs["path"].parent == tmp_path
     assert "note" in json.loads(kwargs["path"].read_text())
+
+
+def test_chapter_tens_cached_model_is_the_arms_model():
+    """The model ``load_or_train_lm`` keeps for chapter 11 is the one ``run_lm`` (and so the study's arm) trains:
+    the same weights, the same validation curve."""
+    cached = experiments.load_or_train_lm("tiny", n_components=8, **TINY_LM)
+    run, model = experiments.run_lm("gma", scale_name="tiny", n_components=8, return_model=True, **TINY_LM)
+    assert cached.history.val_loss == run["history"]["val_loss"]
+    weights = cached.model.state_dict()
+    assert all(torch.equal(weights[name], value) for name, value in model.state_dict().items())
