@@ -255,4 +255,12 @@ def test_a_gma_run_records_its_routing_at_every_size_and_another_mixer_none(tmp_
     for side in ("key", "query"):
         entry = gma["routing"]["6"][side]
         assert 0.0 <= entry["bits"] <= 6.0 and entry["state"] in ("in use", "collapsed", "dissolved", "at baseline")
+        assert entry["bits"] != entry["untrained_bits"]  # two steps of training moved the router
     assert "routing" not in run_arm(study, "linear", folder=tmp_path, command="test")["runs"][0]
+    frozen = study.with_changes(name="capacity_frozen", setting={"lr": 0.0})  # training that changes nothing
+    still = run_arm(frozen, "gma_k64_remedy", folder=tmp_path, command="test")["runs"][0]
+    for size in ("4", "6"):
+        for side in ("key", "query"):
+            entry = still["routing"][size][side]
+            assert entry["bits"] == entry["untrained_bits"] and entry["state"] == "at baseline"
+            assert still["routing"][size][side]["untrained_bits"] == gma["routing"][size][side]["untrained_bits"]
