@@ -40,14 +40,14 @@ from .runs.reproduce import (
     REPLAY_TOLERANCE,
     REPRODUCED_FILE,
     compare_seed,
-    headline_numbers,
+    headline_number,
     reproduce,
     reproduce_command,
 )
 
 __all__ = ["CLASSIFIER_MIXERS", "EXPERIMENTS", "LMRun", "LM_MIXERS", "RECORDING_MODULES", "REPLAY_TOLERANCE",
            "REPRODUCED_FILE", "build_classifier", "build_lm", "chapter_study", "compare_seed", "decoding_state_bytes",
-           "headline", "headline_numbers", "listops_data", "lm_checkpoint_path", "lm_data", "load_or_train_lm",
+           "headline", "headline_number", "listops_data", "lm_checkpoint_path", "lm_data", "load_or_train_lm",
            "load_results", "main", "majority_accuracy", "mixer_options", "reproduce", "reproduce_command",
            "routing_monitor", "run", "run_classification", "run_lm", "text_data", "validation_bytes"]
 

@@ -25,7 +25,7 @@ from pathlib import Path
 from .. import _checks
 from ..designs import STUDIES
 
-__all__ = ["RECORDING_MODULES", "REPLAY_TOLERANCE", "REPRODUCED_FILE", "compare_seed", "headline_numbers",
+__all__ = ["RECORDING_MODULES", "REPLAY_TOLERANCE", "REPRODUCED_FILE", "compare_seed", "headline_number",
            "reproduce", "reproduce_command", "reproduce_main"]
 
 
@@ -111,17 +111,27 @@ another 2-core machine, a language-model seed 0.0012 bits per byte apart at a la
 of a run (losses along the way, accuracy per size) is compared and shown, and held to nothing."""
 
 
-def headline_numbers(run: dict) -> dict:
-    """``{kind: value}`` of a run's headline number under ``REPLAY_TOLERANCE``, for the one kind the run is
-    (read from its keys): a language model, a classifier (``listops`` and ``text`` alike), recall or capacity."""
-    if "retrieval_accuracy" in run:
-        accuracies = [float(a) for a in run["retrieval_accuracy"].values()]
-        return {"capacity": sum(accuracies) / len(accuracies)}
-    if "history" not in run:
-        return {"recall": float(run["test_mean"])}
-    if "bits_per_byte" in run.get("val", {}):
-        return {"lm": float(run["val"]["bits_per_byte"])}
-    return {"listops": float(run["test"]["accuracy"]), "text": float(run["test"]["accuracy"])}
+def headline_number(run: dict, kind: str) -> float:
+    """The headline number of a run of ``kind`` (a key of ``REPLAY_TOLERANCE``: the record's experiment) as
+    ``REPLAY_TOLERANCE`` names it: bits per byte of a language model, test accuracy of a classifier, the mean test
+    accuracy of a recall run, the retrieval accuracy of a capacity run averaged over ``S``.
+
+    Raises:
+        ValueError: for a kind not in ``REPLAY_TOLERANCE``, or a run that does not hold that kind's number."""
+    if kind not in REPLAY_TOLERANCE:
+        raise ValueError(f"kind must be one of {sorted(REPLAY_TOLERANCE)}, got {kind!r}")
+    try:
+        if kind == "capacity":
+            accuracies = [float(a) for a in run["retrieval_accuracy"].values()]
+            return sum(accuracies) / len(accuracies)
+        if kind == "recall":
+            return float(run["test_mean"])
+        if kind == "lm":
+            return float(run["val"]["bits_per_byte"])
+        return float(run["test"]["accuracy"])
+    except (KeyError, TypeError) as error:
+        raise ValueError(f"run does not hold the headline number of a {kind!r} run ({error!r}); its keys: "
+                         f"{sorted(run)}") from error
 
 
 def _final_numbers(run: dict) -> dict:
@@ -129,7 +139,7 @@ def _final_numbers(run: dict) -> dict:
     if "retrieval_accuracy" in run:  # a capacity run: its test loss and accuracy at each S
         numbers = {f"{key} S={n}": float(value) for key in ("retrieval_accuracy", "loss")
                    for n, value in run[key].items()}
-        return {"mean retrieval_accuracy": headline_numbers(run)["capacity"], **numbers}
+        return {"mean retrieval_accuracy": headline_number(run, "capacity"), **numbers}
     if "history" not in run:  # a recall run: its final numbers, one per kv-pair count for the accuracies
         numbers = {}
         for key in RECALL_NUMBERS:
@@ -239,9 +249,9 @@ def reproduce(record_path: str | os.PathLike, *, seed: int | None = None,
             _remove_checkout(checkout)
     written = out / (path.name if command[2] == "gma_teach.study" else REPRODUCED_FILE)
     again = _recorded_run(json.loads(written.read_text()), seed, lr=recorded.get("lr"))
-    (kind, value), = ((k, v) for k, v in headline_numbers(recorded).items() if k == _kind(record))
+    kind = _kind(record)
     name, tolerance = REPLAY_TOLERANCE[kind]
-    other = headline_numbers(again)[kind]
+    value, other = headline_number(recorded, kind), headline_number(again, kind)
     return {"record": str(path), "seed": seed, "command": " ".join(command[1:]), "recorded_commit": commit,
             "ran_at": commit if at_commit else "today", "rows": compare_seed(recorded, again),
             "headline": {"kind": kind, "name": name, "recorded": value, "reproduced": other,
