@@ -96,3 +96,15 @@ def test_chapter_tens_cached_model_is_the_arms_model():
     assert cached.history.val_loss == run["history"]["val_loss"]
     weights = cached.model.state_dict()
     assert all(torch.equal(weights[name], value) for name, value in model.state_dict().items())
+
+
+def test_the_cost_model_reads_a_command_line_record_in_either_form():
+    """A record of ``python -m gma_teach.experiments`` made before it ran studies (``mixer``, ``n_components``) and
+    one made since (``spec``) of the same run get the same prediction."""
+    from gma_teach import cost
+
+    record = experiments.run("lm", "gma", scale_name="tiny", n_components=8, **TINY_LM)
+    old_form = {"experiment": "lm", "mixer": "gma", "n_components": 8, "config": record["config"],
+                "runs": record["runs"], "hardware": record["hardware"]}
+    assert cost.compare_with_record(record) == cost.compare_with_record(old_form)
+    assert record["config"]["n_components"] != 8  # the preset's K: the prediction read the arm's

@@ -5,6 +5,7 @@ from __future__ import annotations
 
 from types import SimpleNamespace
 
+from ..designs import Arm
 from ..layer import DEFAULT_COMPONENTS
 from ._chapters import classification_points, lm_points
 from ._devices import PROFILES, DeviceProfile, profile
@@ -63,9 +64,9 @@ def compare_with_record(record: dict, device_profile=None) -> list[dict]:
         for old, new in (("steps", "n_steps"), ("block_size", "seq_len")):  # records made before the key rename
             if not hasattr(config, new) and hasattr(config, old):
                 setattr(config, new, getattr(config, old))
-        name, mixer = record["experiment"], record["mixer"]
+        name, (mixer, k) = record["experiment"], _mixer_and_k(record)
         if name == "lm":
-            k = record.get("n_components") or config.n_components
+            k = k or config.n_components
             point = lm_points(config, [(f"lm {mixer}", mixer, k)], device.is_cuda)[-1]
         else:
             point = classification_points(name, config, [mixer], [0], device.is_cuda,
@@ -84,6 +85,16 @@ def compare_with_record(record: dict, device_profile=None) -> list[dict]:
                 for run in record["runs"]]
     raise ValueError("record must be a profiling sweep (with 'results'), an experiment record (with 'experiment' "
                      f"and 'runs') or a recall study record (with 'design' and 'runs'); got keys {sorted(record)}")
+
+
+def _mixer_and_k(record: dict) -> tuple[str, int | None]:
+    """The mixer and K (``None`` where the record leaves it to its config) of an experiment's record, in either form:
+    one of ``python -m gma_teach.experiments`` from before it ran studies (``"mixer"``, ``"n_components"``), or a
+    study arm's (``"spec"``)."""
+    if "mixer" in record:
+        return record["mixer"], record.get("n_components")
+    arm = Arm.from_spec(record["spec"])
+    return arm.mixer, arm.n_components
 
 
 def _record_profile(record: dict) -> DeviceProfile:

@@ -32,6 +32,7 @@ from ..capacity import (
     table_entries,
 )
 from ..designs import CAPACITY_STUDY
+from ..runs.arm_records import record_spec
 from ._labels import place_labels
 from ._style import as_float_array, mixer_color, new_figure
 
@@ -306,7 +307,7 @@ def plot_pilot_curves(records, *, seed: int = 0, threshold: float = LEARNED_ABOV
 
     Args:
         records: ``{arm: run record}`` (:func:`gma_teach.capacity.pilot_curves`); each arm keeps its look
-            (:func:`arm_style`, from the record's ``"design"["arm"]`` when it has one).
+            (:func:`arm_style`, from the record's spec when it has one, :func:`gma_teach.runs.arm_records.record_spec`).
         seed: the seed whose run is drawn.
         threshold: the accuracy the criterion line marks (the pilot's :data:`gma_teach.capacity.LEARNED_ABOVE`).
         axes: a sequence of ``C + 1`` matplotlib axes, ``C`` the kv-pair counts (default: a new figure).
@@ -332,7 +333,7 @@ def plot_pilot_curves(records, *, seed: int = 0, threshold: float = LEARNED_ABOV
     panels.append(("mean over the counts", lambda curve: curve["mean"], mean_guessing_floor(counts)))
     for ax, (title, values, bottom) in zip(axes, panels):
         for arm, curve in curves.items():
-            style = arm_style(arm, records[arm].get("design", {}).get("arm"))
+            style = arm_style(arm, record_spec(records[arm]))
             ax.plot(curve["steps"], values(curve), color=style["color"], ls=style["ls"], marker=style["marker"],
                     ms=3, lw=1.4, label=arm)
         ax.axhline(bottom, color=FLOOR_COLOR, ls=(0, (1, 2)), lw=1.2,

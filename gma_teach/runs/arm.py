@@ -31,7 +31,7 @@ from ..designs import KMEANS_BLOCKS, Arm, Study, as_study, thawed
 from ..environment import device, preset
 from ..models import init_routing_means
 from ..records import PROVENANCE_KEYS, provenance, write_record
-from .arm_records import chosen_lr, record_path, recorded_under, summarize_arm
+from .arm_records import chosen_lr, record_path, record_setting, record_spec, recorded_under, summarize_arm
 from .classification import classification_seed, listops_data, text_data
 from .language_model import lm_data, lm_seed
 from .options import arm_options
@@ -212,16 +212,16 @@ def _recall_design(config: RunConfig) -> dict:
 
 
 def _same_setting(record: dict, config: RunConfig) -> bool:
-    """Whether a record on disk was made under ``config`` (records of either arm form, :meth:`Arm.from_spec`)."""
-    if config.study.experiment == "recall":
-        stored, design = dict(record["design"]), _recall_design(config)
-        return (Arm.from_spec(stored.pop("arm")) == Arm.from_spec(design.pop("arm"))
-                and {k: v for k, v in stored.items() if k in design} == design and set(stored) <= set(design))
-    pinned = thawed(config.study.setting)
-    if "spec" not in record:  # another form: a record of python -m gma_teach.experiments before it ran studies
+    """Whether a record on disk was made under ``config``: the same arm (:func:`record_spec`, either form of
+    record) and, on every size the study pins (and, for a study that sweeps learning rates, the rates and the seed
+    they are swept on), what a new record of ``config`` stores (:func:`record_setting`). A record without a spec
+    (one of ``python -m gma_teach.experiments`` from before it ran studies) is of another setting."""
+    spec = record_spec(record)
+    if spec is None:
         return False
-    return (Arm.from_spec(record["spec"]) == config.arm
-            and all(record["config"].get(key) == thawed(config.sizes[key]) for key in pinned))
+    stored, wanted = record_setting(record), record_setting(_new_record(config))
+    pinned = [*config.study.setting, *(("learning_rates", "lr_seed") if config.study.learning_rates else ())]
+    return spec == config.arm and all(stored.get(key) == wanted[key] for key in pinned)
 
 
 def _plan(study: Study, seeds: tuple, record: dict) -> list[tuple[int, float | None]]:

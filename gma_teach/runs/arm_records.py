@@ -10,13 +10,16 @@ from __future__ import annotations
 import json
 import os
 import statistics
+from collections.abc import Mapping
 from pathlib import Path
 
+from ..designs import Arm
 from ..records import results_folder
 from ..stats import describe
 
 __all__ = ["CURVES", "chosen_lr", "final_health", "health_curve", "health_means", "load_arm", "load_speed",
-           "record_path", "recorded_under", "speed_path", "study_folder", "summarize_arm", "tables_path"]
+           "record_path", "record_setting", "record_spec", "recorded_under", "speed_path", "study_folder",
+           "summarize_arm", "tables_path"]
 
 
 def study_folder(folder=None) -> Path:
@@ -46,11 +49,39 @@ def record_path(study: dict, arm: str, folder: str | os.PathLike | None = None, 
     return study_folder(folder) / f"{study['name']}_{arm}.json"
 
 
+def record_spec(record: dict) -> Arm | None:
+    """The arm an arm's record was trained as, read from either form a record has: ``record["spec"]`` (a study
+    without widths) or ``record["design"]["arm"]`` (a study with widths, the recall study); ``None`` for a record
+    with neither (one of ``python -m gma_teach.experiments`` from before it ran studies)."""
+    if not isinstance(record, Mapping):
+        raise TypeError(f"record must be an arm's record (a mapping), got {type(record).__name__}")
+    if "spec" in record:
+        return Arm.from_spec(record["spec"])
+    if "arm" in record.get("design", {}):
+        return Arm.from_spec(record["design"]["arm"])
+    return None
+
+
+def record_setting(record: dict) -> dict | None:
+    """The sizes an arm's record was trained under, read from either form a record has (``{name: value}``, as
+    stored): ``record["config"]`` (a study without widths), or ``record["design"]`` less its ``"arm"`` (a study with
+    widths: the setting with the swept ``learning_rates`` and their ``lr_seed``); ``None`` for a record with
+    neither."""
+    if not isinstance(record, Mapping):
+        raise TypeError(f"record must be an arm's record (a mapping), got {type(record).__name__}")
+    if "config" in record:
+        return dict(record["config"])
+    if "design" in record:
+        return {key: value for key, value in record["design"].items() if key != "arm"}
+    return None
+
+
 def chosen_lr(record: dict) -> float | None:
     """The learning rate kept for an arm of a study that sweeps rates: the best mean validation accuracy among
     the sweep on the design's first seed (``None`` until every rate of the sweep has run)."""
-    sweep = [r for r in record["runs"] if r["seed"] == record["design"]["lr_seed"]]
-    if {r["lr"] for r in sweep} != set(record["design"]["learning_rates"]):
+    setting = record_setting(record)
+    sweep = [r for r in record["runs"] if r["seed"] == setting["lr_seed"]]
+    if {r["lr"] for r in sweep} != set(setting["learning_rates"]):
         return None
     return max(sweep, key=lambda r: r["val_mean"])["lr"]
 

@@ -9,21 +9,14 @@ correction than the full one would. :func:`exploratory_comparison` pairs any two
 """
 from __future__ import annotations
 
-import json
-import re
 import textwrap
-from pathlib import Path
 
 from .. import stats
-from ..designs import RECALL_STUDY, Arm
+from ..designs import RECALL_STUDY
 from ..measure import PAGE_WIDTH
-from ..records import results_folder
-from .arm_records import chosen_lr
+from .arm_records import chosen_lr, load_arm, record_path, record_setting, record_spec, study_folder
 from .options import arm_options
 from .verdicts import declared_comparisons
-
-RECORD_NAME = re.compile(r"^(?P<study>[a-z0-9_]+?)_study_(?P<arm>\w+)_d(?P<width>\d+)\.json$")
-"""An arm's record at one width, ``<study>_study_<arm>_d<width>.json``."""
 
 
 def _arm_entry(record: dict, arm: str, width: int) -> dict | None:
@@ -35,9 +28,8 @@ def _arm_entry(record: dict, arm: str, width: int) -> dict | None:
         return None
     runs = sorted((r for r in record["runs"] if r["lr"] == lr), key=lambda r: r["seed"])
     counts = sorted({int(n) for r in runs for n in r["test_accuracy"]})
-    setting = {key: value for key, value in record["design"].items() if key != "arm"}
-    spec = Arm.from_spec(record["design"]["arm"])
-    options = arm_options({**setting, "d_model": width}, spec, arm)
+    spec = record_spec(record)
+    options = arm_options({**record_setting(record), "d_model": width}, spec, arm)
     return {"mixer": spec.mixer, "options": options, "lr": lr,
             "seeds": [r["seed"] for r in runs], "state_bytes": runs[0]["state_bytes"],
             "test_mean": [r["test_mean"] for r in runs],
@@ -71,20 +63,23 @@ def recall_table(folder=None, study: dict = RECALL_STUDY) -> dict:
          "family_size": the number of declared primary comparisons (all widths)}
 
     ``told_apart`` means the Holm-adjusted p-value is below :data:`gma_teach.designs.ALPHA`. An arm's
-    ``"options"`` are those its mixer was built with: the registry's defaults read from the record's design (GMA's
+    ``"options"`` are those its mixer was built with: the registry's defaults read from the record's setting (GMA's
     K among them, where the arm leaves it to the setting), then the arm's own; what the readers of the table
     (:func:`gma_teach.capacity.gma_size`, the figures' :func:`gma_teach.plots.recall.arm_style`) read an arm's K
     and routing from.
+
+    The records read are those of the study's declared arms at its declared widths (:func:`load_arm`, the lookup
+    of every study), in the order of their files' names; an arm at a width without a record, or whose sweep of
+    learning rates is incomplete, is left out.
     """
-    folder = Path(folder) if folder is not None else results_folder()
+    folder = study_folder(folder)
+    arm_widths = [(arm, int(width)) for arm in study["arms"] for width in study["widths"]]
     arms: dict = {}
-    for path in sorted(folder.glob(f"{study['name']}_study_*_d*.json")):
-        match = RECORD_NAME.match(path.name)
-        if not match or match["study"] != study["name"]:
-            continue
-        entry = _arm_entry(json.loads(path.read_text()), match["arm"], int(match["width"]))
+    for arm, width in sorted(arm_widths, key=lambda pair: record_path(study, pair[0], folder, width=pair[1]).name):
+        record = load_arm(study, arm, folder, width=width)
+        entry = None if record is None else _arm_entry(record, arm, width)
         if entry is not None:
-            arms.setdefault(match["arm"], {})[int(match["width"])] = entry
+            arms.setdefault(arm, {})[width] = entry
     declared = declared_comparisons(study, folder)
     comparisons = [{"arm": c["arm"], "against": c["against"], "width": c["width"], "metric": c["metric"],
                     "difference": c["mean"], "ci95": c["ci95"], "p": c["p"], "seeds": c["seeds"],

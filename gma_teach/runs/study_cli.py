@@ -74,8 +74,15 @@ def _design(study: dict) -> dict:
     return {key: thawed(study[key]) for key in keys if key in study}
 
 
-def _recall_summary(study, folder, command: str, save: bool) -> dict:
-    """The summary of a study with widths (the recall study): its table, printed, and saved with ``save``."""
+def _summary_by_width(study, folder, command: str, save: bool) -> dict:
+    """The summary of a study with widths (the recall study): its table, printed, and saved with ``save``.
+
+    Its own summary because its table is not a study table: each arm is an entry per width, at the learning rate
+    its sweep kept, and its declared comparisons are paired per width
+    (:func:`gma_teach.runs.recall_tables.recall_table`; the records are read as every study's are,
+    :func:`gma_teach.runs.arm_records.load_arm`). The saved file keeps the form that the synthesis, the book and
+    ``recall_study_tables.json`` already have: ``{"study", "design", "declared", "table"}``, the declared
+    comparisons saying ``"difference"`` for the mean."""
     table = recall_table(folder, study)
     for line in format_recall_table(table, width=TERMINAL_WIDTH):
         print(line)
@@ -127,7 +134,7 @@ def main(argv=None) -> dict:
     if args.widths and not set(args.widths) <= set(study.widths or ()):
         raise SystemExit(f"unknown widths {args.widths}; study {args.study!r} has {list(study.widths or [])}")
     if args.summary and study.widths:
-        return _recall_summary(study, args.out_dir, command, args.save)
+        return _summary_by_width(study, args.out_dir, command, args.save)
     if args.summary:
         tables = study_tables(study, args.out_dir)
         for table in tables.values():

@@ -9,7 +9,7 @@ from types import MappingProxyType
 
 from ..designs import METRICS
 from ..stats import paired_difference
-from .arm_records import chosen_lr, final_health
+from .arm_records import chosen_lr, final_health, record_setting
 
 __all__ = ["METRIC_PATHS", "declared_metrics", "kept_runs", "metric_by_seed", "metric_of", "paired_on_common_seeds",
            "seed_values"]
@@ -63,7 +63,7 @@ def kept_runs(record: dict) -> list[dict]:
     """The runs of one arm's record that its numbers are read from: every run, or in a record of a study that
     sweeps learning rates, the runs at the kept rate (:func:`gma_teach.study.chosen_lr`; none until
     the sweep is complete)."""
-    if "design" in record and record["design"].get("learning_rates"):
+    if (record_setting(record) or {}).get("learning_rates"):
         lr = chosen_lr(record)
         return [r for r in record["runs"] if lr is not None and r["lr"] == lr]
     return list(record["runs"])

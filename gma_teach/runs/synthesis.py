@@ -48,24 +48,26 @@ def standing_family(saved: dict) -> dict:
     return saved.get("second_look") or saved["declared"]
 
 
-def _counts(comparisons: list[dict], study: dict | None) -> dict:
+def _mean_difference(comparison: dict) -> float:
+    """A saved declared comparison's mean difference: its ``"mean"`` (``"difference"`` in the recall study's
+    tables, saved in that form)."""
+    return comparison["mean"] if "mean" in comparison else comparison["difference"]
+
+
+def _counts(comparisons: list[dict], study: dict) -> dict:
     """Declared comparisons counted from the GMA side, apart for GMA against another mixer (``"against_mixers"``)
     and for a routing change against default GMA (``"remedies"``): ``{group: [ahead, not told apart, behind]}``."""
     counts = {"against_mixers": [0, 0, 0], "remedies": [0, 0, 0]}
     for c in comparisons:
-        if study is None:  # the recall study: every declared comparison is a GMA arm against linear or SDPA
-            group, difference = "against_mixers", c["difference"]
-        else:
-            arm, against = study["arms"][c["arm"]], study["arms"][c["against"]]
-            both = arm["mixer"] == against["mixer"] == "gma"
-            group = "remedies" if both else "against_mixers"
-            difference = c["mean"] if arm["mixer"] == "gma" else -c["mean"]
+        arm, against = study["arms"][c["arm"]], study["arms"][c["against"]]
+        group = "remedies" if arm["mixer"] == against["mixer"] == "gma" else "against_mixers"
+        difference = _mean_difference(c) if arm["mixer"] == "gma" else -_mean_difference(c)
         better = difference < 0 if c.get("metric") in LOWER_IS_BETTER else difference > 0
         counts[group][1 if not c["told_apart"] else 0 if better else 2] += 1
     return counts
 
 
-def _row(study: str, comparisons: list[dict], declared: dict, seeds, spec: dict | None) -> dict:
+def _row(study: str, comparisons: list[dict], declared: dict, seeds, spec: dict) -> dict:
     counts = _counts(comparisons, spec)
     return {"study": study, "what": STUDIES[study].what, "chapter": STUDIES[study].chapter,
             "declared": declared["family_size"], "recorded": len(declared["comparisons"]),
@@ -76,25 +78,20 @@ def _row(study: str, comparisons: list[dict], declared: dict, seeds, spec: dict 
 
 def part_iv_synthesis(folder=None) -> list[dict]:
     """One row per study with a saved table: ``{"study", "what", "chapter", "declared" (the family's size),
-    "recorded" (its comparisons run), "seeds" (those the verdicts rest on, ``"0-4"``), "against_mixers" and
+    "recorded" (its comparisons run), "seeds" (those the verdicts rest on, ``"0-4"``: the
+    study's own where its saved family does not name them, as the recall study's does not), "against_mixers" and
     "remedies" (each ``[ahead, not told apart, behind]`` from the GMA side: GMA against another mixer, a routing
     change against default GMA), "wins", "ties", "losses" (their sums)}``, in the chapters' order, each counted at
     its :func:`standing_family`."""
     folder = Path(folder) if folder is not None else results_folder()
     rows = []
     for name in _counted_studies():
-        if name == "recall":
-            path = folder / f"{RECALL_STUDY['name']}_study_tables.json"
-            if not path.exists():
-                continue
-            declared = json.loads(path.read_text())["declared"]
-            rows.append(_row(name, declared["comparisons"], declared, RECALL_STUDY["seeds"], None))
-            continue
         path = tables_path(STUDIES[name], folder)
         if not path.exists():
             continue
         declared = standing_family(json.loads(path.read_text()))
-        rows.append(_row(name, declared["comparisons"], declared, declared["seeds"], STUDIES[name]))
+        seeds = declared.get("seeds", STUDIES[name].seeds)
+        rows.append(_row(name, declared["comparisons"], declared, seeds, STUDIES[name]))
     return rows
 
 
@@ -180,8 +177,7 @@ def _read(folder: Path, name: str) -> dict:
 
 def _declared(saved: dict, arm: str, against: str, metric: str | None = None, width: int | None = None) -> dict:
     """The one declared comparison ``arm`` against ``against`` of a saved table's standing family."""
-    family = saved["declared"] if "table" in saved else standing_family(saved)
-    found = [c for c in family["comparisons"] if c["arm"] == arm and c["against"] == against
+    found = [c for c in standing_family(saved)["comparisons"] if c["arm"] == arm and c["against"] == against
              and (metric is None or c.get("metric") == metric) and (width is None or c.get("width") == width)]
     if len(found) != 1:
         raise ValueError(f"{len(found)} declared comparisons {arm} - {against} ({metric}, width {width})")
@@ -192,9 +188,8 @@ def _basis(c: dict, rival: str, metric: str, sign: int = 1) -> dict:
     """A declared comparison as :func:`standing_of` reads it, GMA's side first (``sign=-1`` where GMA is the
     comparison's ``against``)."""
     low, high = (sign * x for x in c["ci95"])
-    mean = c["mean"] if "mean" in c else c["difference"]  # the recall study's tables call it "difference"
-    return {"rival": rival, "difference": sign * mean, "ci95": sorted([low, high]), "p_holm": c["p_holm"],
-            "told_apart": c["told_apart"], "lower_is_better": metric in LOWER_IS_BETTER}
+    return {"rival": rival, "difference": sign * _mean_difference(c), "ci95": sorted([low, high]),
+            "p_holm": c["p_holm"], "told_apart": c["told_apart"], "lower_is_better": metric in LOWER_IS_BETTER}
 
 
 def _verdict(b: dict, digits: int, scale: float = 1.0) -> str:
@@ -324,7 +319,7 @@ def _recall_claim(folder: Path) -> dict:
     """GMA with the variance change and the balance loss (a routing that dissolves) against linear attention at equal
     state (recall: at each width, the arm of that spec with K the head width), with the study's scope: its KV cache
     against GMA's largest state at the study's length, and whether ``designs.RECALL_V2_STUDY`` has run."""
-    name = f"{RECALL_STUDY['name']}_study_tables.json"
+    name = tables_path(RECALL_STUDY, folder).name
     saved = _read(folder, name)
     setting, seeds = RECALL_STUDY["setting"], RECALL_STUDY["seeds"]
     n, heads, width = setting["seq_len"], setting["n_heads"], min(RECALL_STUDY["widths"])
