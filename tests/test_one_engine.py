@@ -108,3 +108,34 @@ def test_the_cost_model_reads_a_command_line_record_in_either_form():
                 "runs": record["runs"], "hardware": record["hardware"]}
     assert cost.compare_with_record(record) == cost.compare_with_record(old_form)
     assert record["config"]["n_components"] != 8  # the preset's K: the prediction read the arm's
+
+
+def test_a_recall_arms_record_has_the_one_form_and_is_read_like_any(tmp_path):
+    """A study with widths and a learning-rate sweep (recall) writes the record every study writes, plus its
+    ``width`` and ``sweep``; the kept rate, the recall table, a continued run and the cost model read it."""
+    from gma_teach import cost
+
+    tiny = dict(seq_len=16, vocab_size=32, kv_pairs=(2, 3), n_train=32, n_val=8, n_test=8, steps=2, warmup=1,
+                batch_size=8)
+    recall = designs.RECALL_STUDY.with_changes(
+        name="tiny_recall", setting=tiny, widths=(16,), learning_rates=(1e-2, 3e-3), seeds=(0, 1),
+        arms={"linear": designs.RECALL_STUDY.arms["linear"], "sdpa": designs.RECALL_STUDY.arms["sdpa"]},
+        primary=(("linear", "sdpa"),), reruns=None, exploratory=None, chapter=None, what=None)
+    record = study.run_arm(recall, "linear", width=16, folder=tmp_path)
+    plain = study.run_arm(designs.Study("tiny_text", "text", "tiny", {"epochs": 1, "n_train": 64, "n_test": 32},
+                                        (0,), {"linear": Arm("linear")}), "linear", folder=tmp_path)
+    assert set(record) - set(plain) == {"width", "sweep", "chosen_lr"} and set(plain) - set(record) == {
+        "complete", "summary"}
+    assert record["spec"] == plain["spec"] and record["config"]["d_model"] == 16
+    assert record["sweep"] == {"learning_rates": [1e-2, 3e-3], "lr_seed": 0}
+    sweep = [run for run in record["runs"] if run["seed"] == 0]
+    assert record["chosen_lr"] == study.chosen_lr(record) == max(sweep, key=lambda r: r["val_mean"])["lr"]
+    assert [(run["seed"], run["lr"]) for run in record["runs"]][-1] == (1, record["chosen_lr"])
+    again = study.run_arm(recall, "linear", width=16, folder=tmp_path)  # nothing left to train
+    assert again == json.loads(json.dumps(record))
+    study.run_arm(recall, "sdpa", width=16, folder=tmp_path)
+    table = study.recall_table(tmp_path, recall)
+    (entry,) = table["arms"]["linear"].values()  # its one width
+    assert entry["lr"] == record["chosen_lr"] and entry["seeds"] == [0, 1]
+    rows = cost.compare_with_record(record)
+    assert [row["measured_seconds"] for row in rows] == [run["cpu_seconds"] for run in record["runs"]]

@@ -31,7 +31,8 @@ def compare_with_record(record: dict, device_profile=None) -> list[dict]:
         record: a loaded record of :func:`gma_teach.measure.results_folder`: a profiling sweep (``"results"`` rows
             of chapter 8's protocol, the sweep's or the equal-state block record's), an experiment (``"experiment"``,
             ``"config"``, ``"runs"``) or an arm of the
-            recall study (``"design"``, ``"width"``, ``"runs"``: each run's training on one core, its
+            recall study (``"spec"`` and ``"config"``, or ``"design"``, with ``"width"`` and ``"runs"``: each run's
+            training on one core, its
             ``cpu_seconds``, against the model's single-threaded time; the mixer needs a cost-model entry).
         device_profile: the profile to predict with; default: ``"cpu-2core"`` for a CPU record, else the GPU
             profile whose name appears in the record's GPU name (``"t4"``, ``"a100"``, ...), else ``"h200"``.
@@ -59,6 +60,15 @@ def compare_with_record(record: dict, device_profile=None) -> list[dict]:
                          "predicted_seconds": point_seconds(Point("", work, single_thread=True), device),
                          "measured_bytes": r.get("peak_memory_bytes"), "predicted_bytes": work.peak})
         return rows
+    recall = "arm" in record.get("design", {}) or record.get("experiment") == "recall"
+    if recall and "runs" in record:
+        design = record.get("design") or record["config"]  # a recall record of either form
+        point = recall_run_point(design, design.get("arm") or record["spec"], record["width"], evaluate=False)
+        predicted = point_seconds(point, device)
+        return [{"label": f"{record.get('study', 'recall')} {record['arm']} d={record['width']} lr={run['lr']:g} "
+                          f"seed {run['seed']}", "measured_seconds": run["cpu_seconds"],
+                 "predicted_seconds": predicted, "measured_bytes": None, "predicted_bytes": point.work.peak}
+                for run in record["runs"]]
     if "experiment" in record and "runs" in record:
         config = SimpleNamespace(**record["config"])
         for old, new in (("steps", "n_steps"), ("block_size", "seq_len")):  # records made before the key rename
@@ -73,14 +83,6 @@ def compare_with_record(record: dict, device_profile=None) -> list[dict]:
                                           10 if name == "listops" else 4)[-1]
         predicted = point_seconds(point, device)
         return [{"label": f"{name} {mixer} seed {run['seed']}", "measured_seconds": run["train_seconds"],
-                 "predicted_seconds": predicted, "measured_bytes": None, "predicted_bytes": point.work.peak}
-                for run in record["runs"]]
-    if "design" in record and "runs" in record and "arm" in record["design"]:
-        design = record["design"]
-        point = recall_run_point(design, design["arm"], record["width"], evaluate=False)
-        predicted = point_seconds(point, device)
-        return [{"label": f"{record.get('study', 'recall')} {record['arm']} d={record['width']} lr={run['lr']:g} "
-                          f"seed {run['seed']}", "measured_seconds": run["cpu_seconds"],
                  "predicted_seconds": predicted, "measured_bytes": None, "predicted_bytes": point.work.peak}
                 for run in record["runs"]]
     raise ValueError("record must be a profiling sweep (with 'results'), an experiment record (with 'experiment' "

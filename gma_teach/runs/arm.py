@@ -195,20 +195,19 @@ def _describe(run: dict, experiment: str) -> str:
 
 
 def _new_record(config: RunConfig) -> dict:
+    """An arm's empty record, one form for every study: what it is (``spec``), its resolved sizes (``config``), its
+    ``width`` in a study with widths, and in a study that sweeps learning rates the ``sweep`` (the rates and the
+    seed they are swept on), which the kept rate is chosen from (:func:`gma_teach.study.chosen_lr`)."""
     study = config.study
-    if study.experiment == "recall":
-        return {"study": study.name, "experiment": "recall", "arm": config.arm_name, "width": config.width,
-                "design": _recall_design(config), "runs": []}
-    return {"study": study.name, "experiment": study.experiment, "arm": config.arm_name, "spec": config.arm.as_dict(),
-            "scale": study.scale, "config": thawed(config.sizes), "runs": [], "complete": False}
-
-
-def _recall_design(config: RunConfig) -> dict:
-    """What a recall record stores of its design (and checks when it continues): the setting, the swept rates,
-    the seed they are swept on, and the arm."""
-    study = config.study
-    return json.loads(json.dumps({**thawed(study.setting), "learning_rates": list(study.learning_rates),
-                                  "lr_seed": study.seeds[0], "arm": config.arm.as_dict()}))
+    record = {"study": study.name, "experiment": study.experiment, "arm": config.arm_name,
+              "spec": config.arm.as_dict(), "scale": study.scale, "config": thawed(config.sizes), "runs": []}
+    if config.width is not None:
+        record["width"] = config.width
+    if study.learning_rates:
+        record["sweep"] = {"learning_rates": list(study.learning_rates), "lr_seed": study.seeds[0]}
+    else:
+        record["complete"] = False
+    return json.loads(json.dumps(record))
 
 
 def _same_setting(record: dict, config: RunConfig) -> bool:

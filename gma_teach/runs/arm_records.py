@@ -50,8 +50,8 @@ def record_path(study: dict, arm: str, folder: str | os.PathLike | None = None, 
 
 
 def record_spec(record: dict) -> Arm | None:
-    """The arm an arm's record was trained as, read from either form a record has: ``record["spec"]`` (a study
-    without widths) or ``record["design"]["arm"]`` (a study with widths, the recall study); ``None`` for a record
+    """The arm an arm's record was trained as, read from either form a record has: ``record["spec"]``, or
+    ``record["design"]["arm"]`` (a recall record made before every study wrote one form); ``None`` for a record
     with neither (one of ``python -m gma_teach.experiments`` from before it ran studies)."""
     if not isinstance(record, Mapping):
         raise TypeError(f"record must be an arm's record (a mapping), got {type(record).__name__}")
@@ -64,13 +64,13 @@ def record_spec(record: dict) -> Arm | None:
 
 def record_setting(record: dict) -> dict | None:
     """The sizes an arm's record was trained under, read from either form a record has (``{name: value}``, as
-    stored): ``record["config"]`` (a study without widths), or ``record["design"]`` less its ``"arm"`` (a study with
-    widths: the setting with the swept ``learning_rates`` and their ``lr_seed``); ``None`` for a record with
-    neither."""
+    stored): ``record["config"]`` with, in a study that sweeps learning rates, its ``sweep`` (the
+    ``learning_rates`` and their ``lr_seed``); or, in a recall record made before every study wrote that form,
+    ``record["design"]`` less its ``"arm"`` (the setting with the sweep); ``None`` for a record with neither."""
     if not isinstance(record, Mapping):
         raise TypeError(f"record must be an arm's record (a mapping), got {type(record).__name__}")
     if "config" in record:
-        return dict(record["config"])
+        return {**record["config"], **record.get("sweep", {})}
     if "design" in record:
         return {key: value for key, value in record["design"].items() if key != "arm"}
     return None
