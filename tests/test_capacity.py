@@ -417,7 +417,7 @@ def test_when_to_choose_gma_recommends_a_working_hybrid_and_names_every_broken_a
         if "choose GMA over" in line:
             assert not any(f"{arm} " in line or f"{arm}," in line for arm in default), line
     for arm in default:
-        size = capacity.gma_size(arm)
+        size = capacity.gma_size(arm, table["arms"][arm][64])
         assert any((arm in line or (size and f"{size[0]}" in line and "GMA with the default routing" in line))
                    and "default routing, which collapses" in line for line in advice), arm
 

@@ -48,7 +48,8 @@ def test_size_and_routing_come_from_the_spec():
     assert capacity.gma_routing("x", Arm("gma", {"n_components": 8, "balance_weight": 0.05})) == (
         "routing balance_weight=0.05")
     assert capacity.gma_size("gma_k8", Arm("linear")) is None  # the name says GMA, the spec says otherwise
-    assert capacity.gma_size("gma_k8") == (8, False)  # names alone: the documented fallback
+    with pytest.raises(TypeError, match="spec of arm 'gma_k8'"):
+        capacity.gma_size("gma_k8", None)  # a name alone says nothing: K is read from what the arm is
     with pytest.raises(ValueError, match="leaves K to its study's setting"):
         capacity.gma_size("gma", Arm("gma"))
 
@@ -70,9 +71,9 @@ def test_the_findings_read_k_from_each_run_not_its_name():
 def test_the_figures_style_each_arm_by_its_run():
     table = _renamed_table()
     small, wide = table["arms"]["gma_small"][64], table["arms"]["gma_wide_vb"][64]
-    assert recall.arm_style("gma_small", small) == recall.arm_style("gma_k16")
-    assert recall.arm_style("gma_wide_vb", wide) == recall.arm_style("gma_k64_var_bal") == {
-        "color": recall.gma_k_color(64), "ls": "-", "marker": "s"}
+    assert recall.arm_style("gma_small", small) == recall.arm_style("any name", Arm("gma", {"n_components": 16}))
+    assert recall.arm_style("gma_wide_vb", wide) == {"color": recall.gma_k_color(64), "ls": "-", "marker": "s"}
+    assert recall.arm_style("gma_k64_var_bal")["marker"] == "x"  # a name alone is never read for K
     assert recall.arm_style("fast", Arm("performer", {"n_features": 64})) == recall.arm_style("performer")
     for plot in (recall.plot_accuracy_by_pairs, recall.plot_recall_frontier):
         legends = [[text.get_text() for text in legend.get_texts()]

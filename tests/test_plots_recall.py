@@ -8,6 +8,7 @@ import pytest
 from test_capacity import KV, synthetic_table
 
 from gma_teach import capacity, designs
+from gma_teach.designs import VARIANCE_AND_BALANCE, Arm
 from gma_teach.plots import recall
 
 matplotlib.use("Agg")
@@ -51,7 +52,8 @@ def test_accuracy_by_pairs_groups_gma_in_a_small_legend_with_k_on_a_colour_bar()
     fig = recall.plot_accuracy_by_pairs(table)
     (legend,) = fig.legends
     texts = [text.get_text() for text in legend.get_texts()]
-    others = [arm for arm in table["arms"] if capacity.gma_size(arm) is None]
+    others = [arm for arm, by_width in table["arms"].items()
+              if capacity.gma_size(arm, next(iter(by_width.values()))) is None]
     assert texts == ["sdpa", "linear", "performer", "mamba", "window", "local_gma", "decay_linear", "decay_gma",
                      "GMA, default routing (every K)", "GMA, variance + balance (K: colour bar)",
                      "guessing one of the n values: 1/n"]
@@ -96,7 +98,7 @@ def test_the_frontier_places_every_arm_at_its_state_and_accuracy():
     for arm, by_width in table["arms"].items():
         for width, entry in by_width.items():
             point = (entry["state_bytes"], statistics.fmean(entry["test_mean"]))
-            if capacity.gma_size(arm) is None:
+            if capacity.gma_size(arm, entry) is None:
                 assert labels[f"{arm} (d={width})"] == pytest.approx(point)
     curves = _lines_by_label(ax)
     floor = [line for name, line in curves.items() if name.startswith("guessing")]
@@ -150,9 +152,13 @@ def test_the_frontier_with_one_width_and_no_arm():
 
 
 def test_arm_styles():
-    small, large = recall.arm_style("gma_k8_var_bal"), recall.arm_style("gma_k256_var_bal")
+    def gma(k, **routing):
+        return Arm("gma", {"n_components": k, **routing})
+
+    small = recall.arm_style("a", gma(8, **VARIANCE_AND_BALANCE))
+    large = recall.arm_style("b", gma(256, **VARIANCE_AND_BALANCE))
     assert small["color"] != large["color"] and small["ls"] == "-" and small["marker"] == "s"
-    assert recall.arm_style("gma_k8") == recall.arm_style("gma_k256") == {
+    assert recall.arm_style("a", gma(8)) == recall.arm_style("b", gma(256)) == {
         "color": recall.DEFAULT_ROUTING_COLOR, "ls": ":", "marker": "o"}
     greens = [recall.gma_k_color(k) for k in (8, 16, 32, 64, 128, 256)]
     lightness = [sum(matplotlib.colors.to_rgb(color)) for color in greens]

@@ -202,7 +202,7 @@ def _declared_arm(arm: str, spec) -> Arm:
     return Arm.from_spec({key: spec[key] for key in _ARM_KEYS if spec.get(key) is not None})
 
 
-def gma_size(arm: str, spec=None) -> tuple[int, bool] | None:
+def gma_size(arm: str, spec) -> tuple[int, bool] | None:
     """``(K, changed)`` of a GMA arm: its number of components, and whether its routing is not GMA's default.
 
     Args:
@@ -210,42 +210,30 @@ def gma_size(arm: str, spec=None) -> tuple[int, bool] | None:
         spec: what the arm is, whenever the caller has it: a :class:`gma_teach.designs.Arm`, a record's ``"spec"``
             or ``"design"["arm"]``, or a run of the recall table (``{"mixer", "options", ...}``). Then a ``gma``
             arm's K is its ``options["n_components"]`` and its routing is changed when it sets any of
-            :data:`gma_teach.layer.ROUTING_OPTIONS`; any other mixer gives ``None``, whatever the name. Without a
-            spec (a fallback for callers that hold names only; nothing in the package calls it so), the name is
-            read: ``gma_k{K}`` (the default routing) or ``gma_k{K}`` with an ending of :data:`ROUTING_SUFFIXES`
-            (changed), anything else ``None``.
+            :data:`gma_teach.layer.ROUTING_OPTIONS`; any other mixer gives ``None``, whatever the name. The name
+            is never read for K.
 
     Raises:
+        TypeError: ``spec`` is not an ``Arm`` or a mapping with ``mixer``.
         ValueError: a ``gma`` spec that leaves K to its study's setting (the registry's default, read when the arm
             is resolved, :func:`gma_teach.study.resolve`): give the options it was built with.
     """
-    if spec is not None:
-        declared = _declared_arm(arm, spec)
-        if declared.mixer != "gma":
-            return None
-        if declared.n_components is None:
-            raise ValueError(f"arm {arm!r} leaves K to its study's setting (the registry's default); give the "
-                             f"options it was built with, e.g. its RunConfig's or the recall table's")
-        return int(declared.n_components), any(key in declared.options for key in ROUTING_OPTIONS)
-    if not arm.startswith("gma_k"):
+    declared = _declared_arm(arm, spec)
+    if declared.mixer != "gma":
         return None
-    rest, changed = arm[len("gma_k"):], False
-    for suffix in ROUTING_SUFFIXES:
-        if rest.endswith(suffix):
-            rest, changed = rest[: -len(suffix)], True
-    return (int(rest), changed) if rest.isdigit() else None
+    if declared.n_components is None:
+        raise ValueError(f"arm {arm!r} leaves K to its study's setting (the registry's default); give the "
+                         f"options it was built with, e.g. its RunConfig's or the recall table's")
+    return int(declared.n_components), any(key in declared.options for key in ROUTING_OPTIONS)
 
 
-def gma_routing(arm: str, spec=None) -> str | None:
+def gma_routing(arm: str, spec) -> str | None:
     """What routing a GMA arm runs, in words: ``"default routing"``, a value of :data:`ROUTING_SUFFIXES`, or (a
     spec whose routing options are neither) those options, ``"routing balance_weight=0.05"``; ``None`` for an arm
-    :func:`gma_size` does not read as GMA. ``spec`` as for :func:`gma_size`: read from it when given, else (the
-    fallback) from the name's ending."""
+    :func:`gma_size` does not read as GMA. ``spec`` as for :func:`gma_size`."""
     size = gma_size(arm, spec)
     if size is None:
         return None
-    if spec is None:
-        return next((words for suffix, words in ROUTING_SUFFIXES.items() if arm.endswith(suffix)), "default routing")
     if not size[1]:
         return "default routing"
     options = thawed(_declared_arm(arm, spec).options)
