@@ -61,12 +61,12 @@ def gma_k_color(k: int) -> str:
 def arm_style(arm: str, spec=None) -> dict:
     """Colour, line style and marker of an arm: ``{"color", "ls", "marker"}``.
 
-    What the arm is comes from ``spec``, its declared arm, whenever the caller has it (a
-    :class:`gma_teach.designs.Arm`, a record's ``"spec"`` or ``"design"["arm"]``, a run of the recall table): its
-    mixer, and for GMA its K and routing (:func:`gma_teach.capacity.gma_size`); without one, a registered mixer's
-    name gives that mixer's look (never a K: GMA's K is read from a spec only). GMA with a changed routing:
-    :func:`gma_k_color` of its K, solid, square markers; GMA with the default routing: :data:`DEFAULT_ROUTING_COLOR`,
-    dotted, round markers; a registered mixer with a colour (``sdpa``, ``linear``, ``performer``, ``mamba``, ``window``, ...) the colour, line style and
+    What the arm is comes from ``spec``, its declared arm, whenever the caller has it (a :class:`gma_teach.designs.Arm`,
+    a record's ``"spec"`` or ``"design"["arm"]``, a run of the recall table): its mixer, and for GMA its K and
+    routing (:func:`gma_teach.capacity.gma_size`); without one, a registered mixer's name gives that mixer's look
+    (never a K: GMA's K is read from a spec only). GMA with a changed routing: :func:`gma_k_color` of its K, solid,
+    square markers; GMA with the default routing: :data:`DEFAULT_ROUTING_COLOR`, dotted, round markers; a registered
+    mixer with a colour (``sdpa``, ``linear``, ``performer``, ``mamba``, ``window``, ...) the colour, line style and
     marker of its entry (:class:`gma_teach.mixers.MixerEntry`: solid with round markers, but dashed for the decayed
     mixers and dash-dotted for the local ones, with triangles); anything else black crosses.
     """
