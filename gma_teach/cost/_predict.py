@@ -7,6 +7,7 @@ from __future__ import annotations
 import math
 
 from ..environment import SCALES
+from ..layer import DEFAULT_COMPONENTS
 from . import _chapters, _recall, _triton
 from ._chapters import CHAPTER_FIXED_SECONDS, classification_points, lm_points, preset_sizes
 from ._devices import BUDGET_SECONDS, FLOAT32, HOST, PROFILES, current_profile, profile
@@ -81,7 +82,8 @@ def fits(chapter: str, scale: str, device_profile="cpu-2core", *, seconds: float
 
 
 def point_fits(form: str, *, batch_size: int, n_heads: int, seq_len: int, d_route: int = 64,
-               d_value: int | None = None, n_components: int = 64, chunk_size: int = 64, backward: bool = False,
+               d_value: int | None = None,
+               n_components: int = DEFAULT_COMPONENTS, chunk_size: int = 64, backward: bool = False,
                device_profile=None, free_bytes: float | None = None) -> bool:
     """Would one sweep point fit in memory? For skipping a point before it runs out of memory.
 

@@ -20,7 +20,8 @@ OPTIMIZER_OPS_PER_TENSOR = 15  # AdamW's per-tensor loop on a CPU, the gradient 
 
 
 def recall_run_work(*, seq_len: int, vocab_size: int, kv_pairs, batch_size: int, n_steps: int, d_model: int,
-                    n_heads: int, mixer: str, n_components: int = 64, n_features: int = 64, n_eval_examples: int = 0,
+                    n_heads: int, mixer: str,
+                    n_components: int = DEFAULT_COMPONENTS, n_features: int = 64, n_eval_examples: int = 0,
                     n_parameter_tensors: int = 24, n_layers: int = 1) -> Work:
     """One training run of the recall model (:func:`gma_teach.study.build_model`): blocks without an FFN, a short
     convolution then ``mixer``, ``n_layers`` times, logits only at the queries (an example at ``n`` kv pairs has

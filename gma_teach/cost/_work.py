@@ -9,6 +9,7 @@ from dataclasses import dataclass, field
 from types import SimpleNamespace
 
 from .. import mixers
+from ..layer import DEFAULT_COMPONENTS
 from ..mixers import GMA_TENSORS_AT_PEAK, SOFTMAX_FLOPS_PER_SCORE  # kept with the mixers' cost entries
 from ._devices import FLOAT32, HOST, PROFILES, DeviceProfile, GiB
 
@@ -161,7 +162,8 @@ def block_sizes(batch_size, seq_len, d_model, n_heads, n_components, n_features,
                            n_features=n_features, linformer_k=linformer_k)
 
 
-def mixer_flops(mixer: str, batch_size: int, seq_len: int, d_model: int, n_heads: int, *, n_components: int = 64,
+def mixer_flops(mixer: str, batch_size: int, seq_len: int, d_model: int, n_heads: int, *,
+                n_components: int = DEFAULT_COMPONENTS,
                 n_features: int = 256, linformer_k: int = 256, causal: bool = False) -> float:
     """Forward FLOPs of a mixer's core (without its four projections) on ``(B, N, D)``: its registered
     :class:`~gma_teach.mixers.BlockCost`, with what its causal form adds (``causal_flops``) when ``causal``."""
@@ -179,7 +181,8 @@ def mixer_peak_values(mixer: str, batch_size: int, seq_len: int, d_model: int, n
     return entry.peak_per_token_width * batch_size * seq_len * d_model + entry.extra_peak_values(sizes)
 
 
-def block_work(mixer: str, *, d_model: int, n_heads: int, seq_len: int, batch_size: int = 1, n_components: int = 64,
+def block_work(mixer: str, *, d_model: int, n_heads: int, seq_len: int, batch_size: int = 1,
+               n_components: int = DEFAULT_COMPONENTS,
                n_features: int = 256, linformer_k: int = 256, on_cuda: bool = True) -> Work:
     """One forward + backward call of a mixing block (chapter 8's protocol, :func:`gma_teach.profiling.profile_mixer`):
     four ``D x D`` projections (24 B N D^2 FLOPs with the backward) and three times the mixer's forward; its peak
@@ -197,7 +200,7 @@ def block_work(mixer: str, *, d_model: int, n_heads: int, seq_len: int, batch_si
 
 def training_work(*, n_steps: int, batch_size: int, seq_len: int, d_model: int, n_layers: int, d_ff: int,
                   n_heads: int, mixer: str, vocab_size: int = 0, output_size: int = 0, n_eval_tokens: int = 0,
-                  n_components: int = 64, n_features: int = 64, linformer_k: int = 64) -> Work:
+                  n_components: int = DEFAULT_COMPONENTS, n_features: int = 64, linformer_k: int = 64) -> Work:
     """A training run: ``6 x parameters x tokens`` FLOPs (the output layer of ``vocab_size`` or ``output_size``
     columns included) plus three times the mixers' forward FLOPs, forward-only evaluation of ``n_eval_tokens``;
     peak: weights, gradients and AdamW moments (16 bytes a parameter) plus the activations of a batch."""

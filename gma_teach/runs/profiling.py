@@ -39,6 +39,7 @@ from .. import _checks, cost
 from .. import mixers as mixer_registry  # `mixers` is sweep()'s argument
 from ..baselines import make_mixer
 from ..environment import SCALES, preset, seed_everything
+from ..layer import DEFAULT_COMPONENTS
 from ..measure import peak_memory, run_point, time_call
 from ..models import parameter_counts
 from ..records import provenance, write_record
@@ -63,7 +64,7 @@ DEFAULT_MIXERS = mixer_registry.LiveNames(mixer_registry.table1_names)
 Table 1 options joins the sweep."""
 
 
-def table1_options(name, *, seq_len, n_components=64, n_features=256, linformer_k=256):
+def table1_options(name, *, seq_len, n_components=DEFAULT_COMPONENTS, n_features=256, linformer_k=256):
     """The options the Table 1 protocol gives mixer ``name`` at length ``seq_len`` (for :func:`gma_teach.make_mixer`),
     as its registry entry states them (:class:`gma_teach.mixers.MixerEntry`): GMA's K, Performer's features,
     Linformer's ``k`` and ``max_seq_len = N`` (so its parameters grow with N, as in the paper); ``{}`` for the others.
@@ -117,7 +118,8 @@ def profile_mixer(name, *, d_model, n_heads, seq_len, batch_size=1, repeat=3, de
             "tokens_per_second": batch_size * seq_len / seconds, "device": str(device), "dtype": str(dtype)}
 
 
-def sweep(*, mixers=DEFAULT_MIXERS, seq_lens, d_model, n_heads, batch_size=1, n_components=64, k_values=(),
+def sweep(*, mixers=DEFAULT_MIXERS, seq_lens, d_model, n_heads, batch_size=1,
+          n_components=DEFAULT_COMPONENTS, k_values=(),
           k_sweep_len=None, n_features=256, linformer_k=256, softmax_max_len=None, repeat=3, device=None,
           dtype=torch.float32, progress=False, printer=None, fits=None):
     """Every mixer over ``seq_lens`` and GMA over ``k_values`` (at ``k_sweep_len``); a list of result dicts.
@@ -187,7 +189,7 @@ def block_fits(point: dict) -> bool:
     :func:`gma_teach.cost.current_profile`.)"""
     return cost.point_fits(f"block:{point['mixer']}", batch_size=point["batch_size"], n_heads=point["n_heads"],
                            seq_len=point["seq_len"], d_route=point["d_model"],
-                           n_components=point["n_components"] or 64, backward=True)
+                           n_components=point["n_components"] or DEFAULT_COMPONENTS, backward=True)
 
 
 # -------------------------------------------------------------------------------------------- recording
