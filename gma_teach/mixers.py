@@ -440,7 +440,7 @@ def _against_window_and_gma(arm: Arm) -> tuple[str | Arm, ...]:
     return ("window", _plain_gma(arm, gma_heads))
 
 
-_BOOK = baselines.STATE_BYTES  # the book's mixers' formulas, written beside their classes
+_BOOK = baselines.STATE_FORMULAS  # the book's state-bytes formulas, written beside their classes
 
 for _entry in (
     MixerEntry("gma", baselines.GaussianMixtureAttention, color="#1b7837",
@@ -451,22 +451,22 @@ for _entry in (
                               on_cpu=BlockCost(GMA_LEAN_CPU_PEAK_PER_TOKEN_WIDTH, 110, _gma_flops,
                                                lambda s: GMA_LEAN_CPU_TENSORS_AT_PEAK * s.b * s.h * s.n
                                                * s.n_components)),
-               state_bytes=_BOOK["gma"], routing_can_collapse=True),
+               state_bytes=_BOOK["gma_memory"], routing_can_collapse=True),
     MixerEntry("softmax", baselines.SoftmaxAttention, color="#762a83", table1_options=_table1_plain,
                cost=BlockCost(4.0, 40, _softmax_flops, lambda s: 2 * s.b * s.h * s.n * s.n),
-               state_bytes=_BOOK["softmax"]),
+               state_bytes=_BOOK["key_value_cache"]),
     MixerEntry("sdpa", baselines.SDPAttention, color="#9970ab", table1_options=_table1_plain,
-               cost=BlockCost(6.0, 30, _softmax_flops), state_bytes=_BOOK["sdpa"]),
+               cost=BlockCost(6.0, 30, _softmax_flops), state_bytes=_BOOK["key_value_cache"]),
     MixerEntry("linear", baselines.LinearAttention, color="#2166ac", table1_options=_table1_plain,
                cost=BlockCost(10.0, 60, lambda s: 4 * s.b * s.n * s.d * (s.d // s.h),
-                              causal_flops=_chunk_products(lambda s: s.d // s.h)), state_bytes=_BOOK["linear"]),
+                              causal_flops=_chunk_products(lambda s: s.d // s.h)), state_bytes=_BOOK["linear_memory"]),
     MixerEntry("performer", baselines.PerformerAttention, color="#d6604d",
                options=lambda p: {"n_features": p.n_features},
                table1_options=lambda *, seq_len, n_components, n_features, linformer_k: {"n_features": n_features},
                cost=BlockCost(10.0, 80, lambda s: 8 * s.b * s.n * s.n_features * s.d,
                               lambda s: 6 * s.b * s.h * s.n * s.n_features,
                               causal_flops=_chunk_products(lambda s: s.n_features)),
-               state_bytes=_BOOK["performer"]),
+               state_bytes=_BOOK["performer_memory"]),
     MixerEntry("linformer", baselines.LinformerAttention, color="#b2182b", causal_lm=False,
                options=lambda p: {"k": p.linformer_k},
                table1_options=lambda *, seq_len, n_components, n_features, linformer_k: {
@@ -475,25 +475,25 @@ for _entry in (
                               lambda s: 2 * s.b * s.h * s.n * s.linformer_k)),
     MixerEntry("mamba", baselines.MambaMixer, color="#4d4d4d", table1_options=_table1_plain,
                cost=BlockCost(182.0, 400, lambda s: MAMBA_FLOPS_PER_TOKEN_WIDTH * s.b * s.n * s.d),
-               state_bytes=_BOOK["mamba"], causal_by_construction=True),
+               state_bytes=_BOOK["mamba_state"], causal_by_construction=True),
     # the controls: no place in Table 1 (no table1_options)
-    MixerEntry("uniform", baselines.UniformAverage, state_bytes=_BOOK["uniform"]),
-    MixerEntry("none", baselines.NoMixing, state_bytes=_BOOK["none"]),
+    MixerEntry("uniform", baselines.UniformAverage, state_bytes=_BOOK["uniform_sum"]),
+    MixerEntry("none", baselines.NoMixing, state_bytes=_BOOK["nothing"]),
     # Chapter 12's mixers: not in the paper's Table 1, and not yet fitted by the cost model (the forgetting and
     # hybrid ones are costed as the mixer each changes); those are drawn dash-dotted (local) or dashed (decayed),
     # with triangles, in the recall figures.
     MixerEntry("window", baselines.SlidingWindowAttention, color="#8c510a", costed_as="sdpa",
-               state_bytes=_BOOK["window"], reference=_against_sdpa, linestyle="-.", marker="^"),
+               state_bytes=_BOOK["window_cache"], reference=_against_sdpa, linestyle="-.", marker="^"),
     MixerEntry("local_gma", baselines.LocalGMA, color="#c51b7d", costed_as="gma",
                options=lambda p: {**_setting_components(p), "window": LOCAL_WINDOW},
-               state_bytes=_BOOK["local_gma"], reference=_against_window_and_gma, linestyle="-.", marker="^",
+               state_bytes=_BOOK["local_gma_state"], reference=_against_window_and_gma, linestyle="-.", marker="^",
                routing_can_collapse=True),
     MixerEntry("decay_linear", baselines.DecayedLinearAttention, color="#4393c3", costed_as="linear",
-               state_bytes=_BOOK["decay_linear"], reference=_against_linear, linestyle="--", marker="^"),
+               state_bytes=_BOOK["decayed_linear_memory"], reference=_against_linear, linestyle="--", marker="^"),
     MixerEntry("decay_gma", baselines.DecayedGaussianMixtureAttention, color="#e6ab02", costed_as="gma",
-               options=_setting_components, state_bytes=_BOOK["decay_gma"], reference=_against_gma, linestyle="--",
+               options=_setting_components, state_bytes=_BOOK["gma_memory"], reference=_against_gma, linestyle="--",
                marker="^", routing_can_collapse=True),
     MixerEntry("conv", baselines.ShortConvolution, color="#878787",
-               state_bytes=_BOOK["conv"], causal_by_construction=True),
+               state_bytes=_BOOK["convolution_window"], causal_by_construction=True),
 ):
     register(_entry)

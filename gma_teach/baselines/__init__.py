@@ -82,7 +82,7 @@ __all__ = [
     "PerformerState", "PerformerAttention", "LinformerAttention",
     "EmptyState", "UniformAverageState", "NoMixing", "UniformAverage",
     "MIXERS", "MIXER_NAMES", "mixer_types", "make_mixer",
-    "mixer_state_bytes", "STATE_BYTES", "CAUSAL_BY_CONSTRUCTION",
+    "mixer_state_bytes", "STATE_BYTES", "STATE_FORMULAS", "CAUSAL_BY_CONSTRUCTION",
 ]
 
 # The package's data, documented here (the page documents a name with the docstring its package gives it).
@@ -98,6 +98,14 @@ MIXERS = _factory.MIXERS
 """Every sequence mixer by name, ``name -> class``, each built as ``cls(d_model, n_heads, causal=..., **options)``;
 filled by :func:`gma_teach.mixers.register`, the book's mixers' included (the registry is their one list; importing
 ``gma_teach`` registers them), and ``MIXER_NAMES``, read when asked, follows it.
+
+:meta hide-value:
+"""
+
+STATE_FORMULAS = _state_bytes.STATE_FORMULAS
+"""The book's state-bytes formulas, written beside their classes, by what they count (``"key_value_cache"``,
+``"gma_memory"``, ...), each ``formula(mixer, seq_len) -> bytes``; a mixer's registry entry names its own
+(:class:`gma_teach.mixers.MixerEntry` ``state_bytes``).
 
 :meta hide-value:
 """

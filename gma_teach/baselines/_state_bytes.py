@@ -1,13 +1,15 @@
 """Decoding-state bytes from the formulas: :data:`STATE_BYTES` holds one formula per decoding mixer, by name, and
 :func:`mixer_state_bytes` reads it. A private module of :mod:`gma_teach.baselines`, which exports its names.
 
-The formulas of the book's mixers are written here, beside their classes; :func:`gma_teach.mixers.register` puts a
-registered mixer's own (``MixerEntry.state_bytes``) into the same map, so ``mixer_state_bytes`` reads every mixer's
-formula from one place, whatever registered it.
+The formulas of the book's mixers are written here, beside their classes (:data:`STATE_FORMULAS`, by what they
+count); each mixer's registry entry names its own (``MixerEntry.state_bytes``), and :func:`gma_teach.mixers.register`
+puts it into :data:`STATE_BYTES`, so ``mixer_state_bytes`` reads every mixer's formula from one place, whatever
+registered it.
 """
 from __future__ import annotations
 
-from collections.abc import Callable
+from collections.abc import Callable, Mapping
+from types import MappingProxyType
 
 import torch
 
@@ -79,14 +81,16 @@ def _nothing(mixer, seq_len) -> int:
     return 0
 
 
-# STATE_BYTES and CAUSAL_BY_CONSTRUCTION are documented in gma_teach.baselines, which exports them.
-STATE_BYTES: dict[str, Callable] = {
-    "gma": _gma_memory, "softmax": _key_value_cache, "sdpa": _key_value_cache, "linear": _linear_memory,
-    "performer": _performer_memory, "mamba": _mamba_state, "uniform": _uniform_sum, "none": _nothing,
-    "window": _window_cache, "local_gma": _local_gma_state, "decay_linear": _decayed_linear_memory,
-    "decay_gma": _gma_memory, "conv": _convolution_window,
-}
-CAUSAL_BY_CONSTRUCTION: set[str] = {"mamba", "conv"}
+# STATE_FORMULAS, STATE_BYTES and CAUSAL_BY_CONSTRUCTION are documented in gma_teach.baselines, which exports them.
+STATE_FORMULAS: Mapping[str, Callable] = MappingProxyType({
+    "key_value_cache": _key_value_cache, "linear_memory": _linear_memory,
+    "decayed_linear_memory": _decayed_linear_memory, "performer_memory": _performer_memory,
+    "gma_memory": _gma_memory, "window_cache": _window_cache, "local_gma_state": _local_gma_state,
+    "mamba_state": _mamba_state, "convolution_window": _convolution_window, "uniform_sum": _uniform_sum,
+    "nothing": _nothing,
+})
+STATE_BYTES: dict[str, Callable] = {}
+CAUSAL_BY_CONSTRUCTION: set[str] = set()
 
 
 def decoding_name(mixer) -> str | None:
