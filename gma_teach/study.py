@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ._aliases import deprecated_getattr
 from .runs.analyses import context_recovered, gma_against_baselines, left_plateau, seeds_needed
-from .runs.arm import SEED_TRAINERS, RunConfig, resolve, run_arm, study_data
+from .runs.arm import SEED_TRAINERS, RunConfig, resolve, run_arm, study_data, train_seed
 from .runs.arm_records import (
     CURVES,
     chosen_lr,
@@ -27,6 +27,8 @@ from .runs.arm_records import (
     load_arm,
     load_speed,
     record_path,
+    record_setting,
+    record_spec,
     recorded_under,
     speed_path,
     summarize_arm,
@@ -73,11 +75,12 @@ __all__ = ["CURVES", "METRIC_PATHS", "PROFILING_RECORD", "RunConfig", "SEED_TRAI
            "format_declared", "format_recall_table", "format_study_table", "format_synthesis", "gma_against_baselines",
            "gma_claims", "health_curve", "kept_runs", "left_plateau", "listops_data", "lm_data", "load_arm",
            "load_speed", "main", "measure_training_speed", "metric_by_seed", "ordering_at_last_evaluations",
-           "part_iv_synthesis", "recall_data", "recall_table", "record_path", "recorded_under", "resolve",
+           "part_iv_synthesis", "recall_data", "recall_table", "record_path", "record_setting", "record_spec",
+           "recorded_under", "resolve",
            "rests_on_looks", "run_arm", "run_classification", "run_lm", "scan_initial_routing", "seeds_needed",
            "selected_arm", "speed_path", "split", "standing_family", "standing_of", "state_bytes", "study_data",
            "study_findings", "study_selection", "study_table", "study_tables", "summarize_arm", "tables_path",
-           "text_data", "train_run", "verdict_of"]
+           "text_data", "train_run", "train_seed", "verdict_of"]
 
 __getattr__ = deprecated_getattr(__name__, {
     **{name: "gma_teach.designs" for name in ("CAUSE_STUDY", "COLLAPSE_STUDY", "INIT_SCAN", "KMEANS_BLOCKS",

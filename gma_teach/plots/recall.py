@@ -307,7 +307,7 @@ def plot_pilot_curves(records, *, seed: int = 0, threshold: float = LEARNED_ABOV
 
     Args:
         records: ``{arm: run record}`` (:func:`gma_teach.capacity.pilot_curves`); each arm keeps its look
-            (:func:`arm_style`, from the record's spec when it has one, :func:`gma_teach.runs.arm_records.record_spec`).
+            (:func:`arm_style`, from the record's spec when it has one, :func:`gma_teach.study.record_spec`).
         seed: the seed whose run is drawn.
         threshold: the accuracy the criterion line marks (the pilot's :data:`gma_teach.capacity.LEARNED_ABOVE`).
         axes: a sequence of ``C + 1`` matplotlib axes, ``C`` the kv-pair counts (default: a new figure).

@@ -155,9 +155,9 @@ trained model)`` (the capacity test's model is ``None``: it trains one per ``S``
 
 def train_seed(config: RunConfig, seed: int, *, lr: float | None = None, data=None, command: str,
                progress: bool = False, return_model: bool = False):
-    """Train one seed of a resolved arm (:func:`resolve`) with its experiment's trainer (:data:`SEED_TRAINERS`):
-    what :func:`run_arm` does for each missing seed, and what a chapter's live run does once
-    (``gma_teach.runs.chapter_runs``), so that both record the same run.
+    """Train one seed of a resolved arm (:func:`resolve`) with its experiment's trainer
+    (``gma_teach.study.SEED_TRAINERS``): what :func:`run_arm` does for each missing seed, and what a chapter's
+    live run does once (``gma_teach.runs.chapter_runs``), so that both record the same run.
 
     Args:
         config: the resolved arm.

@@ -2,10 +2,10 @@
 
 Chapters 9-12 train small models while the reader waits. Each such run is a study (:func:`chapter_study`): the
 experiment's preset at the chapter's scale, the reader's overrides as its setting, and one arm, the mixer with the
-options given. It is resolved (:func:`gma_teach.runs.arm.resolve`) and trained (:func:`gma_teach.runs.arm.train_seed`)
+options given. It is resolved (:func:`gma_teach.study.resolve`) and trained (:func:`gma_teach.study.train_seed`)
 exactly as an arm of a recorded study, so a chapter's model and a study's are the same model, and their runs are
 recorded alike. ``python -m gma_teach.experiments`` and the GPU record run the same studies through
-:func:`gma_teach.runs.arm.run_arm`.
+:func:`gma_teach.study.run_arm`.
 """
 from __future__ import annotations
 
@@ -24,7 +24,7 @@ __all__ = ["chapter_study", "load_or_train_lm", "run_classification", "run_lm", 
 
 CHAPTER_STUDY = "chapter_{experiment}"
 """The name of a chapter's study of ``experiment`` (its records, when written, are ``chapter_<experiment>_<mixer>``
-files of :func:`gma_teach.runs.arm.run_arm`)."""
+files of :func:`gma_teach.study.run_arm`)."""
 
 
 def chapter_study(experiment: str, mixer: str, *, scale_name: str | None = None, seeds=(0,),
@@ -66,8 +66,8 @@ def _call(function: str, *args, **kwargs) -> str:
 def run_lm(mixer: str, *, scale_name: str | None = None, seed: int = 0, n_components: int | None = None,
            source: str | None = None, data=None, progress: bool = False, return_model: bool = False,
            gma_options: dict | None = None, prepare: str | None = None, **overrides):
-    """Train one causal LM of chapter 10 (the preset's ``n_steps`` steps), as the one arm of :func:`chapter_study`;
-    returns the run's record (and the model if ``return_model``).
+    """Train one causal LM of chapter 10 (the preset's ``n_steps`` steps), as the one arm of
+    :func:`gma_teach.experiments.chapter_study`; returns the run's record (and the model if ``return_model``).
 
     Args:
         mixer, n_components: the token mixer (GMA's K).
@@ -76,7 +76,7 @@ def run_lm(mixer: str, *, scale_name: str | None = None, seed: int = 0, n_compon
         data: the preset's data, if already loaded (:func:`gma_teach.experiments.lm_data`).
         **overrides: replace preset entries (``n_steps=2400``, ...).
 
-    The record (:func:`gma_teach.runs.language_model.lm_seed`, stamped by :func:`gma_teach.runs.arm.train_seed`)
+    The record (the LM trainer's of one seed, stamped by :func:`gma_teach.study.train_seed`)
     holds ``history`` (validation loss and perplexity every ``p.eval_every`` steps, and ``val_bits_per_byte``),
     ``val`` (loss, perplexity and ``bits_per_byte`` of the best-validation weights), ``routing`` (GMA's routing
     health at initialization and every evaluation), ``favor_error`` (Performer only), ``tokens_per_second``,
@@ -94,8 +94,8 @@ def run_classification(experiment: str, mixer: str, *, scale_name: str | None = 
                        n_components: int | None = None, source: str | None = None, data: dict | None = None,
                        progress: bool = False, gma_options: dict | None = None, prepare: str | None = None,
                        return_model: bool = False, **overrides):
-    """Train and test one classifier of chapter 9, as the one arm of :func:`chapter_study`; returns the run's
-    record (and the model if ``return_model``).
+    """Train and test one classifier of chapter 9, as the one arm of :func:`gma_teach.experiments.chapter_study`;
+    returns the run's record (and the model if ``return_model``).
 
     Args:
         experiment: ``"listops"`` or ``"text"``.
@@ -108,8 +108,8 @@ def run_classification(experiment: str, mixer: str, *, scale_name: str | None = 
         **overrides: replace preset entries (``epochs=1``, ...).
 
     Returns:
-        The record of :func:`gma_teach.runs.classification.classification_seed`, stamped by
-        :func:`gma_teach.runs.arm.train_seed`: ``test`` holds ``loss`` and ``accuracy`` of the weights kept
+        The classifier trainer's record of one seed, stamped by
+        :func:`gma_teach.study.train_seed`: ``test`` holds ``loss`` and ``accuracy`` of the weights kept
         (``checkpoint``): the best validation epoch's, or the last epoch's where the validation split is the test
         split (the Text stand-in, as in LRA), so that no checkpoint is chosen on the test set.
     """

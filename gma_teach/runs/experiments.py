@@ -12,7 +12,7 @@ command line::
 
     python -m gma_teach.experiments listops --mixer gma --scale small --seeds 3 --out book/results/listops_gma.json
 
-writes the record of a study's arm (a chapter's one-arm study, :func:`gma_teach.runs.chapter_runs.chapter_study`,
+writes the record of a study's arm (a chapter's one-arm study, :func:`gma_teach.experiments.chapter_study`,
 run by the runner of every study): the configuration, per-epoch metrics and final test metric of every seed, their
 mean and standard deviation, training tokens per second, parameter counts and the provenance of
 :func:`gma_teach.measure.provenance` (hardware, threads, load, date, commit, command). The recorded studies (several
@@ -60,8 +60,8 @@ def run(experiment: str, mixer: str, *, scale_name: str | None = None, seeds=(0,
         source: str | None = None, progress: bool = False, command: str | None = None, on_seed=None,
         out: str | os.PathLike | None = None, **overrides) -> dict:
     """Run ``experiment`` for every seed in ``seeds``, as the one arm of a chapter's study
-    (:func:`gma_teach.runs.chapter_runs.chapter_study`: the preset at ``scale_name`` with ``overrides``) through the
-    runner of every study (:func:`gma_teach.runs.arm.run_arm`); returns its record.
+    (:func:`gma_teach.experiments.chapter_study`: the preset at ``scale_name`` with ``overrides``) through the
+    runner of every study (:func:`gma_teach.study.run_arm`); returns its record.
 
     The record is a study arm's: ``study``, ``experiment``, ``arm`` (the mixer), ``spec`` (its options),
     ``scale``, ``config`` (the preset with overrides), ``runs`` (one record per seed, each with its provenance),
