@@ -68,8 +68,9 @@ class RunConfig:
 
 def resolve(study: Study, arm: str, width: int | None = None) -> RunConfig:
     """``arm`` of ``study`` (a :class:`~gma_teach.designs.Study`, or a dict design,
-    :func:`gma_teach.designs.as_study`) at ``width`` as a :class:`RunConfig`: the preset read once, the setting
-    over it, the arm's head count over that, and its mixer's options (registry defaults, then the arm's).
+    :func:`gma_teach.designs.as_study`) at ``width`` as a :class:`RunConfig`: the preset of the study's scale read
+    once (a study without a scale pins every size), the setting over it, the width, the arm's head count over that,
+    and its mixer's options (registry defaults, then the arm's).
 
     Raises:
         ValueError: for a width the study does not train at, a setting the preset lacks, an option the arm's mixer
@@ -77,21 +78,16 @@ def resolve(study: Study, arm: str, width: int | None = None) -> RunConfig:
             model has one head and no preparation)."""
     study = as_study(study)
     chosen = study.arm(arm)
-    if study.experiment == "capacity":  # pins every size itself, like recall, without widths
-        if width is not None:
-            raise ValueError(f"study {study.name!r} has no widths, got width {width!r}")
-        if chosen.n_heads not in (None, 1) or chosen.prepare is not None:
-            raise ValueError(f"arm {arm!r} of capacity study {study.name!r} sets n_heads={chosen.n_heads!r}, "
-                             f"prepare={chosen.prepare!r}; the capacity test's model has one head and no "
-                             f"preparation")
-        sizes = dict(thawed(study.setting))
-    elif study.experiment == "recall":
-        if width not in (study.widths or ()):
-            raise ValueError(f"width must be one of the study's widths {study.widths}, got {width!r}")
+    if study.widths and width not in study.widths:
+        raise ValueError(f"width must be one of the study's widths {study.widths}, got {width!r}")
+    if not study.widths and width is not None:
+        raise ValueError(f"study {study.name!r} has no widths, got width {width!r}")
+    if study.experiment == "capacity" and (chosen.n_heads not in (None, 1) or chosen.prepare is not None):
+        raise ValueError(f"arm {arm!r} of capacity study {study.name!r} sets n_heads={chosen.n_heads!r}, "
+                         f"prepare={chosen.prepare!r}; the capacity test's model has one head and no preparation")
+    if study.scale is None:  # a study without a chapter's preset pins every size itself (recall, capacity)
         sizes = dict(thawed(study.setting))
     else:
-        if width is not None and width not in (study.widths or ()):
-            raise ValueError(f"width must be None or one of the study's widths {study.widths}, got {width!r}")
         sizes = {**vars(preset(study.experiment, study.scale)), **thawed(study.setting)}
         unknown = sorted(set(study.setting) - set(vars(preset(study.experiment, study.scale))))
         if unknown:
