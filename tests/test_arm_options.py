@@ -188,3 +188,23 @@ def test_every_declared_arm_resolves(name):
             if declared.arms[arm].mixer == "gma":
                 assert config.options["n_components"] == declared.arms[arm].options.get(
                     "n_components", config.sizes.get("n_components"))
+
+
+def test_every_declared_arm_resolves_and_a_bad_one_stops_the_command_before_anything_trains(tmp_path, monkeypatch):
+    """Every arm of every declared study resolves (its options are ones its mixer takes); a study whose arm sets
+    an option its mixer does not take stops ``python -m gma_teach.study`` before any arm trains."""
+    from gma_teach import designs
+    from gma_teach.runs import study_cli
+
+    for declared in designs.STUDIES.values():
+        for arm in declared.arms:
+            for width in declared.widths or [None]:
+                study.resolve(declared, arm, width)
+    bad = designs.TEXT_STUDY.with_changes(name="bad_text", primary=(), chapter=None, what=None, arms={
+        "linear": designs.Arm("linear"), "sdpa_k": designs.Arm("sdpa", {"n_components": 8})})
+    trained = []
+    monkeypatch.setitem(study_cli.STUDIES, "bad-text", bad)
+    monkeypatch.setattr(study_cli, "run_arm", lambda *args, **kwargs: trained.append(args))
+    with pytest.raises(ValueError, match=r"arm 'sdpa_k' sets option\(s\) \['n_components'\]"):
+        study_cli.main(["bad-text", "--out-dir", str(tmp_path)])
+    assert trained == []

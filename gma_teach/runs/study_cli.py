@@ -56,7 +56,7 @@ from ..environment import device
 from ..measure import TERMINAL_WIDTH
 from ..records import provenance, write_record
 from .analyses import context_recovered, gma_against_baselines, left_plateau
-from .arm import run_arm, study_data
+from .arm import resolve, run_arm, study_data
 from .arm_records import speed_path, study_folder, tables_path
 from .init_scan import scan_initial_routing
 from .recall_tables import format_recall_table, recall_table
@@ -195,6 +195,9 @@ def main(argv=None) -> dict:
     unknown = [arm for arm in arms if arm not in study["arms"]]
     if unknown:
         raise SystemExit(f"unknown arms {unknown}; known: {sorted(study['arms'])}")
+    for arm in arms:  # every arm is resolved before anything trains: a bad option stops the command at once
+        for width in widths or [None]:
+            resolve(study, arm, width)
     data = study_data(study)
     if widths:
         return {(arm, width): run_arm(study, arm, seeds=args.seeds, width=width, folder=args.out_dir,
