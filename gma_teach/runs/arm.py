@@ -12,8 +12,10 @@ capacity test's, which regresses values on a fresh batch each step and stops by 
 
 The runner is the same for every study: seeds already in the record are skipped, so an interrupted study continues
 where it stopped; a study that sweeps learning rates (``learning_rates``) trains its first seed at each and keeps
-the one with the best validation mean, the other seeds at it (the test split never chooses); the record is written
-with :func:`gma_teach.records.write_record` (atomically) after every run.
+the one with the best validation mean, the other seeds at it (the test split never chooses); the record, of one
+form for every study, is written with :func:`gma_teach.records.write_record` (atomically) after every run. A
+chapter's live run is a one-arm study of the same runner (``gma_teach.runs.chapter_runs``), trained by
+:func:`train_seed` as every seed here is.
 """
 from __future__ import annotations
 
