@@ -13,7 +13,7 @@ import pytest
 import torch
 
 from gma_teach import make_mixer, mixers, preset
-from gma_teach.designs import LISTOPS_LRA_STUDY, LM_SETTING, RECALL_STUDY, TEXT_STUDY
+from gma_teach.designs import CAPACITY_STUDY, LISTOPS_LRA_STUDY, LM_SETTING, RECALL_STUDY, TEXT_STUDY
 from gma_teach.runs.options import mixer_options
 
 SPREAD = 1e-2
@@ -87,20 +87,26 @@ def test_every_registered_mixer_is_alive_at_the_studies_sizes(name, setting):
     mixer = _build(name, setting)
     if mixer is None:
         pytest.skip(f"{name} has no place in a {'causal' if setting.causal else 'bidirectional'} study")
-    x = _unit_variance_input(setting)
+    _assert_alive(mixer, _unit_variance_input(setting), f"{name} at {setting.name}",
+                  returns_zeros=name in CONTROLS_THAT_DO_NOT_MIX)
+
+
+def _assert_alive(mixer, x, label, *, returns_zeros=False):
+    """``mixer`` on ``x``: finite; a spread across sequences; its last output moves when the token before it is
+    redrawn; every trainable parameter a finite, non-zero gradient (or, ``returns_zeros``, zeros)."""
     output = mixer(x)
-    assert torch.isfinite(output).all(), f"{name} returns non-finite values"
-    if name in CONTROLS_THAT_DO_NOT_MIX:
-        assert torch.equal(output, torch.zeros_like(output)), f"the {name} control must return zeros"
+    assert torch.isfinite(output).all(), f"{label} returns non-finite values"
+    if returns_zeros:
+        assert torch.equal(output, torch.zeros_like(output)), f"the {label} control must return zeros"
         return
     spread = float(output.detach().std(dim=0).mean())  # across sequences: a dead mixer returns its output bias
-    assert spread > SPREAD, f"{name} at {setting.name}: output std across sequences {spread:.3g} (dead)"
+    assert spread > SPREAD, f"{label}: output std across sequences {spread:.3g} (dead)"
 
     changed = x.clone()
     changed[:, -2] = torch.randn_like(changed[:, -2])
     with torch.no_grad():
         moved = float((mixer(changed)[:, -1] - output[:, -1].detach()).abs().max())
-    assert moved > MOVES, f"{name} at {setting.name}: the last output moved {moved:.3g} when its context changed"
+    assert moved > MOVES, f"{label}: the last output moved {moved:.3g} when its context changed"
 
     direction = torch.randn_like(output)
     (output * direction).sum().backward()
@@ -108,9 +114,9 @@ def test_every_registered_mixer_is_alive_at_the_studies_sizes(name, setting):
         if not parameter.requires_grad:
             continue
         grad = parameter.grad
-        assert grad is not None, f"{name}.{parameter_name} gets no gradient"
-        assert torch.isfinite(grad).all(), f"{name}.{parameter_name} gets a non-finite gradient"
-        assert float(grad.abs().max()) > 0, f"{name}.{parameter_name} gets a zero gradient"
+        assert grad is not None, f"{label}: {parameter_name} gets no gradient"
+        assert torch.isfinite(grad).all(), f"{label}: {parameter_name} gets a non-finite gradient"
+        assert float(grad.abs().max()) > 0, f"{label}: {parameter_name} gets a zero gradient"
 
 
 def test_the_settings_are_the_studies():
@@ -119,3 +125,20 @@ def test_the_settings_are_the_studies():
     assert by_name["lm_study"].d_model == LM_SETTING["d_model"] and by_name["lm_study"].seq_len == 128
     assert by_name["listops_lra"].seq_len == LISTOPS_LRA_STUDY["overrides"]["max_length"]
     assert {s.d_model for s in SETTINGS if s.name.startswith("recall")} == set(RECALL_STUDY["widths"])
+
+
+CAPACITY_ARMS = tuple(CAPACITY_STUDY.arms)
+
+
+@pytest.mark.parametrize("arm", CAPACITY_ARMS)
+def test_every_capacity_arm_is_alive_as_the_study_builds_it(arm):
+    """The capacity study's mixers (one causal head at its width, each arm's options resolved by the runner) at its
+    longest sequence, ``S + 1`` tokens: alive as above."""
+    from gma_teach import study
+
+    config = study.resolve(CAPACITY_STUDY, arm)
+    seq_len = max(CAPACITY_STUDY.setting["n_pairs"]) + 1
+    setting = SimpleNamespace(d_model=config.sizes["d_model"], seq_len=seq_len)
+    torch.manual_seed(0)
+    mixer = make_mixer(config.arm.mixer, setting.d_model, 1, causal=True, **config.options)
+    _assert_alive(mixer, _unit_variance_input(setting), f"capacity arm {arm}")
