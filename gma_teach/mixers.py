@@ -425,7 +425,8 @@ def _against_linear(arm: Arm) -> tuple[str, ...]:
 
 def _plain_gma(arm: Arm, n_heads: int | None) -> Arm:
     """Plain GMA (its default routing, no other option) of ``arm``'s K (if it sets one), at ``n_heads`` heads."""
-    return Arm("gma", {key: arm.options[key] for key in ("n_components",) if key in arm.options}, n_heads=n_heads)
+    options = {"n_components": arm.options["n_components"]} if "n_components" in arm.options else {}
+    return Arm("gma", options, n_heads=n_heads)
 
 
 def _against_gma(arm: Arm) -> tuple[Arm, ...]:

@@ -121,8 +121,7 @@ def routing_curves(records) -> dict:
             return [float(run["routing"][str(n)][side][name]) for run in runs]
 
         key_bits = tuple(statistics.fmean(over_seeds("key", "bits", n)) for n in sizes)
-        size = gma_size(arm, record["spec"]) if record.get("spec") else None
-        n_slots = size[0] if size is not None else None
+        n_slots = gma_size(arm, record["spec"])[0]  # a run with routing is a GMA arm's
         slots = tuple(2.0 ** bits for bits in key_bits)
         curves[arm] = {
             "n_pairs": sizes, "seeds": tuple(run["seed"] for run in runs), "key_bits": key_bits,

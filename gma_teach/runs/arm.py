@@ -33,7 +33,7 @@ from ..designs import KMEANS_BLOCKS, Arm, Study, as_study, thawed
 from ..environment import device, preset
 from ..models import init_routing_means
 from ..records import PROVENANCE_KEYS, provenance, write_record
-from .arm_records import chosen_lr, record_path, record_setting, record_spec, recorded_under, summarize_arm
+from .arm_records import chosen_lr, read_record, record_path, record_setting, record_spec, recorded_under, summarize_arm
 from .classification import classification_seed, listops_data, text_data
 from .language_model import lm_data, lm_seed
 from .options import arm_options
@@ -262,7 +262,7 @@ def run_arm(study: Study, arm: str, *, seeds=None, width: int | None = None, fol
     config = resolve(study, arm, width)
     seeds = tuple(study.seeds if seeds is None else seeds)
     path = Path(path) if path is not None else record_path(study, arm, folder, width=width)
-    record = json.loads(path.read_text()) if path.exists() else None
+    record = read_record(path)
     if record is None:
         record = _new_record(config)
     elif not _same_setting(record, config):

@@ -18,8 +18,8 @@ from ..records import results_folder
 from ..stats import describe
 
 __all__ = ["CURVES", "chosen_lr", "final_health", "health_curve", "health_means", "load_arm", "load_speed",
-           "record_path", "record_setting", "record_spec", "recorded_under", "speed_path", "study_folder",
-           "summarize_arm", "tables_path"]
+           "read_record", "record_path", "record_setting", "record_spec", "recorded_under", "speed_path",
+           "study_folder", "summarize_arm", "tables_path"]
 
 
 def study_folder(folder=None) -> Path:
@@ -172,7 +172,12 @@ def summarize_arm(study: dict, arm: str, runs: list[dict]) -> dict:
 
 def load_arm(study: dict, arm: str, folder=None, *, width: int | None = None) -> dict | None:
     """The record of one arm (at ``width``, for a study with widths), or ``None`` if nothing is recorded yet."""
-    path = record_path(study, arm, folder, width=width)
+    return read_record(record_path(study, arm, folder, width=width))
+
+
+def read_record(path: str | os.PathLike) -> dict | None:
+    """The record at ``path``, or ``None`` if nothing is recorded there yet."""
+    path = Path(path)
     return json.loads(path.read_text()) if path.exists() else None
 
 
@@ -183,8 +188,7 @@ def speed_path(study: dict, folder=None) -> Path:
 
 def load_speed(study: dict, folder=None) -> dict | None:
     """The recorded training speed of ``study``'s arms, or ``None``."""
-    path = speed_path(study, folder)
-    return json.loads(path.read_text()) if path.exists() else None
+    return read_record(speed_path(study, folder))
 
 
 def tables_path(study: dict, folder=None) -> Path:
