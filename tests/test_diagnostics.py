@@ -563,6 +563,20 @@ def test_routing_health_reads_each_layers_routing_and_restores_the_model():
         diagnostics.routing_health(DecoderLM(30, 16, 1, 2, mixer="sdpa", max_seq_len=12), tokens)
 
 
+def test_summarize_health_averages_every_head_of_every_layer_and_keeps_the_lowest_share():
+    names = diagnostics.HEALTH_METRICS
+    health = [{"layer": 0, **{name: [1.0 + i, 3.0 + i] for i, name in enumerate(names)}},
+              {"layer": 1, **{name: [8.0 + i] for i, name in enumerate(names)}}]
+    health[0]["active_share"], health[1]["active_share"] = [0.5, 1.0], [0.25]
+    summary = diagnostics.summarize_health(health)
+    for i, name in enumerate(names[:-1]):  # three heads in all: (1 + 3 + 8) / 3 = 4, shifted by i
+        assert summary[name] == pytest.approx(4.0 + i), name
+    assert summary["active_share"] == pytest.approx(1.75 / 3)  # not the largest (1.0) nor the lowest
+    assert summary["min_active_share"] == 0.25
+    with pytest.raises(ValueError, match="empty"):
+        diagnostics.summarize_health([])
+
+
 def _slow_term_spreads(x, means, variances, log_priors, min_variance):
     """Loops over heads, tokens and components, float64, with the log joint written out term by term."""
     heads, tokens, dim = x.shape
