@@ -1,15 +1,17 @@
 """After the build: every page in _toc.yml rendered to HTML with content, every chapter shows figures, the
-bibliography rendered, no markdown table left as a paragraph of pipes on any page, and no printed line of an executed
-notebook passes the page's width (tools/output_widths.py, read from jupyter-book's cache beside the HTML).
+bibliography rendered, no markdown table left as a paragraph of pipes on any page, MathJax loaded from the book
+itself on every page that loads it (never from a CDN: an offline reader would see raw TeX), and no printed line of an
+executed notebook passes the page's width (tools/output_widths.py, read from jupyter-book's cache beside the HTML).
 
 Usage: ``python .ci/check_book.py _build/html`` (exits non-zero with the offending pages). ``tables_left_as_text``
-is importable for the tests (tests/test_book_html_check.py).
+and ``mathjax_scripts`` are importable for the tests (tests/test_book_html_check.py).
 """
 import html as html_module
 import pathlib
 import re
 import sys
 from html.parser import HTMLParser
+from urllib.parse import urlsplit
 
 import yaml
 
@@ -70,6 +72,42 @@ def tables_left_as_text(page: str) -> list[str]:
             if _DELIMITER_ROW.search(text) or _CELL_ROW.search(text)]
 
 
+class _Scripts(HTMLParser):
+    """Collects the ``src`` of every ``<script>`` element of a page."""
+
+    def __init__(self):
+        super().__init__(convert_charrefs=True)
+        self.sources: list[str] = []
+
+    def handle_starttag(self, tag, attrs):
+        source = dict(attrs).get("src")
+        if tag == "script" and source:
+            self.sources.append(source)
+
+
+def mathjax_scripts(page: str) -> dict[str, list[str]]:
+    """The scripts of an HTML page that load MathJax, split by where they come from.
+
+    Args:
+        page: the HTML of one page, as a string.
+
+    Returns:
+        ``{"outside": [...], "local": [...]}``: each ``<script src>`` that names MathJax, ``outside`` when it is an
+        address with a scheme or a host (``https://cdn...``, ``//cdn...``), ``local`` when it is a path in the book.
+    """
+    if not isinstance(page, str):
+        raise TypeError(f"page must be the HTML text of a page (str), got {type(page).__name__}")
+    parser = _Scripts()
+    parser.feed(page)
+    parser.close()
+    found = {"outside": [], "local": []}
+    for source in parser.sources:
+        if "mathjax" in source.lower():
+            address = urlsplit(source)
+            found["outside" if address.scheme or address.netloc else "local"].append(source)
+    return found
+
+
 def files(node):
     if isinstance(node, dict):
         if "file" in node:
@@ -105,6 +143,22 @@ def main(html: pathlib.Path) -> None:
     if unrendered:
         sys.exit("markdown tables left as text (a paragraph of pipes) on:\n" + "\n".join(
             f"{name}: {found[0]!r}" for name, found in unrendered.items()))
+    pages_html = [page for page in sorted(html.rglob("*.html"))
+                  if not {"_static", "_sources"} & set(page.relative_to(html).parts)]
+    mathjax = {page.relative_to(html).as_posix(): (page, mathjax_scripts(page.read_text(errors="ignore")))
+               for page in pages_html}
+    outside = {name: found["outside"] for name, (_, found) in mathjax.items() if found["outside"]}
+    if outside:
+        sys.exit("MathJax loaded from outside the book (an offline reader sees raw TeX) on:\n" + "\n".join(
+            f"{name}: {sources[0]}" for name, sources in outside.items()))
+    absent = {name: source for name, (page, found) in mathjax.items() for source in found["local"]
+              if not (page.parent / urlsplit(source).path).is_file()}
+    if absent:
+        sys.exit("MathJax script missing from the built book:\n" + "\n".join(
+            f"{name}: {source}" for name, source in absent.items()))
+    with_math = sum(bool(found["local"]) for _, found in mathjax.values())
+    if not with_math:
+        sys.exit("no page loads MathJax: the book's math would show as raw TeX")
     cache = html.parent / ".jupyter_cache"
     if not cache.is_dir():
         sys.exit(f"no jupyter-cache folder at {cache}: build with execute_notebooks: cache (tools/build_book.py)")
@@ -116,7 +170,8 @@ def main(html: pathlib.Path) -> None:
     if too_wide:
         sys.exit(f"printed lines wider than {PAGE_WIDTH} characters:\n" + "\n".join(too_wide))
     print(f"book check: {len(pages)} pages rendered, figures in all {len(chapters)} chapters; bibliography entries "
-          f"on {len(bibliography)} page(s); no table left as text; every printed line of {len(executed)} "
+          f"on {len(bibliography)} page(s); no table left as text; MathJax from the book on {with_math} page(s); "
+          f"every printed line of {len(executed)} "
           f"executed notebooks fits {PAGE_WIDTH} characters")
 
 
