@@ -108,6 +108,7 @@ from ._fast_weight import (
     fast_weight_seed,
     routing_sample,
     routing_summary,
+    slot_summary,
 )
 
 # The documented names, in the book's order (the package-level names imported above, MIXERS, make_mixer,
@@ -122,6 +123,7 @@ __all__ = [
     "FAST_WEIGHT_SIZES", "FastWeightBatch", "FastWeightModel", "StoppingRule", "fast_weight_batch",
     "fast_weight_data", "value_embeddings", "reconstruction_loss", "nearest_value", "retrieval_scores",
     "train_fast_weight", "fast_weight_seed", "ROUTING_SEQUENCES", "routing_sample", "routing_summary",
+    "slot_summary",
     "capacity_curves", "routing_curves", "routing_sentences", "key_routing_phrase", "slot_predictions", "state_at",
     "PUBLISHED_COUNTERPARTS", "published_comparison", "PUBLISHED_MODELS", "PUBLISHED_CURVES", "published_final",
     "LEARNED_ABOVE",

@@ -76,12 +76,13 @@ from tqdm.auto import tqdm
 
 from .. import _checks
 from ..baselines import make_mixer, mixer_state_bytes
-from ..diagnostics import capture_responsibilities, gma_layers, information_report
+from ..diagnostics import capture_responsibilities, gma_layers, information_report, lost_pair_split, slot_report
 from ..models import auxiliary_loss
 
 __all__ = ["FAST_WEIGHT_SIZES", "ROUTING_SEQUENCES", "FastWeightBatch", "FastWeightModel", "StoppingRule",
            "fast_weight_batch", "fast_weight_data", "fast_weight_seed", "nearest_value", "reconstruction_loss",
-           "retrieval_scores", "routing_sample", "routing_summary", "train_fast_weight", "value_embeddings"]
+           "retrieval_scores", "routing_sample", "routing_summary", "slot_summary", "train_fast_weight",
+           "value_embeddings"]
 
 FAST_WEIGHT_SIZES = tuple(range(20, 601, 20))
 """Their grid of ``S`` (pairs in a sequence): 20, 40, ..., 600."""
@@ -218,8 +219,13 @@ class FastWeightModel(nn.Module):
         if batch.n_pairs != self.n_pairs:
             raise ValueError(f"batch has {batch.n_pairs} pairs, the model stores {self.n_pairs}")
         pairs = torch.cat([self.key_table(batch.keys), self.value_table[batch.values]], dim=-1)
-        query = torch.cat([self.key_table(batch.asked), self.query_mark.expand(len(batch), -1)], dim=-1)
-        return torch.cat([pairs, query[:, None]], dim=1)
+        return torch.cat([pairs, self.query_tokens(batch.asked)[:, None]], dim=1)
+
+    def query_tokens(self, keys: torch.Tensor) -> torch.Tensor:
+        """The query token that asks for each of ``keys`` (int64 key ids of any shape ``(...)``):
+        ``(..., d_model)``, the key's embedding beside the query mark."""
+        embedded = self.key_table(keys)
+        return torch.cat([embedded, self.query_mark.expand_as(embedded)], dim=-1)
 
     def forward(self, batch: FastWeightBatch) -> torch.Tensor:
         return self.readout(self.mixer(self.tokens(batch))[:, -1])
@@ -358,6 +364,61 @@ def routing_summary(trained: dict[str, torch.Tensor], untrained: dict[str, torch
     return summary
 
 
+def slot_summary(model: FastWeightModel, data: FastWeightBatch, sample: dict[str, torch.Tensor], *,
+                 accuracy: float) -> dict:
+    """How a GMA model's slots hold the pairs of the first :data:`ROUTING_SEQUENCES` sequences of ``data``, and
+    where its lost pairs go (:mod:`gma_teach.diagnostics.slots`).
+
+    Pair ``j``'s key is the slot its pair token is written to, the argmax of its key responsibilities, taken from
+    ``sample``, :func:`routing_sample` of ``model`` on ``data`` (no second forward). Its query is the slot read by
+    the query token that asks for key ``j`` (:meth:`FastWeightModel.query_tokens`), the argmax of its query
+    responsibilities: one evaluation forward of the mixer over the ``S`` query tokens of each sequence, one for
+    every stored key. The layer routes each token by its own projection (``Gamma^Q`` of a token depends on that
+    token alone, not on its position or the tokens before it), so these are the responsibilities the query token
+    has at the end of the sequence when key ``j`` is asked, for every ``j`` at once, not only the asked one; a
+    ``RuntimeError`` says so where the asked keys' query responsibilities differ from those in ``sample``.
+
+    Args:
+        model: a trained :class:`FastWeightModel` with a GMA mixer (one head).
+        data: its test sequences, the ones ``sample`` was read on.
+        sample: :func:`routing_sample` of ``model`` on ``data``: ``{"key": (B * S, K), "query": (B, K)}``.
+        accuracy: the measured retrieval accuracy (:func:`retrieval_scores` on ``data``; all of its sequences, one
+            query each), read as ``accuracy * S`` pairs retrieved per sequence.
+
+    Returns:
+        :func:`gma_teach.diagnostics.slot_report`'s means over the ``B`` sequences of the one head, as floats:
+        ``{"sequences", "n_slots", "occupied", "solitary", "solitary_share", "colliding", "collision_share",
+        "agreement", "misrouted", "predicted_pairs", "predicted_share", "retrieved", "split"}``, where ``retrieved`` is
+        ``accuracy * S`` and ``split`` is :func:`gma_teach.diagnostics.lost_pair_split` of it (``{"n_pairs",
+        "lost", "collisions", "misrouted", "blur", "beyond_slots"}``; ``blur`` negative where the model retrieves
+        more pairs than the slots predict). Counts are pairs (or slots) per sequence.
+    """
+    n_pairs = model.n_pairs
+    part = data.rows(0, ROUTING_SEQUENCES)
+    if sample["key"].shape[0] != len(part) * n_pairs:
+        raise ValueError(f"sample holds {sample['key'].shape[0]} key rows; routing_sample of this model on data "
+                         f"holds {len(part)} x {n_pairs}")
+    n_slots = sample["key"].shape[-1]
+    keys = sample["key"].reshape(len(part), 1, n_pairs, n_slots)  # (B, H = 1, S, K)
+    with torch.no_grad():
+        asking = model.query_tokens(part.keys)  # (B, S, d_model): the query for each stored key
+    (queries,) = capture_responsibilities(model.mixer, asking, side="query").values()  # (B, 1, S, K)
+    asked = queries[torch.arange(len(part)), 0, part.query]  # the query tokens the sequences end with
+    if not torch.allclose(asked, sample["query"], atol=1e-5):
+        raise RuntimeError("the query tokens routed apart do not match the query routing of the full sequences: "
+                           "this mixer's query routing depends on more than the token, so the query of each key "
+                           "needs a forward of its own sequence")
+    report = slot_report(keys, queries)
+    summary = {"sequences": report["sequences"], "n_slots": report["n_slots"],
+               **{name: value[0] for name, value in report.items() if isinstance(value, list)}}
+    accuracy = _checks.number("accuracy", accuracy)
+    if not 0.0 <= accuracy <= 1.0:
+        raise ValueError(f"accuracy must be a share in [0, 1], got {accuracy}")
+    split = lost_pair_split(accuracy * n_pairs, n_pairs=n_pairs, colliding=summary["colliding"],
+                            misrouted=summary["misrouted"])
+    return {**summary, "retrieved": accuracy * n_pairs, "split": split.as_dict()}
+
+
 def fast_weight_seed(sizes, mixer: str, options, seed: int, *, progress=False, label: str | None = None) -> dict:
     """One arm and one seed of a capacity study: a fresh model at every ``S`` of ``sizes["n_pairs"]``, trained by
     :func:`train_fast_weight` and scored on a test set of its own.
@@ -374,7 +435,8 @@ def fast_weight_seed(sizes, mixer: str, options, seed: int, *, progress=False, l
     Returns:
         the run's record: ``{"seed", "lr", "n_pairs", "loss", "retrieval_accuracy", "steps", "stopped",
         "state_bytes", "parameters", "curves", "train_seconds"}``, the per-``S`` entries keyed by ``str(S)``; a GMA
-        arm's record also holds ``"routing"``: :func:`routing_summary` at each ``S``, on the test sequences.
+        arm's record also holds ``"routing"``: :func:`routing_summary` at each ``S``, on the test sequences, and
+        ``"slots"``: :func:`slot_summary` of the trained model at each ``S``, on the same sequences.
     """
     seed = _checks.integer("seed", seed, minimum=0)
     run = {"seed": seed, "lr": sizes["lr"], "n_pairs": list(sizes["n_pairs"]), "loss": {},
@@ -398,5 +460,7 @@ def fast_weight_seed(sizes, mixer: str, options, seed: int, *, progress=False, l
         run["parameters"][key] = sum(p.numel() for p in model.parameters())
         run["curves"][key], run["train_seconds"][key] = trained["curve"], trained["train_seconds"]
         if untrained is not None:
-            run.setdefault("routing", {})[key] = routing_summary(routing_sample(model, test), untrained)
+            sample = routing_sample(model, test)
+            run.setdefault("routing", {})[key] = routing_summary(sample, untrained)
+            run.setdefault("slots", {})[key] = slot_summary(model, test, sample, accuracy=scores["accuracy"])
     return run

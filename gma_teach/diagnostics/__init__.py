@@ -18,6 +18,11 @@ information between a token and its component, which is near 0 both when the rou
 same few components) and when it *dissolves* (every token spread evenly over all K); :func:`shuffled_information` is
 its baseline and :func:`routing_state` names the router.
 
+A slot memory is read by its slots (chapter 12), per head from hard assignments: :func:`slot_occupancy` counts the
+slots that hold exactly one key of a sequence and the keys that collide, :func:`slot_agreement` the share of keys
+whose query lands in the key's slot, :func:`predicted_pairs` the pairs these predict the memory returns, and
+:func:`lost_pair_split` splits a measured number of lost pairs into collisions, misrouted queries and blur.
+
 Apart from routing, :func:`favor_approximation_error` measures how far Performer's FAVOR+ weights are from the
 softmax weights they estimate on given queries and keys, :func:`performer_approximation_error` on a Performer's
 own projections of an input, and :func:`model_favor_errors` on every Performer layer of a model: whether a
@@ -27,7 +32,8 @@ The package, one module per job: ``diagnostics.information`` (the information a 
 ``diagnostics.categories`` (surface categories of tokens),
 ``diagnostics.capture`` (responsibilities out of a model), ``diagnostics.metrics``
 (Table 4, its permutation baseline, summaries, PCA), ``diagnostics.health`` (information, usage
-entropy and logit spread while a model trains) and the private ``diagnostics._kernel_error`` (FAVOR+ against
+entropy and logit spread while a model trains), ``diagnostics.slots`` (a slot memory's occupancy, agreement and
+lost pairs) and the private ``diagnostics._kernel_error`` (FAVOR+ against
 softmax). Every public name is importable from ``gma_teach.diagnostics``.
 """
 from ._kernel_error import favor_approximation_error, model_favor_errors, performer_approximation_error
@@ -69,6 +75,16 @@ from .metrics import (
     routing_report,
     separation,
 )
+from .slots import (
+    LostPairSplit,
+    PredictedPairs,
+    SlotOccupancy,
+    lost_pair_split,
+    predicted_pairs,
+    slot_agreement,
+    slot_occupancy,
+    slot_report,
+)
 
 __all__ = [
     "CATEGORIES", "EOS_STRINGS", "HEALTH_METRICS", "MIN_SHARE", "PAPER_TABLE4", "ROUTING_STATES", "as_labels",
@@ -79,4 +95,6 @@ __all__ = [
     "responsibility_pca", "routing_health", "routing_logit_terms", "routing_metrics", "routing_report", "separation",
     "summarize_health", "token_categories", "token_category",
     "favor_approximation_error", "model_favor_errors", "performer_approximation_error",
+    "LostPairSplit", "PredictedPairs", "SlotOccupancy", "lost_pair_split", "predicted_pairs", "slot_agreement",
+    "slot_occupancy", "slot_report",
 ]
