@@ -55,6 +55,28 @@ def test_check_write_memory_names_the_mistake(wrong, message):
 
 
 @pytest.mark.parametrize(
+    "slip, fix",
+    [
+        (lambda g, v: (g.transpose(0, 1) @ v, g.sum(-2)), "transpose only the last two axes"),
+        (lambda g, v: (torch.mm(g.mT, v), g.sum(-2)), "transpose only the last two axes"),
+    ],
+)
+def test_a_shape_slip_names_the_shapes_got_and_needed(slip, fix):
+    """Right without a batch axis, a RuntimeError with one: the message says which shapes came in and must go out."""
+    with pytest.raises(ExerciseError) as raised:
+        check_write_memory(slip)
+    message = str(raised.value)
+    assert message.startswith("Exercise 4.1: your function raised RuntimeError for gamma_k of shape (2, 11, 4) "
+                              "and v of shape (2, 11, 3)")
+    assert "memory of shape (2, 4, 3)" in message and "normalizer of shape (2, 4)" in message and fix in message
+
+
+def test_a_dtype_slip_in_write_memory_is_named():
+    with pytest.raises(ExerciseError, match="dtype=gamma_k.dtype"):
+        check_write_memory(lambda g, v: (g.mT @ v, g.mT @ torch.ones(g.shape[-2], dtype=torch.float32)))
+
+
+@pytest.mark.parametrize(
     "wrong, message",
     [
         (lambda gq, s, z, eps: gq @ s, "without dividing"),

@@ -92,6 +92,21 @@ def test_token_entropy_mistakes_are_named():
         check_token_entropy(lambda resp: -torch.special.xlogy(resp, resp).sum(-1))
 
 
+def test_token_entropy_in_bits_over_log2_k_passes_and_mixed_logarithms_are_named(capsys):
+    def entropy(resp, log):  # each row's entropy with the given logarithm, 0 log 0 = 0
+        return -torch.special.xlogy(resp, resp).sum(-1) * log(math.e)
+
+    check_token_entropy(lambda resp: (entropy(resp, math.log2) / math.log2(resp.shape[-1])).mean().item())
+    assert capsys.readouterr().out.startswith("Exercise 11.2: correct")
+    # at K = 2 (the first size) nats over log2 K equals the unnormalized entropy: it must not be called unnormalized
+    with pytest.raises(ExerciseError, match="^Exercise 11.2: you divided an entropy in nats by log2 K"):
+        check_token_entropy(lambda resp: (entropy(resp, math.log) / math.log2(resp.shape[-1])).mean().item())
+    with pytest.raises(ExerciseError, match="^Exercise 11.2: you divided an entropy in bits by ln K"):
+        check_token_entropy(lambda resp: (entropy(resp, math.log2) / math.log(resp.shape[-1])).mean().item())
+    with pytest.raises(ExerciseError, match="^Exercise 11.2: token entropy for K=2: got 0.300000"):
+        check_token_entropy(lambda resp: 0.3)
+
+
 def _entropy(rows):
     return -torch.special.xlogy(rows, rows).sum(-1)
 

@@ -138,6 +138,14 @@ def test_capacity_mistakes_are_named(mistake, message):
         ch12.check_random_capacity(mistake)
 
 
+def test_the_exponent_n_minus_1_is_named_as_such():
+    """At K = 1 it agrees with (1 - 1/K)^n (both 0): the diagnosis must fit every size, not the first that fails."""
+    named = r"^Exercise 12.3: n_pairs=1, n_slots=1: .*the exponent is n, not n - 1"
+    with pytest.raises(ExerciseError, match=named) as raised:
+        ch12.check_random_capacity(lambda n, k: k * (1 - (1 - 1 / k) ** (n - 1)) / n)
+    assert "stays empty, not the accuracy" not in str(raised.value)
+
+
 def test_an_approximation_is_named_and_a_near_miss_refused():
     with pytest.raises(ExerciseError, match=r"e\^\(-n/K\) approximates"):
         ch12.check_random_capacity(lambda n, k: k * (1 - math.exp(-n / k)) / n)

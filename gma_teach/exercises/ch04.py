@@ -26,6 +26,32 @@ def _responsibility_cases(seed: int):
         yield gamma_q, gamma_k, v
 
 
+def _call_with_shapes(fn, gamma_k: torch.Tensor, v: torch.Tensor):
+    """Call ``fn(gamma_k, v)``; a RuntimeError inside it (a shape slip: ``.T``, ``transpose(0, 1)``, ``mm``, an
+    einsum without ``...``) becomes an :class:`ExerciseError` naming the shapes it got and the shapes it must return."""
+    try:
+        return call_reader(fn, gamma_k, v)
+    except ExerciseError as error:
+        cause = error.__cause__
+        if not isinstance(cause, RuntimeError):
+            raise
+        lead = tuple(gamma_k.shape[:-2])
+        needed = (f"it must return memory of shape {lead + (gamma_k.shape[-1], v.shape[-1])} (..., K, d_v) and "
+                  f"normalizer of shape {lead + (gamma_k.shape[-1],)} (..., K)")
+        if "dtype" in str(cause):
+            fix = f"build any new tensor with the inputs' dtype ({gamma_k.dtype}), e.g. dtype=gamma_k.dtype"
+        elif lead:
+            fix = (f"the leading axes {lead} are batch (and head) axes: transpose only the last two axes "
+                   "(gamma_k.mT or gamma_k.transpose(-2, -1), not .T or transpose(0, 1)) and multiply with @, which "
+                   "broadcasts over leading axes (torch.mm and torch.bmm take fixed numbers of axes)")
+        else:
+            fix = "the memory is Gamma^K^T V: (K, N_k) @ (N_k, d_v)"
+        raise ExerciseError(
+            f"your function raised RuntimeError for gamma_k of shape {tuple(gamma_k.shape)} and v of shape "
+            f"{tuple(v.shape)}; {needed}; {fix} (torch said: {cause})"
+        ) from cause
+
+
 @checker("4.1")
 def check_write_memory(fn, *, seed: int = 0) -> str:
     """Check ``fn(gamma_k, v) -> (memory, normalizer)``: ``memory = Gamma^K^T V``, ``normalizer = Gamma^K^T 1``.
@@ -36,7 +62,7 @@ def check_write_memory(fn, *, seed: int = 0) -> str:
         seed: seed of the random inputs.
     """
     for _, gamma_k, v in _responsibility_cases(seed):
-        got = call_reader(fn, gamma_k, v)
+        got = _call_with_shapes(fn, gamma_k, v)
         if not isinstance(got, tuple) or len(got) != 2:
             raise ExerciseError(f"return a pair (memory, normalizer), got {type(got).__name__}")
         memory, normalizer = got

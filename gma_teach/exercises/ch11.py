@@ -120,25 +120,33 @@ def check_token_entropy(fn, *, seed: int = 0):
         seed: seed of the random inputs.
     """
     generator = torch.Generator().manual_seed(seed)
+    cases = []  # (K, the reference's metrics, your value): every size first, so that a diagnosis fits them all
     for n_tokens, n_components in ((5, 2), (31, 7), (64, 128)):
         logits = 3.0 * torch.randn(n_tokens, n_components, generator=generator, dtype=torch.float64)
         resp = torch.softmax(logits, dim=-1)
         resp[0] = 0.0
         resp[0, n_components - 1] = 1.0  # a one-hot row: 0 * log 0 must count as 0
         metrics = diagnostics.routing_metrics(resp, [0] * n_tokens)
-        expected = metrics["token_entropy"]
-        got = _as_number("token entropy", call_reader(fn, resp.clone()))
-        if abs(got - expected) > _TOLERANCE:
-            if abs(got - expected * math.log(n_components)) < _TOLERANCE:
-                raise ExerciseError("you did not normalize: divide each row's entropy by ln K")
-            if abs(got - metrics["usage_entropy"]) < _TOLERANCE:
-                raise ExerciseError(
-                    "you computed the entropy of the mean row (the usage entropy); average the rows' entropies"
-                )
-            raise ExerciseError(
-                f"token entropy for T={n_tokens}, K={n_components}: got {got:.6f}, expected {expected:.6f}"
-            )
-    return "normalized by ln K, with 0 log 0 = 0."
+        cases.append((n_components, metrics, _as_number("token entropy", call_reader(fn, resp.clone()))))
+    wrong = [(k, metrics, got) for k, metrics, got in cases if abs(got - metrics["token_entropy"]) > _TOLERANCE]
+    if not wrong:
+        return "normalized by ln K, with 0 log 0 = 0."
+
+    def explains_every_size(value) -> bool:  # at K = 2, ln K = ln 2: one size alone cannot tell two mistakes apart
+        return all(abs(got - value(k, metrics)) < _TOLERANCE for k, metrics, got in cases)
+
+    if explains_every_size(lambda k, m: m["token_entropy"] * math.log(k)):
+        raise ExerciseError("you did not normalize: divide each row's entropy by ln K")
+    if explains_every_size(lambda k, m: m["token_entropy"] * math.log(2)):
+        raise ExerciseError("you divided an entropy in nats by log2 K: the entropy and the normalizer must use the "
+                            "same logarithm (nats over ln K, or bits over log2 K)")
+    if explains_every_size(lambda k, m: m["token_entropy"] / math.log(2)):
+        raise ExerciseError("you divided an entropy in bits by ln K: the entropy and the normalizer must use the "
+                            "same logarithm (nats over ln K, or bits over log2 K)")
+    if explains_every_size(lambda k, m: m["usage_entropy"]):
+        raise ExerciseError("you computed the entropy of the mean row (the usage entropy); average the rows' entropies")
+    n_components, metrics, got = wrong[0]
+    raise ExerciseError(f"token entropy for K={n_components}: got {got:.6f}, expected {metrics['token_entropy']:.6f}")
 
 
 def _routers(seed: int):

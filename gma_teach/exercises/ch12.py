@@ -209,6 +209,8 @@ _RANDOM_MISTAKES = (
     (lambda n, k: k * (1 - math.exp(-n / k)) / n, "e^(-n/K) approximates (1 - 1/K)^n; use the exact probability that "
      "a slot stays empty"),
     (lambda n, k: (1 - 1 / k) ** n, "(1 - 1/K)^n is the probability that a given slot stays empty, not the accuracy"),
+    (lambda n, k: k * (1 - (1 - 1 / k) ** (n - 1)) / n, "the exponent is n, not n - 1: a slot stays empty when all "
+     "n keys miss it, (1 - 1/K)^n"),
 )
 
 
@@ -221,15 +223,19 @@ def check_random_capacity(fn, *, n_trials: int = 4000, seed: int = 0):
     (:func:`gma_teach.capacity.random_slot_recall`) and needs your prediction within four standard errors of the
     Monte Carlo, and then equal to the exact expectation (to 1e-9).
     """
+    answers = {}  # every size first: a mistake is named only when its formula gives every one of your answers
     for n_pairs, n_slots in ((1, 1), (2, 1), (3, 4), (8, 8), (12, 5), (20, 16), (40, 16)):
         got = call_reader(fn, n_pairs, n_slots)
         if isinstance(got, torch.Tensor) and got.numel() == 1:
             got = got.item()
         if isinstance(got, bool) or not isinstance(got, (int, float)) or not math.isfinite(got):
             raise ExerciseError(f"n_pairs={n_pairs}, n_slots={n_slots}: expected a finite float, got {got!r}")
+        answers[n_pairs, n_slots] = got
+    # at K = 1 several formulas agree (every slot is the one slot), so one size alone could name the wrong mistake
+    hint = next((text for formula, text in _RANDOM_MISTAKES
+                 if all(abs(got - formula(n, k)) <= 1e-9 for (n, k), got in answers.items())), None)
+    for (n_pairs, n_slots), got in answers.items():
         mean, error = capacity.random_slot_recall(n_pairs, n_slots, n_trials, seed=seed)
-        hint = next((text for formula, text in _RANDOM_MISTAKES if abs(got - formula(n_pairs, n_slots)) <= 1e-9),
-                    None)
         where = f"n_pairs={n_pairs}, n_slots={n_slots}: got {got:.6f}, the demo's Monte Carlo {mean:.4f} +- {error:.4f}"
         if abs(got - mean) > 4 * error + 1e-12:
             raise ExerciseError(f"{where}: yours is more than four standard errors away"
