@@ -4,7 +4,17 @@
   :func:`load_average`, :func:`git_commit`;
 * the records' folder: :func:`results_folder` (``book/results/`` in a clone, ``gma_teach/results/`` in a wheel);
 * :func:`write_record`: every record is written atomically, so that an interrupted run never leaves half a file
-  where a finished record stood.
+  where a finished record stood;
+* the run store: :func:`write_run`, :func:`read_runs`, :func:`claim_run` and :func:`release_run`. A record that many
+  processes add runs to (a study's arm) keeps each finished run in a file of its own, in the folder
+  :func:`run_folder` beside the record, and is merged when read; a run about to start is claimed by a file linked into
+  place only if absent (``os.link``), so that two processes never train the same run.
+
+Why one file per run rather than a lock around a merge: a file written once, by the one process that ran it, and
+never rewritten needs no lock, so nothing can be lost whatever the other processes do, however they die, on one
+machine or on several sharing a folder (locks on network file systems, where a cluster's processes meet, are not
+to be trusted); and a run killed mid-way leaves no file at all, only its claim, which the next process on that
+machine sees is stale (its process is gone) and takes over.
 
 A leaf of the package: it imports torch and the standard library only.
 """
@@ -14,14 +24,15 @@ import datetime
 import json
 import os
 import platform
+import socket
 import subprocess
 import sys
 from pathlib import Path
 
 import torch
 
-__all__ = ["PROVENANCE_KEYS", "RECORDS_IN_THE_CLONE", "git_commit", "hardware", "load_average", "provenance",
-           "results_folder", "write_record"]
+__all__ = ["PROVENANCE_KEYS", "RECORDS_IN_THE_CLONE", "claim_run", "git_commit", "hardware", "load_average",
+           "provenance", "read_runs", "release_run", "results_folder", "run_folder", "write_record", "write_run"]
 
 
 def hardware(device=None) -> dict:
@@ -146,3 +157,114 @@ def write_record(path: str | os.PathLike, record: dict) -> Path:
     finally:
         temporary.unlink(missing_ok=True)  # only left when writing failed
     return path
+
+
+RUN_FOLDER_SUFFIX = ".runs"
+"""The run folder of record ``<name>.json`` is ``<name>.runs`` beside it (:func:`run_folder`)."""
+
+
+def run_folder(record_path: str | os.PathLike) -> Path:
+    """The folder that holds the runs of the record at ``record_path``, one file each: ``<stem>.runs`` beside it
+    (``book/results/capacity_linear.json`` -> ``book/results/capacity_linear.runs/``)."""
+    record_path = Path(record_path)
+    return record_path.with_name(record_path.stem + RUN_FOLDER_SUFFIX)
+
+
+def _run_name(name: str) -> str:
+    if not isinstance(name, str) or not name or "/" in name or name.startswith("."):
+        raise ValueError(f"name must be a run's file name without folders or a leading dot, got {name!r}")
+    return name
+
+
+def write_run(record_path: str | os.PathLike, name: str, payload: dict) -> Path:
+    """Write one finished run of the record at ``record_path`` to its own file, ``<run_folder>/<name>.json``,
+    atomically (:func:`write_record`). Each run is written once, by the process that ran it: no other file is read
+    or rewritten, so no concurrent writer can lose it.
+
+    Returns:
+        the run's file.
+    """
+    return write_record(run_folder(record_path) / f"{_run_name(name)}.json", payload)
+
+
+def read_runs(record_path: str | os.PathLike) -> list[dict]:
+    """Every finished run of the record at ``record_path`` (:func:`write_run`), in the order of their file names;
+    ``[]`` when none is there. A file still being written is not read (it is renamed into place only when whole)."""
+    folder = run_folder(record_path)
+    if not folder.is_dir():
+        return []
+    return [json.loads(file.read_text()) for file in sorted(folder.glob("*.json")) if not file.name.startswith(".")]
+
+
+def _claim_path(record_path, name: str) -> Path:
+    return run_folder(record_path) / f"{_run_name(name)}.claim"
+
+
+def _process_alive(pid: int) -> bool:
+    try:
+        os.kill(pid, 0)
+    except ProcessLookupError:
+        return False
+    except PermissionError:  # it exists, under another user
+        return True
+    return True
+
+
+def _is_stale(holder: dict) -> bool:
+    """Whether a claim's process is known to be gone: only a process of this machine can be looked up."""
+    return holder.get("host") == socket.gethostname() and not _process_alive(int(holder.get("pid", -1)))
+
+
+def claim_run(record_path: str | os.PathLike, name: str, command: str | None = None) -> dict | None:
+    """Claim run ``name`` of the record at ``record_path`` before training it, so that no other process trains it
+    too: the claim file is linked into place only if none is there (``os.link`` fails on an existing file: one
+    step for the file system, and a claim is never seen half written).
+
+    A claim left by a process of this machine that no longer runs (killed mid-run) is stale: it is moved aside
+    (one ``os.rename``, which only one of several resuming processes can win) and claimed again. A claim of
+    another machine is honoured: delete its file by hand if that machine's process is known to be dead.
+
+    Returns:
+        ``None`` when this process now holds the claim (train, then :func:`release_run`); otherwise the holder's
+        ``{"host", "pid", "date", "command"}``.
+    """
+    path = _claim_path(record_path, name)
+    path.parent.mkdir(parents=True, exist_ok=True)
+    mine = {"host": socket.gethostname(), "pid": os.getpid(),
+            "date": datetime.datetime.now(datetime.timezone.utc).isoformat(timespec="seconds"),
+            "command": command or " ".join(["python"] + sys.argv)}
+    temporary = path.with_name(f".{path.name}.{os.getpid()}.partial")
+    temporary.write_text(json.dumps(mine))
+    try:
+        for _ in range(3):
+            try:
+                os.link(temporary, path)  # whole or not at all, and only if no claim is there
+                return None
+            except FileExistsError:
+                try:
+                    holder = json.loads(path.read_text())
+                except FileNotFoundError:  # released meanwhile: try again
+                    continue
+                if not _is_stale(holder):
+                    return holder
+                moved = path.with_name(f".{path.name}.stale.{os.getpid()}")
+                try:
+                    path.rename(moved)  # of several resuming processes, one moves it
+                    moved.unlink()
+                except FileNotFoundError:
+                    pass
+        holder = json.loads(path.read_text()) if path.exists() else None
+        return holder or {"host": "?", "pid": -1, "date": "?", "command": "a claim that kept changing"}
+    finally:
+        temporary.unlink(missing_ok=True)
+
+
+def release_run(record_path: str | os.PathLike, name: str) -> None:
+    """Give up this process's claim on run ``name`` (after its file is written, or when training failed)."""
+    path = _claim_path(record_path, name)
+    try:
+        holder = json.loads(path.read_text())
+    except (FileNotFoundError, json.JSONDecodeError):
+        return
+    if holder.get("pid") == os.getpid() and holder.get("host") == socket.gethostname():
+        path.unlink(missing_ok=True)

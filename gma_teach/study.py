@@ -18,7 +18,7 @@ from __future__ import annotations
 
 from ._aliases import deprecated_getattr
 from .runs.analyses import context_recovered, gma_against_baselines, left_plateau, seeds_needed
-from .runs.arm import SEED_TRAINERS, RunConfig, resolve, run_arm, study_data, train_seed
+from .runs.arm import SEED_TRAINERS, RunConfig, planned_runs, resolve, run_arm, study_data, train_seed
 from .runs.arm_records import (
     CURVES,
     chosen_lr,
@@ -26,6 +26,8 @@ from .runs.arm_records import (
     health_curve,
     load_arm,
     load_speed,
+    merged_record,
+    read_record,
     record_path,
     record_setting,
     record_spec,
@@ -37,6 +39,7 @@ from .runs.arm_records import (
 from .runs.baseline_checks import baseline_check_sentences, baseline_checks
 from .runs.chapter_runs import run_classification, run_lm, train_run
 from .runs.classification import listops_data, text_data
+from .runs.fan_out import submit_study
 from .runs.init_scan import scan_initial_routing
 from .runs.language_model import lm_data
 from .runs.recall import accuracy_by_count, build_model, recall_data, split, state_bytes
@@ -68,7 +71,8 @@ from .runs.verdicts import (
     study_selection,
 )
 
-__all__ = ["CURVES", "METRIC_PATHS", "PROFILING_RECORD", "RunConfig", "SEED_TRAINERS", "STUDY_CHAPTERS", "VERDICTS",
+__all__ = ["merged_record", "planned_runs", "read_record", "submit_study",
+           "CURVES", "METRIC_PATHS", "PROFILING_RECORD", "RunConfig", "SEED_TRAINERS", "STUDY_CHAPTERS", "VERDICTS",
            "WHAT", "accuracy_by_count", "baseline_check_sentences", "baseline_checks", "build_model", "chosen_lr",
            "context_recovered", "declared_comparisons",
            "declared_metrics", "exploratory_comparison", "final_health", "findings_summary", "format_claims",

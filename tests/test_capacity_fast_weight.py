@@ -22,6 +22,7 @@ from gma_teach.capacity import (
     value_embeddings,
 )
 from gma_teach.layer import LM_ROUTING_REMEDY
+from gma_teach.runs.arm_records import read_record
 from gma_teach.study import run_arm
 
 
@@ -206,8 +207,9 @@ def test_one_seed_through_the_runner_is_recorded_and_resumed(tmp_path):
         seeds=(0, 1), setting={"n_pairs": (4, 6), "d_model": 16, "max_steps": 4, "eval_every": 2, "n_eval": 8,
                                "n_test": 8})
     record = run_arm(study, "gma_k64_remedy", seeds=(0,), folder=tmp_path, command="test")
-    path = tmp_path / "capacity_gma_k64_remedy.json"
-    on_disk = json.loads(path.read_text())
+    path = tmp_path / "capacity_gma_k64_remedy.runs" / "seed-0.json"  # the run's own file in the run store
+    assert json.loads(path.read_text())["run"] == record["runs"][0]
+    on_disk = read_record(tmp_path / "capacity_gma_k64_remedy.json")
     assert on_disk["runs"][0]["seed"] == 0 and on_disk["complete"] is False
     run = on_disk["runs"][0]
     assert set(run["retrieval_accuracy"]) == {"4", "6"} and all(0 <= a <= 1 for a in run["retrieval_accuracy"].values())

@@ -57,7 +57,7 @@ def test_a_recall_run_with_eval_every_records_each_counts_validation_curve(tmp_p
     last = curve["val_by_count"][-1]
     assert curve["val_accuracy"][-1] == pytest.approx((2 * last[2] + 4 * last[4]) / 6)  # pooled over the queries
     assert record["runs"][0]["val_accuracy"] == pytest.approx(last)  # the last evaluation is the final weights'
-    saved = json.loads(study.record_path(tiny, "linear", tmp_path, width=64).read_text())
+    saved = study.load_arm(tiny, "linear", tmp_path, width=64)
     verdict = capacity.pilot_learned({"linear": saved})["linear"]
     assert verdict["last_step"] == 4 and verdict["last"] == pytest.approx(sum(last.values()) / 2)
 

@@ -125,7 +125,7 @@ def test_a_recall_arms_record_has_the_one_form_and_is_read_like_any(tmp_path):
     plain = study.run_arm(designs.Study("tiny_text", "text", "tiny", {"epochs": 1, "n_train": 64, "n_test": 32},
                                         (0,), {"linear": Arm("linear")}), "linear", folder=tmp_path)
     assert set(record) - set(plain) == {"width", "sweep", "chosen_lr"} and set(plain) - set(record) == {
-        "complete", "summary"}
+        "complete", "summary", "declared_seeds"}
     assert record["spec"] == plain["spec"] and record["config"]["d_model"] == 16
     assert record["sweep"] == {"learning_rates": [1e-2, 3e-3], "lr_seed": 0}
     sweep = [run for run in record["runs"] if run["seed"] == 0]

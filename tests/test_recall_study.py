@@ -67,7 +67,7 @@ def test_an_arm_sweeps_the_rates_on_seed_0_then_trains_the_other_seeds_at_the_ke
     for run in runs:
         assert set(run["test_accuracy"]) == {2, 3} and 0 <= run["test_mean"] <= 1
         assert run["state_bytes"] > 0
-    saved = json.loads(studies.record_path(study, "linear", tmp_path, width=16).read_text())
+    saved = studies.load_arm(study, "linear", tmp_path, width=16)
     assert saved["runs"] == json.loads(json.dumps(runs)) and saved["command"] == "test"
     # Resuming trains nothing new; another design refuses the old record.
     again = studies.run_arm(study, "linear", width=16, folder=tmp_path, command="test")

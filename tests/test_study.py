@@ -83,7 +83,8 @@ def test_fisher_exact_p_rejects_impossible_counts(arguments, error, message):
 def test_run_arm_records_each_seed_and_skips_recorded_ones(tmp_path, capsys):
     record = study.run_arm(TINY_STUDY, "gma", seeds=(0,), folder=tmp_path, command="test")
     path = study.record_path(TINY_STUDY, "gma", tmp_path)
-    saved = json.loads(path.read_text())
+    assert not path.exists() and (tmp_path / "tiny_study_gma.runs" / "seed-0.json").is_file()  # a run, a file
+    saved = study.read_record(path)
     assert saved["summary"]["seeds"] == [0] and saved["complete"] is False and record["runs"][0]["seed"] == 0
     for key in ("hardware", "threads", "load", "date", "commit", "command"):
         assert key in saved and key in saved["runs"][0]["provenance"]
@@ -242,7 +243,7 @@ def test_an_arm_shared_with_another_study_is_trained_and_recorded_once(tmp_path,
     record = study.run_arm(sharing, "k8", seeds=(0, 1), folder=tmp_path, command="test")
     assert "seed 0" not in capsys.readouterr().out  # seed 0 came from the other study's record
     assert record["arm"] == "gma" and [r["seed"] for r in record["runs"]] == [0, 1]
-    assert sorted(p.name for p in tmp_path.glob("*.json")) == ["tiny_study_gma.json"]
+    assert sorted(p.name for p in tmp_path.glob("*.runs")) == ["tiny_study_gma.runs"]
     study.run_arm(sharing, "linear", folder=tmp_path, command="test")
     table = study.study_table(sharing, tmp_path)
     assert set(table["arms"]) == {"k8", "linear"} and table["arms"]["k8"]["seeds"] == [0, 1]

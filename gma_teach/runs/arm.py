@@ -12,8 +12,12 @@ capacity test's, which regresses values on a fresh batch each step and stops by 
 
 The runner is the same for every study: seeds already in the record are skipped, so an interrupted study continues
 where it stopped; a study that sweeps learning rates (``learning_rates``) trains its first seed at each and keeps
-the one with the best validation mean, the other seeds at it (the test split never chooses); the record, of one
-form for every study, is written with :func:`gma_teach.records.write_record` (atomically) after every run. A
+the one with the best validation mean, the other seeds at it (the test split never chooses). Each run is claimed
+before it trains (:func:`gma_teach.records.claim_run`: a run another live process holds is skipped with a line
+saying so) and, once finished, written to a file of its own in the arm's run folder
+(:func:`gma_teach.records.write_run`); the record, of one form for every study, is those runs merged when read
+(:func:`gma_teach.runs.arm_records.read_record`). So any number of processes, on one machine or on several
+sharing a folder, may run any seeds of any arms, and every finished run ends up in the record. A
 chapter's live run is a one-arm study of the same runner (``gma_teach.runs.chapter_runs``), trained by
 :func:`train_seed` as every seed here is.
 """
@@ -32,14 +36,23 @@ from ..capacity import fast_weight_seed
 from ..designs import KMEANS_BLOCKS, Arm, Study, as_study, thawed
 from ..environment import device, preset
 from ..models import init_routing_means
-from ..records import PROVENANCE_KEYS, provenance, write_record
-from .arm_records import chosen_lr, read_record, record_path, record_setting, record_spec, recorded_under, summarize_arm
+from ..records import PROVENANCE_KEYS, claim_run, provenance, release_run, run_folder, write_record, write_run
+from .arm_records import (
+    chosen_lr,
+    merged_record,
+    read_record,
+    record_path,
+    record_setting,
+    record_spec,
+    recorded_under,
+    run_name,
+)
 from .classification import classification_seed, listops_data, text_data
 from .language_model import lm_data, lm_seed
 from .options import arm_options
 from .recall import recall_data, recall_seed
 
-__all__ = ["RunConfig", "SEED_TRAINERS", "resolve", "run_arm", "study_data", "train_seed"]
+__all__ = ["RunConfig", "SEED_TRAINERS", "planned_runs", "resolve", "run_arm", "study_data", "train_seed"]
 
 
 @dataclass(frozen=True)
@@ -204,6 +217,7 @@ def _new_record(config: RunConfig) -> dict:
     if study.learning_rates:
         record["sweep"] = {"learning_rates": list(study.learning_rates), "lr_seed": study.seeds[0]}
     else:
+        record["declared_seeds"] = list(study.seeds)
         record["complete"] = False
     return json.loads(json.dumps(record))
 
@@ -230,12 +244,30 @@ def _plan(study: Study, seeds: tuple, record: dict) -> list[tuple[int, float | N
     return [(first, lr) for lr in study.learning_rates] + [(seed, None) for seed in seeds if seed != first]
 
 
+def planned_runs(study: Study, arm: str, *, seeds=None, width: int | None = None, folder=None) -> list[tuple]:
+    """The runs of ``arm`` (at ``width``) that :func:`run_arm` would still train, as ``(seed, lr)`` pairs (``lr``
+    a swept rate, or ``None``), those already in the record left out; in a study that sweeps rates, the seeds
+    after the sweep are listed only once the sweep is recorded (their rate is the one it keeps)."""
+    study = as_study(study)
+    owner, owner_arm = recorded_under(study, arm)
+    record = read_record(record_path(owner, owner_arm, folder, width=width)) or {"runs": []}
+    swept = bool(study.learning_rates)
+    kept = chosen_lr(record) if swept and record["runs"] else None
+    plan = []
+    for seed, lr in _plan(study, tuple(study.seeds if seeds is None else seeds), record):
+        if swept and lr is None and kept is None:
+            continue
+        if not _done(record, seed, lr if lr is not None else (kept if swept else None), swept):
+            plan.append((seed, lr))
+    return plan
+
+
 def _done(record: dict, seed: int, lr: float | None, swept: bool) -> bool:
     return any(r["seed"] == seed and (not swept or r["lr"] == lr) for r in record["runs"])
 
 
 def run_arm(study: Study, arm: str, *, seeds=None, width: int | None = None, folder=None, command: str | None = None,
-            progress=False, data=None, path=None, on_record: Callable | None = None) -> dict:
+            progress=False, data=None, path=None, on_record: Callable | None = None, runs=None) -> dict:
     """Train every run of ``arm`` (at ``width``, for a study with widths) not yet in its record, saving the record
     after each; returns the record.
 
@@ -251,46 +283,69 @@ def run_arm(study: Study, arm: str, *, seeds=None, width: int | None = None, fol
         path: the record's file, in place of :func:`gma_teach.study.record_path`'s (``python -m
             gma_teach.experiments ... --out FILE``).
         on_record: called with a copy of the record after each run is saved.
+        runs: only these runs of the plan, as ``(seed, lr)`` pairs (``lr`` a swept rate, or ``None`` for a seed
+            at the setting's or the kept rate): one task of a study sent to an engine
+            (``gma_teach.runs.fan_out``); default: every run of ``seeds``.
     """
     study = as_study(study)
     owner, owner_arm = recorded_under(study, arm)
     if owner is not study:
         return run_arm(owner, owner_arm, seeds=seeds if seeds is not None else study.seeds, width=width,
-                       folder=folder, command=command, progress=progress, data=data, path=path, on_record=on_record)
+                       folder=folder, command=command, progress=progress, data=data, path=path, on_record=on_record,
+                       runs=runs)
     if study.widths and width is None:
         raise ValueError(f"study {study.name!r} trains at widths {study.widths}: give width")
     config = resolve(study, arm, width)
     seeds = tuple(study.seeds if seeds is None else seeds)
-    path = Path(path) if path is not None else record_path(study, arm, folder, width=width)
+    asked_for = path is not None  # a command's own file (``--out``): the merged record is also written there
+    path = Path(path) if asked_for else record_path(study, arm, folder, width=width)
+    command = command or "python -m gma_teach.study " + " ".join(sys.argv[1:])
+    header = _new_record(config)
     record = read_record(path)
-    if record is None:
-        record = _new_record(config)
-    elif not _same_setting(record, config):
+    if record is not None and not _same_setting(record, config):
         raise ValueError(f"{path} was recorded with another setting; move it away or use --out-dir")
     swept = bool(study.learning_rates)
-    for seed, lr in _plan(study, seeds, record):
+    at = f" d={width}" if width is not None else ""
+    trained = []  # this process's runs as they were trained, which the record it returns keeps as they are
+    for seed, lr in _plan(study, seeds, record or header):
+        if runs is not None and (seed, lr) not in runs:
+            continue
+        record = read_record(path) or header  # with every run another process has finished meanwhile
         lr = lr if lr is not None else (chosen_lr(record) if swept else config.sizes["lr"])
+        if lr is None:
+            print(f"{study.name} {arm}{at} seed {seed}: the learning-rate sweep on seed {study.seeds[0]} is not "
+                  "finished (another process runs it); run this seed again once it is", flush=True)
+            continue
         if _done(record, seed, lr, swept):
             continue
-        if data is None:
-            data = study_data(study)
-        run = train_seed(config, seed, lr=lr, data=data, progress=progress,
-                         command=command or "python -m gma_teach.study " + " ".join(sys.argv[1:]))
-        origin = run["provenance"]
-        record["runs"] = sorted([*record["runs"], run], key=lambda r: (r["seed"], r.get("lr") or 0.0))
-        if swept:
-            record["chosen_lr"] = chosen_lr(record)
-        else:
-            record["summary"] = summarize_arm(study, arm, record["runs"])
-            record["complete"] = set(study.seeds) <= {r["seed"] for r in record["runs"]}
-        record.update({key: origin[key] for key in PROVENANCE_KEYS})
-        write_record(path, record)
+        name = run_name(seed, lr if swept else None)
+        holder = claim_run(path, name, command)
+        if holder is not None:
+            print(f"{study.name} {arm}{at} seed {seed}: already being run by pid {holder['pid']} on "
+                  f"{holder['host']} since {holder['date']}; skipped", flush=True)
+            continue
+        try:
+            if _done(read_record(path) or header, seed, lr, swept):  # finished just before the claim was taken
+                print(f"{study.name} {arm}{at} seed {seed}: already recorded -> {path}", flush=True)
+                continue
+            if data is None:
+                data = study_data(study)
+            run = train_seed(config, seed, lr=lr, data=data, progress=progress, command=command)
+            entry = {key: value for key, value in header.items() if key not in ("runs", "complete")}
+            write_run(path, name, {**entry, "run": run,
+                                   **{key: run["provenance"][key] for key in PROVENANCE_KEYS}})
+        finally:
+            release_run(path, name)
+        trained.append(run)
+        record = merged_record(read_record(path), trained)
+        if asked_for:
+            write_record(path, record)
         if on_record is not None:
             on_record(copy.deepcopy(record))
-        at = f" d={width}" if width is not None else ""
         print(f"{study.name} {arm}{at} seed {seed}{f' lr {lr:g}' if swept else ''}: "
-              f"{_describe(run, study.experiment)} ({run['wall_seconds']:.0f} s) -> {path}", flush=True)
-    return record
+              f"{_describe(run, study.experiment)} ({run['wall_seconds']:.0f} s) -> {run_folder(path) / name}.json",
+              flush=True)
+    return merged_record(read_record(path) or header, trained)
 
 
 def study_data(study: Study):

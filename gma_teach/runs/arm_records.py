@@ -4,9 +4,15 @@ An arm of a study is recorded as ``<study name>_<arm>.json`` under :func:`gma_te
 ``folder`` given), unless the study shares the arm with another study (:func:`recorded_under`); an arm of a study
 with widths (the recall study) as ``<study name>_study_<arm>_d<width>.json``, one record per width. Nothing here
 trains.
+
+A record is read merged (:func:`read_record`): the record file, where one is (every record made before the run
+store, and a command's ``--out`` file), and the runs kept one file each in its run folder beside it
+(:func:`gma_teach.records.run_folder`, ``<record stem>.runs/``), which is where the runner puts every run it
+finishes: any number of processes may add runs to one arm and none is lost.
 """
 from __future__ import annotations
 
+import copy
 import json
 import os
 import statistics
@@ -14,12 +20,12 @@ from collections.abc import Mapping
 from pathlib import Path
 
 from ..designs import Arm
-from ..records import results_folder
+from ..records import PROVENANCE_KEYS, read_runs, results_folder
 from ..stats import describe
 
 __all__ = ["CURVES", "chosen_lr", "final_health", "health_curve", "health_means", "load_arm", "load_speed",
-           "read_record", "record_path", "record_setting", "record_spec", "recorded_under", "speed_path",
-           "study_folder", "summarize_arm", "tables_path"]
+           "merged_record", "read_record", "record_path", "record_setting", "record_spec", "recorded_under", "run_key",
+           "run_name", "speed_path", "study_folder", "summarize_arm", "tables_path"]
 
 
 def study_folder(folder=None) -> Path:
@@ -175,10 +181,56 @@ def load_arm(study: dict, arm: str, folder=None, *, width: int | None = None) ->
     return read_record(record_path(study, arm, folder, width=width))
 
 
+def run_key(record: dict, run: dict) -> tuple:
+    """What tells one run of an arm's record from another: its seed, and in a study that sweeps learning rates its
+    rate too (``(seed, lr)``; ``(seed, None)`` otherwise)."""
+    return (run["seed"], run.get("lr") if "sweep" in record else None)
+
+
+def run_name(seed: int, lr: float | None = None) -> str:
+    """The file name (without ``.json``) of one run in an arm's run folder: ``seed-3``, or ``seed-0-lr-0.001`` for
+    a run of a learning-rate sweep."""
+    return f"seed-{int(seed)}" if lr is None else f"seed-{int(seed)}-lr-{float(lr):g}"
+
+
+def merged_record(record: dict, runs: list[dict], declared_seeds=None) -> dict:
+    """``record`` with ``runs`` added (a run of the same :func:`run_key` as one already there replaces it), in the
+    order of seed and rate, and what depends on the runs computed again: the ``summary`` and ``complete`` (every
+    one of ``declared_seeds``, or the record's own, recorded) or, in a study that sweeps rates, the ``chosen_lr``;
+    the provenance keys at the top are the newest run's."""
+    record = copy.deepcopy(record)
+    by_key = {run_key(record, run): run for run in record["runs"]}
+    by_key.update((run_key(record, run), run) for run in runs)
+    record["runs"] = sorted(by_key.values(), key=lambda r: (r["seed"], r.get("lr") or 0.0))
+    if not record["runs"]:
+        return record
+    if "sweep" in record:
+        record["chosen_lr"] = chosen_lr(record)
+    else:
+        record["summary"] = summarize_arm(None, record.get("arm"), record["runs"])
+        declared = declared_seeds if declared_seeds is not None else record.get("declared_seeds")
+        if declared is not None:
+            record["complete"] = set(declared) <= {r["seed"] for r in record["runs"]}
+    newest = max((r for r in record["runs"] if "provenance" in r), key=lambda r: r["provenance"]["date"],
+                 default=None)
+    if newest is not None:
+        record.update({key: newest["provenance"][key] for key in PROVENANCE_KEYS if key in newest["provenance"]})
+    return record
+
+
 def read_record(path: str | os.PathLike) -> dict | None:
-    """The record at ``path``, or ``None`` if nothing is recorded there yet."""
+    """The record at ``path`` merged with the runs of its run folder (:func:`merged_record`), or ``None`` if
+    nothing is recorded there yet. A record file written before the run store reads as it always did."""
     path = Path(path)
-    return json.loads(path.read_text()) if path.exists() else None
+    record = json.loads(path.read_text()) if path.exists() else None
+    stored = read_runs(path)
+    if not stored:
+        return record
+    if record is None:  # every run file carries the arm's header: the record is the first's with no runs
+        record = {key: value for key, value in stored[0].items() if key not in ("run", *PROVENANCE_KEYS)}
+        record["runs"] = []
+    declared = next((entry["declared_seeds"] for entry in stored if "declared_seeds" in entry), None)
+    return merged_record(record, [entry["run"] for entry in stored], declared)
 
 
 def speed_path(study: dict, folder=None) -> Path:

@@ -13,7 +13,6 @@ against it.
 from __future__ import annotations
 
 import argparse
-import json
 import os
 import re
 import shlex
@@ -24,6 +23,7 @@ from pathlib import Path
 
 from .. import _checks
 from ..designs import STUDIES
+from .arm_records import read_record
 
 __all__ = ["RECORDING_MODULES", "REPLAY_TOLERANCE", "REPRODUCED_FILE", "compare_seed", "headline_number",
            "reproduce", "reproduce_command", "reproduce_main"]
@@ -225,9 +225,10 @@ def reproduce(record_path: str | os.PathLike, *, seed: int | None = None,
     the machine class and commit of the record every difference is zero; the record's provenance names both.
     """
     path = Path(record_path)
-    if not path.is_file():
-        raise ValueError(f"record_path must be a record file, got {str(path)!r}")
-    record = json.loads(path.read_text())
+    record = read_record(path) if path.suffix == ".json" else None  # the record file and its run folder, merged
+    if record is None:
+        raise ValueError(f"record_path must be a record (a record file, or the name of one whose runs are in its "
+                         f"run folder), got {str(path)!r}")
     seed = record["runs"][0]["seed"] if seed is None and record.get("runs") else seed
     out = Path(out_dir) if out_dir is not None else Path(tempfile.mkdtemp(prefix="gma_teach_reproduce_"))
     if out.resolve() == path.parent.resolve():
@@ -248,7 +249,7 @@ def reproduce(record_path: str | os.PathLike, *, seed: int | None = None,
         if checkout is not None:
             _remove_checkout(checkout)
     written = out / (path.name if command[2] == "gma_teach.study" else REPRODUCED_FILE)
-    again = _recorded_run(json.loads(written.read_text()), seed, lr=recorded.get("lr"))
+    again = _recorded_run(read_record(written), seed, lr=recorded.get("lr"))
     kind = _kind(record)
     name, tolerance = REPLAY_TOLERANCE[kind]
     value, other = headline_number(recorded, kind), headline_number(again, kind)

@@ -2,15 +2,18 @@
 comparison.
 
 A *study* is a fixed setting (scale, preset overrides, seeds) and a list of *arms* (a mixer and its options). Each
-arm's seeds are written to one JSON record under :func:`gma_teach.measure.results_folder` (``<study>_<arm>.json``)
-as soon as each seed finishes, with the provenance of every seed (hardware, threads, load, date, commit, command).
-Seeds already recorded are skipped, so an interrupted study continues where it stopped::
+arm's record lives under :func:`gma_teach.measure.results_folder` (``<study>_<arm>``): every seed is written, as
+soon as it finishes, to a file of its own in the arm's run folder (``<study>_<arm>.runs/``), with its provenance
+(hardware, threads, load, date, commit, command), and the record is those runs merged when read. Seeds already
+recorded are skipped and a seed another live process is running is left to it, so an interrupted study continues
+where it stopped and several commands may share one folder::
 
     python -m gma_teach.study collapse                    # every arm, every seed not yet recorded
     python -m gma_teach.study lm --arms sdpa gma_k64      # some arms
     python -m gma_teach.study collapse --arms default --seeds 1 --out-dir /tmp/check   # reproduce one seed
     python -m gma_teach.study lm --summary                # the table of what is recorded (and paired intervals)
     python -m gma_teach.study lm --summary --save         # ... and save it, with the declared comparisons' Holm p
+    python -m gma_teach.study text --executor dask --workers 4   # each (arm, seed, width) a Dask task
 
 Studies:
 
@@ -58,6 +61,7 @@ from ..records import provenance, write_record
 from .analyses import context_recovered, gma_against_baselines, left_plateau
 from .arm import resolve, run_arm, study_data
 from .arm_records import speed_path, study_folder, tables_path
+from .fan_out import ENGINES, submit_study
 from .init_scan import scan_initial_routing
 from .recall_tables import format_recall_table, recall_table
 from .speed import measure_training_speed
@@ -114,6 +118,14 @@ def main(argv=None) -> dict:
     parser.add_argument("--speed", action="store_true",
                         help="measure every arm's training speed in one process (interleaved) and record it")
     parser.add_argument("--progress", action="store_true")
+    parser.add_argument("--executor", choices=ENGINES, default=None,
+                        help="send each (arm, seed, width) run to this engine as one task (default: run them here, "
+                             "one after another); needs the optional extra: pip install 'gma-teach[distributed]'")
+    parser.add_argument("--workers", type=int, default=2,
+                        help="with --executor: worker processes of the engine's local mode (default 2)")
+    parser.add_argument("--scheduler", default=None,
+                        help="with --executor dask: a running scheduler's address (a Slurm cluster's) in place of "
+                             "the local mode")
     args = parser.parse_args(argv)
     shown = argv if argv is not None else sys.argv[1:]
     command = "python -m gma_teach.study " + " ".join(shown)
@@ -198,6 +210,9 @@ def main(argv=None) -> dict:
     for arm in arms:  # every arm is resolved before anything trains: a bad option stops the command at once
         for width in widths or [None]:
             resolve(study, arm, width)
+    if args.executor is not None:
+        return submit_study(study, arms=arms, seeds=args.seeds, widths=widths, folder=args.out_dir, command=command,
+                            threads=args.threads, workers=args.workers, scheduler=args.scheduler)
     data = study_data(study)
     if widths:
         return {(arm, width): run_arm(study, arm, seeds=args.seeds, width=width, folder=args.out_dir,

@@ -1,0 +1,62 @@
+"""A study fans out on Dask's local mode (``python -m gma_teach.study <study> --executor dask``,
+``gma_teach.runs.fan_out``): two single-threaded workers give the records a serial run gives, number for number
+except the costs, and an interrupted study resumes with only its missing runs."""
+import json
+
+import pytest
+import torch
+
+from gma_teach import designs, records, study
+from gma_teach.designs import Arm
+from gma_teach.runs import fan_out, study_cli
+
+pytest.importorskip("distributed")
+
+TINY = designs.Study("tiny_fan", "text", "tiny", {"epochs": 1, "n_train": 64, "n_test": 32}, (0, 1),
+                     {"linear": Arm("linear"), "none": Arm("none")})
+COSTS = {"wall_seconds", "cpu_seconds", "train_seconds", "provenance", "tokens_per_second", *records.PROVENANCE_KEYS}
+
+
+@pytest.fixture(autouse=True)
+def _tiny(monkeypatch, tmp_path):
+    monkeypatch.setenv("GMA_TEACH_SCALE", "tiny")
+    monkeypatch.setenv("GMA_TEACH_CACHE", str(tmp_path / "cache"))
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)  # as every task runs (--threads 1): the serial runs' sums are added in the same order
+    yield
+    torch.set_num_threads(threads)
+
+
+def _numbers(value):
+    """A record without its costs and origin, at every depth."""
+    if isinstance(value, dict):
+        return {key: _numbers(item) for key, item in value.items() if key not in COSTS}
+    if isinstance(value, list):
+        return [_numbers(item) for item in value]
+    return value
+
+
+def test_two_local_workers_record_what_a_serial_run_records(tmp_path, monkeypatch, capsys):
+    serial, fanned = tmp_path / "serial", tmp_path / "fanned"
+    for arm in TINY.arms:
+        study.run_arm(TINY, arm, folder=serial, command="serial")
+    study.run_arm(TINY, "linear", seeds=(0,), folder=fanned, command="serial")  # an interrupted study
+    monkeypatch.setitem(study_cli.STUDIES, "tiny_fan", TINY)
+    results = study_cli.main(["tiny_fan", "--executor", "dask", "--workers", "2", "--out-dir", str(fanned)])
+    assert sorted((r["arm"], r["seed"]) for r in results) == [("linear", 1), ("none", 0), ("none", 1)]
+    shown = capsys.readouterr()
+    assert "3 done, 0 left" in shown.out + shown.err
+    for arm in TINY.arms:
+        one, other = study.load_arm(TINY, arm, serial), study.load_arm(TINY, arm, fanned)
+        assert _numbers(json.loads(json.dumps(one))) == _numbers(json.loads(json.dumps(other)))
+        assert [run["seed"] for run in other["runs"]] == [0, 1] and other["complete"] is True
+    again = fan_out.submit_study(TINY, folder=fanned, command="again", workers=2)
+    assert again == []  # nothing is left to run
+
+
+def test_bad_worker_counts_are_refused():
+    with pytest.raises(ValueError, match="workers must be a positive int, got 0"):
+        fan_out.submit_study(TINY, command="x", workers=0)
+    with pytest.raises(ValueError, match="threads must be a positive int"):
+        fan_out.submit_study(TINY, command="x", threads=True)
+
