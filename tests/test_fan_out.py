@@ -60,3 +60,18 @@ def test_bad_worker_counts_are_refused():
     with pytest.raises(ValueError, match="threads must be a positive int"):
         fan_out.submit_study(TINY, command="x", threads=True)
 
+
+
+def test_a_swept_study_sends_its_later_seeds_once_the_sweep_is_recorded(tmp_path):
+    recall = designs.RECALL_STUDY.with_changes(
+        name="tiny_recall", setting=dict(seq_len=16, vocab_size=32, kv_pairs=(2, 3), n_train=32, n_val=8, n_test=8,
+                                         steps=2, warmup=1, batch_size=8),
+        widths=(16,), learning_rates=(1e-2, 3e-3), seeds=(0, 1), arms={"linear": designs.RECALL_STUDY.arms["linear"]},
+        primary=(), reruns=None, exploratory=None, chapter=None, what=None)
+    assert study.planned_runs(recall, "linear", width=16, folder=tmp_path) == [(0, 1e-2), (0, 3e-3)]
+    results = fan_out.submit_study(recall, folder=tmp_path / "fanned", command="fanned", workers=2)
+    assert [(r["seed"], r["lr"]) for r in results][-1] == (1, None)  # after both rates of the sweep
+    serial = study.run_arm(recall, "linear", width=16, folder=tmp_path / "serial", command="serial")
+    fanned = study.load_arm(recall, "linear", tmp_path / "fanned", width=16)
+    assert fanned["chosen_lr"] == serial["chosen_lr"] and len(fanned["runs"]) == 3
+    assert _numbers(json.loads(json.dumps(serial))) == _numbers(fanned)
