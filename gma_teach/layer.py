@@ -21,11 +21,27 @@ it:
   mixture-of-experts routers do (:func:`~gma_teach.layer.routing_balance_loss`); the training loop adds
   :meth:`GaussianMixtureAttention.auxiliary_loss` (or a model's ``auxiliary_loss()``) to its loss.
 
+Routings that use the slots (all off by default). A slot memory returns a pair only when the pair's key holds a slot
+that no other key of the sequence shares and the query for that key lands in the same slot. Three options ask for
+that:
+
+* ``tied_routing=True``: one projection routes both queries and keys (``k_proj`` *is* ``q_proj``), as Reformer and
+  the Routing Transformer share Q and K, so a query and a key of the same content land in the same slot;
+* ``distill_weight > 0``: an auxiliary loss, the cross-entropy from the stop-gradient key responsibilities of each
+  token to its query responsibilities (:func:`~gma_teach.layer.routing_distillation_loss`), for layers whose queries
+  and keys keep two projections (self-attention only);
+* ``assignment_weight > 0``: an auxiliary loss that gives the keys of each sequence distinct slots
+  (:func:`~gma_teach.layer.slot_assignment_loss`: the information a key's slot carries about which key of its
+  sequence it is, short of its largest value).
+
 Routing can fail two ways: it *collapses* (a few components take every token) or it *dissolves* (every token spreads
 evenly over all K, and GMA becomes a running average of the values). Both carry little information between a token
 and its component (:func:`gma_teach.diagnostics.routing_information`). :data:`LM_ROUTING_REMEDY` is the option set
 that the recorded remedy study chose by that information (chapter 11). It is not the default: what helps a causal
 language model is not assumed to help every use of the layer.
+
+Size: one file over 500 lines because the layer and the auxiliary losses its forward computes on its routing
+(balance, distillation, slot assignment) are read together, in the order chapters 5 and 11 tell them.
 """
 from __future__ import annotations
 
@@ -45,9 +61,10 @@ DEFAULT_COMPONENTS = 64
 gives an arm whose study pins no K. It lives here, in the core every room may import, so that the factory
 (:mod:`gma_teach.baselines`, which the registry imports) reads the same value."""
 
-ROUTING_OPTIONS = ("init_variance", "balance_weight")
+ROUTING_OPTIONS = ("init_variance", "balance_weight", "tied_routing", "distill_weight", "assignment_weight")
 """The options of :class:`GaussianMixtureAttention` that change its routing from the default: where the variances
-start and the weight of the balance loss (``balance_form`` says which loss, and counts only with a weight)."""
+start, the weight of the balance loss (``balance_form`` says which loss, and counts only with a weight), one
+projection for queries and keys, and the weights of the distillation and slot-assignment losses."""
 
 LM_ROUTING_REMEDY = {"balance_weight": 0.01}
 """Options of :class:`GaussianMixtureAttention` whose routing carries information in a causal language model: the
@@ -122,6 +139,85 @@ def _balance_loss(gamma, form, mask):
     return (n_components * (share * mean_gamma).sum(-1)).mean()
 
 
+def _token_weights(shape, mask, dtype, device):
+    """``(B, [H,] N)`` ones, zero where ``mask`` ``(B, N)`` is ``False`` (``mask`` ``None``: all ones)."""
+    weights = torch.ones(shape, dtype=dtype, device=device)
+    if mask is not None:
+        weights = weights * mask.reshape(mask.shape[0], *([1] * (len(shape) - 2)), mask.shape[1]).to(dtype)
+    return weights
+
+
+def _as_batched(name: str, gamma: torch.Tensor, mask) -> torch.Tensor:
+    """``gamma`` checked and with a batch axis: ``(N, K)`` -> ``(1, N, K)``; half precision computed in float32."""
+    _checks.tensor(name, gamma, min_rank=2)
+    if gamma.dim() > 4:
+        raise ValueError(f"{name} must be (N, K), (B, N, K) or (B, H, N, K), got shape {tuple(gamma.shape)}")
+    if mask is not None:
+        _checks.real_token_mask("mask", mask, (gamma.shape[0] if gamma.dim() > 2 else 1, gamma.shape[-2]), "(B, N)")
+    gamma = gamma.float() if gamma.dtype in (torch.float16, torch.bfloat16) else gamma
+    return gamma.unsqueeze(0) if gamma.dim() == 2 else gamma
+
+
+def routing_distillation_loss(log_gamma_q: torch.Tensor, gamma_k: torch.Tensor, *,
+                              mask: torch.Tensor | None = None) -> torch.Tensor:
+    r"""The cross-entropy from each token's key responsibilities, held fixed, to its query responsibilities:
+    :math:`-\frac1N \sum_t \sum_k \mathrm{sg}(\gamma^K_{tk}) \log \gamma^Q_{tk}`, averaged over the tokens of
+    the batch, then over heads. It is smallest (the key routing's entropy) when every token's query lands where its
+    key does. ``sg`` is the stop-gradient: the loss moves the query routing (and the mixture, through
+    :math:`\gamma^Q`) towards the key routing, never the key routing towards the query's.
+
+    Args:
+        log_gamma_q: ``(N, K)``, ``(B, N, K)`` or ``(B, H, N, K)`` log query responsibilities (log-softmax rows;
+            :meth:`gma_teach.gmm.GaussianMixture.log_responsibilities`, stable where a responsibility underflows).
+        gamma_k: the key responsibilities of the same tokens, same shape (rows sum to 1); detached here.
+        mask: ``(B, N)`` bool, ``True`` for tokens to count (padding excluded), or ``None``.
+
+    Returns:
+        a 0-dim tensor (nats).
+    """
+    log_gamma_q = _as_batched("log_gamma_q", log_gamma_q, mask)
+    gamma_k = _as_batched("gamma_k", gamma_k, mask)
+    if gamma_k.shape != log_gamma_q.shape:
+        raise ValueError(f"gamma_k must have log_gamma_q's shape {tuple(log_gamma_q.shape)}, got "
+                         f"{tuple(gamma_k.shape)}")
+    per_token = -(gamma_k.detach().to(log_gamma_q.dtype) * log_gamma_q).sum(-1)  # (B, [H,] N)
+    weights = _token_weights(per_token.shape, mask, per_token.dtype, per_token.device)
+    pooled = (0, per_token.dim() - 1)  # batch and tokens
+    return ((per_token * weights).sum(pooled) / weights.sum(pooled).clamp_min(1.0)).mean()
+
+
+def slot_assignment_loss(gamma_k: torch.Tensor, *, mask: torch.Tensor | None = None) -> torch.Tensor:
+    r"""How far each sequence's keys are from holding distinct slots: :math:`\log \min(n, K) - I`, averaged over
+    sequences and heads, with :math:`I = H(\bar\gamma) - \frac1n \sum_t H(\gamma_t)` the information a key's
+    slot carries about which of the sequence's ``n`` keys it is (:math:`\bar\gamma` the sequence's mean
+    responsibility).
+
+    0 when the keys of a sequence take distinct slots one-hot (a permutation; for ``n > K``, every slot taken by
+    ``n / K`` keys), :math:`\log \min(n, K)` (its largest value) when they all share one slot, and also when every
+    key spreads evenly over all K. Unlike the overlap of the keys' responsibilities (the mean off-diagonal of
+    :math:`\Gamma^K \Gamma^{K\top}`, which a dissolved routing brings to ``1/K``, nearly its floor of 0), it cannot
+    be met by spreading each key thin; unlike the pooled ``"information"`` balance loss, a routing that uses the
+    slots evenly over the batch but puts a sequence's keys together does not meet it. BASE layers and Sinkhorn
+    routing reach a balanced assignment by solving one; this is its smooth counterpart within a sequence.
+
+    Args:
+        gamma_k: ``(N, K)`` (one sequence), ``(B, N, K)`` or ``(B, H, N, K)`` key responsibilities (rows sum to 1).
+        mask: ``(B, N)`` bool, ``True`` for keys to count (padding excluded), or ``None``.
+
+    Returns:
+        a 0-dim tensor (nats), in ``[0, log min(n, K)]``.
+    """
+    gamma = _as_batched("gamma_k", gamma_k, mask)
+    weights = _token_weights(gamma.shape[:-1], mask, gamma.dtype, gamma.device)  # (B, [H,] N)
+    counts = weights.sum(-1)  # (B, [H]) keys per sequence
+    mean = (gamma * weights[..., None]).sum(-2) / counts.clamp_min(1.0)[..., None]  # (B, [H,] K)
+    usage_entropy = -(mean * torch.log(mean.clamp_min(1e-30))).sum(-1)
+    key_entropy = -(gamma * torch.log(gamma.clamp_min(1e-30))).sum(-1)  # (B, [H,] N)
+    information = usage_entropy - (key_entropy * weights).sum(-1) / counts.clamp_min(1.0)
+    largest = torch.log(counts.clamp(1.0, float(gamma.shape[-1])))
+    return (largest - information).mean()
+
+
 class GaussianMixtureAttention(nn.Module):
     """Multi-head Gaussian Mixture Attention.
 
@@ -145,6 +241,11 @@ class GaussianMixtureAttention(nn.Module):
             (default 0: off, nothing computed).
         balance_form: ``"switch"``, ``"entropy"`` or ``"information"``, see
             :func:`~gma_teach.layer.routing_balance_loss`.
+        tied_routing: route queries and keys with one projection (``k_proj`` is ``q_proj``; default ``False``: two).
+        distill_weight: weight (>= 0) of :func:`~gma_teach.layer.routing_distillation_loss` in
+            :meth:`auxiliary_loss` (default 0: off). Self-attention only (no ``context``), with two projections.
+        assignment_weight: weight (>= 0) of :func:`~gma_teach.layer.slot_assignment_loss` of the key
+            responsibilities in :meth:`auxiliary_loss` (default 0: off).
 
     Diagnostics: set ``layer.store_responsibilities = True``; after each forward ``layer.last_responsibilities``
     holds ``{"query": (B, H, N, K), "key": (B, H, M, K)}`` (detached). :meth:`routing` computes them directly.
@@ -155,14 +256,16 @@ class GaussianMixtureAttention(nn.Module):
     Routing balance: with ``balance_weight > 0`` each forward computes
     :func:`~gma_teach.layer.routing_balance_loss` of the query and key responsibilities (their mean);
     :meth:`balance_loss` returns it (differentiable) and :meth:`auxiliary_loss` returns ``balance_weight`` times it,
-    to add to the training loss.
+    to add to the training loss. Likewise :meth:`distillation_loss` and :meth:`assignment_loss`, weighted by
+    ``distill_weight`` and ``assignment_weight``; :meth:`auxiliary_loss` is the sum of the weighted terms.
     """
 
     def __init__(self, d_model: int, n_heads: int, n_components: int, *, causal: bool = False,
                  d_route: int | None = None, d_value: int | None = None, eps: float = 1e-6,
                  min_variance: float = 1e-3, impl: str = "auto", chunk_size: int = 64,
                  init_variance: float | str = 1.0, init_mean_std: float = 1.0, balance_weight: float = 0.0,
-                 balance_form: str = "switch"):
+                 balance_form: str = "switch", tied_routing: bool = False, distill_weight: float = 0.0,
+                 assignment_weight: float = 0.0):
         super().__init__()
         self.d_model = _checks.positive_int("d_model", d_model)
         self.n_heads = _checks.positive_int("n_heads", n_heads)
@@ -181,8 +284,14 @@ class GaussianMixtureAttention(nn.Module):
         self.eps = _checks.positive_number("eps", eps)
         self.impl = impl
         self.chunk_size = _checks.positive_int("chunk_size", chunk_size)
+        self.tied_routing = _checks.boolean("tied_routing", tied_routing)
+        self.distill_weight = _checks.nonnegative_number("distill_weight", distill_weight)
+        self.assignment_weight = _checks.nonnegative_number("assignment_weight", assignment_weight)
+        if tied_routing and self.distill_weight > 0:
+            raise ValueError(f"distill_weight={distill_weight} distils the query routing from a key routing of its "
+                             "own, and tied_routing=True gives both one projection: give one of them")
         self.q_proj = nn.Linear(d_model, self.n_heads * self.d_route)
-        self.k_proj = nn.Linear(d_model, self.n_heads * self.d_route)
+        self.k_proj = self.q_proj if tied_routing else nn.Linear(d_model, self.n_heads * self.d_route)
         self.v_proj = nn.Linear(d_model, self.n_heads * self.d_value)
         self.out_proj = nn.Linear(self.n_heads * self.d_value, d_model)
         if init_variance == "d_route":
@@ -198,6 +307,8 @@ class GaussianMixtureAttention(nn.Module):
         self.store_responsibilities = False
         self.last_responsibilities: dict[str, torch.Tensor] | None = None
         self._last_balance_loss: torch.Tensor | None = None
+        self._last_distill_loss: torch.Tensor | None = None
+        self._last_assignment_loss: torch.Tensor | None = None
 
     # ------------------------------------------------------------------------------------------ helpers
     def _check_input(self, name: str, x) -> None:
@@ -251,9 +362,13 @@ class GaussianMixtureAttention(nn.Module):
                 raise ValueError(f"context must have the batch size of x ({x.shape[0]}), got {context.shape[0]}")
         if key_padding_mask is not None:
             self._check_padding_mask(key_padding_mask, x if context is None else context)
+        if context is not None and self.distill_weight > 0:
+            raise ValueError(f"distill_weight={self.distill_weight} distils each token's query routing from its own "
+                             "key routing, so it needs self-attention; this forward got a context")
         q, k, v = self._project(x, context)
         mixture = self.mixture
-        needs_gamma = self.store_responsibilities or self.balance_weight > 0
+        needs_gamma = self.store_responsibilities or max(self.balance_weight, self.distill_weight,
+                                                         self.assignment_weight) > 0
         result = gma(q, k, v, mixture.means, mixture.variances, mixture.log_priors, causal=self.causal,
                      eps=self.eps, impl=self.impl, chunk_size=self.chunk_size, key_padding_mask=key_padding_mask,
                      return_responsibilities=needs_gamma, check_values=False)  # gma() checks the mask's rows
@@ -264,6 +379,11 @@ class GaussianMixtureAttention(nn.Module):
             query_mask = key_padding_mask if context is None else None
             self._last_balance_loss = 0.5 * (_balance_loss(gamma_q, self.balance_form, query_mask)
                                              + _balance_loss(gamma_k, self.balance_form, key_padding_mask))
+        if self.distill_weight > 0:  # the log query responsibilities from the logits: exact where Gamma underflows
+            self._last_distill_loss = routing_distillation_loss(mixture.log_responsibilities(q), gamma_k,
+                                                                mask=key_padding_mask)
+        if self.assignment_weight > 0:
+            self._last_assignment_loss = slot_assignment_loss(gamma_k, mask=key_padding_mask)
         return self.out_proj(output.transpose(1, 2).flatten(-2))
 
     # -------------------------------------------------------------------------------------- routing remedies
@@ -277,12 +397,37 @@ class GaussianMixtureAttention(nn.Module):
             raise RuntimeError("balance_loss needs a forward pass first")
         return self._last_balance_loss
 
+    def distillation_loss(self) -> torch.Tensor:
+        """The (unweighted) :func:`~gma_teach.layer.routing_distillation_loss` of the last forward, differentiable
+        (towards the query routing only): a 0-dim tensor."""
+        return self._last_term("distillation_loss", "distill_weight", self._last_distill_loss,
+                               "routing_distillation_loss(log_gamma_q, gamma_k)")
+
+    def assignment_loss(self) -> torch.Tensor:
+        """The (unweighted) :func:`~gma_teach.layer.slot_assignment_loss` of the last forward's key
+        responsibilities, differentiable: a 0-dim tensor."""
+        return self._last_term("assignment_loss", "assignment_weight", self._last_assignment_loss,
+                               "slot_assignment_loss(gamma_k)")
+
+    def _last_term(self, method: str, weight: str, value, direct: str) -> torch.Tensor:
+        if getattr(self, weight) <= 0:
+            raise RuntimeError(f"{method} is computed only with {weight} > 0 (this layer has 0); build the layer "
+                               f"with {weight}=... or call {direct}")
+        if value is None:
+            raise RuntimeError(f"{method} needs a forward pass first")
+        return value
+
     def auxiliary_loss(self) -> torch.Tensor:
-        """``balance_weight * balance_loss()`` of the last forward (a 0-dim zero when ``balance_weight == 0``),
-        to add to the training loss."""
-        if self.balance_weight <= 0 or self._last_balance_loss is None:
+        """``balance_weight * balance_loss() + distill_weight * distillation_loss() + assignment_weight *
+        assignment_loss()`` of the last forward, each term only where its weight is > 0 (a 0-dim zero when every
+        weight is 0), to add to the training loss."""
+        terms = [weight * value for weight, value in ((self.balance_weight, self._last_balance_loss),
+                                                      (self.distill_weight, self._last_distill_loss),
+                                                      (self.assignment_weight, self._last_assignment_loss))
+                 if weight > 0 and value is not None]
+        if not terms:
             return self.out_proj.weight.new_zeros(())
-        return self.balance_weight * self._last_balance_loss
+        return terms[0] if len(terms) == 1 else torch.stack(terms).sum()
 
     @torch.no_grad()
     def init_means_from(self, x: torch.Tensor, context: torch.Tensor | None = None, *,

@@ -1,0 +1,243 @@
+"""The routings that use the slots, options of the GMA layer: tied routing, the query routing distilled from the key
+routing, and the per-sequence slot-assignment term.
+
+Each loss is checked against an independent float64 computation written out here with loops, its gradient by
+gradcheck on small odd sizes; the layer keeps causality and still mixes with every option; the defaults change
+nothing."""
+import math
+
+import pytest
+import torch
+
+from gma_teach import GaussianMixtureAttention
+from gma_teach.baselines import mixer_state_bytes
+from gma_teach.capacity import FastWeightModel, fast_weight_data
+from gma_teach.layer import ROUTING_OPTIONS, routing_distillation_loss, slot_assignment_loss
+from gma_teach.models import DecoderLM, auxiliary_loss
+
+OPTIONS = {"tied": {"tied_routing": True}, "distilled": {"distill_weight": 0.3},
+           "assigned": {"assignment_weight": 0.7}, "tied_assigned": {"tied_routing": True, "assignment_weight": 0.7},
+           "distilled_assigned": {"distill_weight": 0.3, "assignment_weight": 0.7}}
+
+
+def _layer(options, *, causal=True, dtype=torch.float64, seed=0, d_model=12, n_heads=3, k=5):
+    torch.manual_seed(seed)
+    return GaussianMixtureAttention(d_model, n_heads, k, causal=causal, init_variance="d_route",
+                                    **options).to(dtype)
+
+
+def _hand_cross_entropy(gamma_k, gamma_q, mask=None):
+    """-sum_k gamma_k log gamma_q per (b, h, t), averaged over the counted tokens of each head, then over heads."""
+    b_size, h_size, n_size, k_size = gamma_q.shape
+    per_head = []
+    for h in range(h_size):
+        total, count = 0.0, 0
+        for b in range(b_size):
+            for t in range(n_size):
+                if mask is not None and not bool(mask[b, t]):
+                    continue
+                total -= sum(float(gamma_k[b, h, t, k]) * math.log(float(gamma_q[b, h, t, k]))
+                             for k in range(k_size))
+                count += 1
+        per_head.append(total / count)
+    return sum(per_head) / len(per_head)
+
+
+def _hand_assignment(gamma, mask=None):
+    """log min(n, K) - I for each sequence (and head) of ``(B, H, N, K)``, I = H(mean) - mean H(rows), averaged."""
+    b_size, h_size, n_size, k_size = gamma.shape
+    losses = []
+    for b in range(b_size):
+        for h in range(h_size):
+            rows = [[float(gamma[b, h, t, k]) for k in range(k_size)] for t in range(n_size)
+                    if mask is None or bool(mask[b, t])]
+            n = len(rows)
+            mean = [sum(row[k] for row in rows) / n for k in range(k_size)]
+            usage = -sum(p * math.log(p) for p in mean if p > 0)
+            keys = sum(-sum(p * math.log(p) for p in row if p > 0) for row in rows) / n
+            losses.append(math.log(min(n, k_size)) - (usage - keys))
+    return sum(losses) / len(losses)
+
+
+# ------------------------------------------------------------------------------------------------ tied routing
+def test_tied_routing_routes_queries_and_keys_with_one_projection():
+    tied, plain = _layer({"tied_routing": True}), _layer({})
+    assert tied.k_proj is tied.q_proj and plain.k_proj is not plain.q_proj
+    n_projection = sum(p.numel() for p in plain.k_proj.parameters())
+    assert sum(p.numel() for p in plain.parameters()) - sum(p.numel() for p in tied.parameters()) == n_projection
+    x = torch.randn(2, 7, 12, dtype=torch.float64)
+    gamma_q, gamma_k = tied.routing(x)
+    assert torch.equal(gamma_q, gamma_k)  # the same token routes the same way as a query and as a key
+    plain_q, plain_k = plain.routing(x)
+    assert not torch.allclose(plain_q, plain_k)
+    gamma_k.sum(-2).pow(2).sum().backward()  # a loss on the key side alone reaches the one projection
+    assert float(tied.q_proj.weight.grad.abs().max()) > 0
+
+
+def test_tied_routing_keeps_the_state_and_decodes_as_its_forward():
+    layer = _layer({"tied_routing": True, "assignment_weight": 0.5})
+    x = torch.randn(2, 6, 12, dtype=torch.float64)
+    full = layer(x)
+    state, steps = layer.init_state(2), []
+    for t in range(6):
+        y_t, state = layer.step(x[:, t], state)
+        steps.append(y_t)
+    torch.testing.assert_close(torch.stack(steps, 1), full)
+    assert tuple(state.memory.shape) == (2, 3, 5, 4)
+    for options in ({}, {"tied_routing": True}):  # one projection fewer, the same memory
+        model = FastWeightModel(40, "gma", d_model=64, n_components=64, **options)
+        assert mixer_state_bytes(model.mixer, 41) == 16_640
+
+
+# ------------------------------------------------------------------------------------------------ distillation
+def test_distillation_loss_is_the_cross_entropy_from_the_key_to_the_query_routing():
+    layer = _layer({"distill_weight": 0.3}, causal=False)
+    x = torch.randn(2, 7, 12, dtype=torch.float64)
+    layer(x)
+    gamma_q, gamma_k = layer.routing(x)
+    expected = _hand_cross_entropy(gamma_k.detach(), gamma_q.detach())
+    assert float(layer.distillation_loss()) == pytest.approx(expected, rel=1e-10)
+    assert float(layer.auxiliary_loss()) == pytest.approx(0.3 * expected, rel=1e-10)
+    mask = torch.ones(2, 7, dtype=torch.bool)
+    mask[0, 4:] = False
+    layer(x, key_padding_mask=mask)
+    expected = _hand_cross_entropy(gamma_k.detach(), gamma_q.detach(), mask)
+    assert float(layer.distillation_loss()) == pytest.approx(expected, rel=1e-10)
+
+
+def test_distillation_moves_the_query_routing_and_never_the_key_routing():
+    layer = _layer({"distill_weight": 1.0})
+    layer(torch.randn(2, 7, 12, dtype=torch.float64))
+    layer.distillation_loss().backward()
+    assert layer.k_proj.weight.grad is None or float(layer.k_proj.weight.grad.abs().max()) == 0.0
+    assert float(layer.q_proj.weight.grad.abs().max()) > 0
+    gamma_k = torch.softmax(torch.randn(3, 4, 5, dtype=torch.float64), -1).requires_grad_()
+    log_gamma_q = torch.log_softmax(torch.randn(3, 4, 5, dtype=torch.float64), -1).requires_grad_()
+    routing_distillation_loss(log_gamma_q, gamma_k).backward()
+    assert gamma_k.grad is None and log_gamma_q.grad is not None
+
+
+def test_distillation_is_smallest_where_queries_land_with_their_keys():
+    gamma_k = torch.softmax(3 * torch.randn(2, 9, 7, dtype=torch.float64), -1)
+    matched = routing_distillation_loss(gamma_k.log(), gamma_k)
+    entropy = float(-(gamma_k * gamma_k.log()).sum(-1).mean())
+    assert float(matched) == pytest.approx(entropy, rel=1e-12)  # the key routing's entropy: the floor
+    elsewhere = torch.log_softmax(3 * torch.randn(2, 9, 7, dtype=torch.float64), -1)
+    assert float(routing_distillation_loss(elsewhere, gamma_k)) > float(matched)
+
+
+@pytest.mark.parametrize("masked", [False, True])
+def test_the_new_losses_pass_gradcheck_on_odd_sizes(masked):
+    generator = torch.Generator().manual_seed(5)
+    logits_q = torch.randn(3, 2, 5, 7, dtype=torch.float64, generator=generator, requires_grad=True)
+    logits_k = torch.randn(3, 2, 5, 7, dtype=torch.float64, generator=generator, requires_grad=True)
+    mask = torch.tensor([[1, 1, 0, 1, 1], [1, 1, 1, 1, 1], [0, 1, 1, 1, 0]], dtype=torch.bool) if masked else None
+    fixed = torch.softmax(logits_k.detach(), -1)
+    assert torch.autograd.gradcheck(
+        lambda q: routing_distillation_loss(torch.log_softmax(q, -1), fixed, mask=mask), (logits_q,))
+    assert torch.autograd.gradcheck(lambda k: slot_assignment_loss(torch.softmax(k, -1), mask=mask), (logits_k,))
+
+
+# ------------------------------------------------------------------------------------------------ assignment
+def test_the_assignment_term_is_zero_for_a_permutation_and_largest_when_keys_share_a_slot():
+    n_keys, n_slots = 5, 7
+    permutation = torch.eye(n_slots, dtype=torch.float64)[torch.randperm(n_slots)[:n_keys]]  # distinct slots
+    one_slot = torch.eye(n_slots, dtype=torch.float64)[[3] * n_keys]
+    dissolved = torch.full((n_keys, n_slots), 1.0 / n_slots, dtype=torch.float64)
+    assert float(slot_assignment_loss(permutation)) == pytest.approx(0.0, abs=1e-12)
+    assert float(slot_assignment_loss(one_slot)) == pytest.approx(math.log(n_keys), rel=1e-12)
+    assert float(slot_assignment_loss(dissolved)) == pytest.approx(math.log(n_keys), rel=1e-12)
+    balanced = torch.eye(n_slots, dtype=torch.float64)[torch.arange(2 * n_slots) % n_slots]  # n = 2K: two a slot
+    assert float(slot_assignment_loss(balanced)) == pytest.approx(0.0, abs=1e-12)
+    soft = torch.softmax(2 * torch.randn(3, 2, 6, n_slots, dtype=torch.float64), -1)
+    loss = float(slot_assignment_loss(soft))
+    assert 0.0 < loss < math.log(6) and loss == pytest.approx(_hand_assignment(soft), rel=1e-10)
+
+
+def test_the_assignment_term_is_per_sequence_and_leaves_padding_out():
+    eye = torch.eye(4, dtype=torch.float64)
+    # each sequence puts its two keys in one slot, the batch uses all four slots evenly: the pooled usage is uniform
+    together = torch.stack([eye[[0, 0]], eye[[1, 1]], eye[[2, 2]], eye[[3, 3]]])  # (B=4, N=2, K=4)
+    assert float(slot_assignment_loss(together)) == pytest.approx(math.log(2), rel=1e-12)
+    gamma = torch.softmax(torch.randn(2, 1, 6, 4, dtype=torch.float64), -1)
+    mask = torch.tensor([[1, 1, 1, 0, 0, 1], [1, 1, 1, 1, 1, 1]], dtype=torch.bool)
+    assert float(slot_assignment_loss(gamma, mask=mask)) == pytest.approx(_hand_assignment(gamma, mask), rel=1e-10)
+
+
+def test_the_layer_computes_the_assignment_term_on_its_key_routing():
+    layer = _layer({"assignment_weight": 0.7})
+    x = torch.randn(2, 8, 12, dtype=torch.float64)
+    layer(x)
+    _, gamma_k = layer.routing(x)
+    assert float(layer.assignment_loss()) == pytest.approx(_hand_assignment(gamma_k.detach()), rel=1e-10)
+    assert float(layer.auxiliary_loss()) == pytest.approx(0.7 * _hand_assignment(gamma_k.detach()), rel=1e-10)
+    layer.assignment_loss().backward()
+    assert float(layer.k_proj.weight.grad.abs().max()) > 0
+
+
+# ------------------------------------------------------------------------------------------------ the layer
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_every_option_keeps_the_layer_causal(name):
+    layer = _layer(OPTIONS[name])
+    x = torch.randn(2, 9, 12, dtype=torch.float64)
+    future = x.clone()
+    future[:, 5:] = torch.randn(2, 4, 12, dtype=torch.float64)
+    torch.testing.assert_close(layer(future)[:, :5], layer(x)[:, :5], rtol=0, atol=1e-12)
+    assert float((layer(future)[:, 5:] - layer(x)[:, 5:]).abs().max()) > 1e-6
+
+
+@pytest.mark.parametrize("name", sorted(OPTIONS))
+def test_the_auxiliary_losses_reach_every_trainer_through_auxiliary_loss(name):
+    options = OPTIONS[name]
+    torch.manual_seed(1)
+    model = DecoderLM(vocab_size=11, d_model=12, n_layers=2, n_heads=3, max_seq_len=16, mixer="gma",
+                      mixer_options={"n_components": 5, **options})
+    model(torch.randint(0, 11, (2, 10)))
+    layers = [m for m in model.modules() if isinstance(m, GaussianMixtureAttention)]
+    expected = 0.0
+    for layer in layers:
+        if "distill_weight" in options:
+            expected += options["distill_weight"] * float(layer.distillation_loss())
+        if "assignment_weight" in options:
+            expected += options["assignment_weight"] * float(layer.assignment_loss())
+    assert float(auxiliary_loss(model)) == pytest.approx(expected, rel=1e-6)
+    assert (float(auxiliary_loss(model)) > 0) == bool(set(options) - {"tied_routing"})
+    capacity = FastWeightModel(6, "gma", d_model=16, n_components=7, **options)
+    capacity(fast_weight_data(4, 6, seed=0))
+    assert float(auxiliary_loss(capacity)) == pytest.approx(float(capacity.mixer.auxiliary_loss()))
+
+
+def test_the_defaults_change_nothing():
+    torch.manual_seed(3)
+    default = GaussianMixtureAttention(16, 2, 5, causal=True)
+    torch.manual_seed(3)
+    explicit = GaussianMixtureAttention(16, 2, 5, causal=True, tied_routing=False, distill_weight=0.0,
+                                        assignment_weight=0.0)
+    assert default.state_dict().keys() == explicit.state_dict().keys()
+    for (name, a), (_, b) in zip(default.state_dict().items(), explicit.state_dict().items()):
+        assert torch.equal(a, b), name
+    x = torch.randn(2, 9, 16)
+    assert torch.equal(default(x), explicit(x)) and default.auxiliary_loss().item() == 0.0
+    with pytest.raises(RuntimeError, match="distill_weight > 0"):
+        default.distillation_loss()
+    with pytest.raises(RuntimeError, match="assignment_weight > 0"):
+        default.assignment_loss()
+    assert {"tied_routing", "distill_weight", "assignment_weight"} <= set(ROUTING_OPTIONS)
+
+
+def test_bad_options_are_refused_with_their_name():
+    with pytest.raises(TypeError, match="tied_routing must be a bool, got str"):
+        GaussianMixtureAttention(16, 2, 5, tied_routing="yes")
+    with pytest.raises(ValueError, match="distill_weight must be >= 0, got -0.1"):
+        GaussianMixtureAttention(16, 2, 5, distill_weight=-0.1)
+    with pytest.raises(ValueError, match="assignment_weight"):
+        GaussianMixtureAttention(16, 2, 5, assignment_weight=float("nan"))
+    with pytest.raises(ValueError, match="distill_weight=0.1 .*tied_routing=True"):
+        GaussianMixtureAttention(16, 2, 5, distill_weight=0.1, tied_routing=True)
+    layer = GaussianMixtureAttention(16, 2, 5, distill_weight=0.1)
+    with pytest.raises(ValueError, match="distill_weight=0.1 .*self-attention"):
+        layer(torch.randn(2, 3, 16), context=torch.randn(2, 4, 16))
+    with pytest.raises(ValueError, match="gamma_k must have log_gamma_q's shape"):
+        routing_distillation_loss(torch.zeros(2, 3, 4), torch.zeros(2, 3, 5))
+    with pytest.raises(ValueError, match="gamma_k must be .* got shape"):
+        slot_assignment_loss(torch.zeros(1, 2, 3, 4, 5))
