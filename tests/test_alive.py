@@ -13,7 +13,14 @@ import pytest
 import torch
 
 from gma_teach import make_mixer, mixers, preset
-from gma_teach.designs import CAPACITY_STUDY, LISTOPS_LRA_STUDY, LM_SETTING, RECALL_STUDY, TEXT_STUDY
+from gma_teach.designs import (
+    CAPACITY_STUDY,
+    LISTOPS_LRA_STUDY,
+    LM_SETTING,
+    RECALL_STUDY,
+    SLOT_ROUTING_STUDY,
+    TEXT_STUDY,
+)
 from gma_teach.runs.options import mixer_options
 
 SPREAD = 1e-2
@@ -127,17 +134,20 @@ def test_the_settings_are_the_studies():
     assert {s.d_model for s in SETTINGS if s.name.startswith("recall")} == set(RECALL_STUDY["widths"])
 
 
-CAPACITY_ARMS = tuple(CAPACITY_STUDY.arms)
+CAPACITY_STUDIES = {"capacity": CAPACITY_STUDY, "slot_routing": SLOT_ROUTING_STUDY}
+CAPACITY_ARMS = tuple((name, arm) for name, declared in CAPACITY_STUDIES.items() for arm in declared.arms)
 
 
-@pytest.mark.parametrize("arm", CAPACITY_ARMS)
-def test_every_capacity_arm_is_alive_as_the_study_builds_it(arm):
-    """The capacity study's mixers (one causal head at its width, each arm's options resolved by the runner) at its
-    longest sequence, ``S + 1`` tokens: alive as above."""
+@pytest.mark.parametrize("name, arm", CAPACITY_ARMS, ids=[f"{name}-{arm}" for name, arm in CAPACITY_ARMS])
+def test_every_capacity_arm_is_alive_as_the_study_builds_it(name, arm):
+    """The mixers of the capacity test's studies (the capacity study and the slot-routing study: one causal head at
+    their width, each arm's options resolved by the runner) at the study's longest sequence, ``S + 1`` tokens: alive
+    as above."""
     from gma_teach import study
 
-    config = study.resolve(CAPACITY_STUDY, arm)
-    seq_len = max(CAPACITY_STUDY.setting["n_pairs"]) + 1
+    declared = CAPACITY_STUDIES[name]
+    config = study.resolve(declared, arm)
+    seq_len = max(declared.setting["n_pairs"]) + 1
     setting = SimpleNamespace(d_model=config.sizes["d_model"], seq_len=seq_len)
     torch.manual_seed(0)
     mixer = make_mixer(config.arm.mixer, setting.d_model, 1, causal=True, **config.options)

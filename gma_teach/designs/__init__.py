@@ -42,7 +42,8 @@ __all__ = ["ALPHA", "Arm", "CAPACITY_GMA_SIZES", "CAPACITY_PRIMARY_PAIRS", "CAPA
            "PERFORMER_RERUN", "PREPARATIONS",
            "RECALL_GMA_SIZES", "RECALL_STUDY",
            "RECALL_V2_STUDY", "RECALL_V2_WINDOWS", "RECALL_WINDOW", "REMEDY", "REMEDY_STUDY", "RENAMED_ARMS",
-           "STUDIES", "Study", "TEXT_STUDY", "VARIANCE_AND_BALANCE",
+           "SLOT_ASSIGNMENT_WEIGHT", "SLOT_DISTILL_WEIGHT", "SLOT_ROUTING_PAIRS", "SLOT_ROUTING_PRIMARY",
+           "SLOT_ROUTING_STUDY", "STUDIES", "Study", "TEXT_STUDY", "VARIANCE_AND_BALANCE",
            "as_study", "metric_facts", "thawed"]
 
 # The types' constants, stated again here with their docstrings: the API page reads a constant's docstring from the
@@ -649,6 +650,115 @@ and key projections read the key half with unit-variance entries; Performer has 
   time on one thread each, each seed's record committed as it lands.
 """
 
+SLOT_ROUTING_PAIRS = _types.SLOT_ROUTING_PAIRS
+"""The numbers of stored pairs ``S`` at which the slot-routing study trains and its primary family compares arms:
+below, at and above GMA's K = 64 slots and linear attention's 64 features."""
+
+SLOT_DISTILL_WEIGHT = 0.1
+"""The weight of the routing distillation loss (``distill_weight``) in the slot-routing study, fixed before any run:
+on one batch of 32 sequences at ``S = 64``, at initialization, its gradient on the query projection is 1.22 and
+the reconstruction loss's 0.114, so at 0.1 the two pull about equally (the balance loss at 0.01, the remedy, pulls
+at a tenth of the reconstruction loss or less)."""
+
+SLOT_ASSIGNMENT_WEIGHT = 0.2
+"""The weight of the slot-assignment loss (``assignment_weight``) in the slot-routing study, fixed before any run by
+the rule of :data:`SLOT_DISTILL_WEIGHT`: on the same batch its gradient on the key projection is 0.28 and the
+reconstruction loss's 0.053 (with tied routing, on the one projection, 0.31 and 0.090)."""
+
+
+def _slot_routing_arms() -> dict:
+    """The slot-routing study's arms: the routings that use the slots, the two controls and the references."""
+    k64 = {"n_components": 64}
+    tied, distilled = {"tied_routing": True}, {"distill_weight": SLOT_DISTILL_WEIGHT}
+    assigned = {"assignment_weight": SLOT_ASSIGNMENT_WEIGHT}
+    return {"linear": Arm("linear"),
+            "gma_k64_tied": Arm("gma", {**k64, **tied}),
+            "gma_k64_distilled": Arm("gma", {**k64, **distilled}),
+            "gma_k64_tied_assigned": Arm("gma", {**k64, **tied, **assigned}),
+            "gma_k64_assigned": Arm("gma", {**k64, **assigned}),
+            "gma_k64_distilled_assigned": Arm("gma", {**k64, **distilled, **assigned}),
+            "gma_k64": Arm("gma", k64),
+            "gma_k64_remedy": Arm("gma", {**k64, **LM_ROUTING_REMEDY}),
+            "performer_m64": Arm("performer", {"n_features": 64}),
+            "sdpa": Arm("sdpa")}
+
+
+SLOT_ROUTING_PRIMARY = ("gma_k64_tied", "gma_k64_distilled", "gma_k64_tied_assigned")
+"""The routings of the slot-routing study's primary family, each against linear attention at every ``S`` of
+:data:`SLOT_ROUTING_PAIRS`."""
+
+SLOT_ROUTING_STUDY = Study(
+    name="slot_routing",
+    experiment="capacity",
+    scale=None,
+    setting={**CAPACITY_STUDY.setting, "n_pairs": SLOT_ROUTING_PAIRS, "max_steps": 20_000},
+    seeds=tuple(range(12)),
+    arms=_slot_routing_arms(),
+    metrics=tuple(f"retrieval_accuracy_s{n}" for n in SLOT_ROUTING_PAIRS),
+    primary=[(arm, "linear") for arm in SLOT_ROUTING_PRIMARY],
+    test="paired t over seeds 0-11, two-sided, at each S of 40, 64, 80 and 120; Holm over the primary family "
+         "(3 routings x 4 S = 12 tests)",
+    exploratory={"seeds": (0,),
+                 "arms": ("gma_k64_assigned", "gma_k64_distilled_assigned", "gma_k64", "gma_k64_remedy",
+                          "performer_m64", "sdpa"),
+                 "why": "every arm outside the primary family runs seed 0 only, to fit the stated budget: the "
+                        "assignment term alone and with distillation, the two controls and the references draw "
+                        "the curves, and no test is made of them",
+                 "pairs": "every comparison outside the primary family: each routing against the controls, the "
+                          "routings against each other"},
+)
+"""The slot-routing study of chapter 12, declared on 2026-12-06 before any of its runs: which routing makes GMA at
+K = 64 a slot memory that holds its pairs, in the fast-weight capacity test at equal state. A slot memory returns a
+pair only when its key holds a slot no other key of the sequence shares and the query for it lands in that slot;
+today's routing reaches the mixture through two projections that nothing asks to agree.
+
+* **Setting.** The capacity study's (:data:`CAPACITY_STUDY`: one causal head of key size 64, Adam at 1e-3, batch 32,
+  fresh sequences every step, evaluation every 100 steps on 256 fixed sequences, 1,024 test sequences per ``S``, the
+  same data seeds, so the test sets at S = 40, 80 and 120 are the capacity study's), at ``S`` = 40, 64, 80 and 120,
+  with a ceiling of 20,000 steps in place of 3,000.
+* **Stopping.** :class:`gma_teach.capacity.StoppingRule`: an evaluation loss at or below 1e-3, or more than 10
+  evaluations in a row without a new best. In the capacity study all 42 runs of GMA K = 64 with the remedy and all
+  30 of linear attention at S >= 60 stopped at the 3,000-step cap with the loss still falling: over their last
+  1,000 steps by a median of 0.011 (up to 0.085) for GMA, 0.011 to 0.052 for linear attention, with a new best in
+  the last 300 steps in 34 of the 42 GMA runs and in the last 200 in every linear one. 20,000 steps gives them more
+  than six times as long. The tables report how many runs of the primary family reach the ceiling (``stopped ==
+  "max_steps"``).
+* **Arms.** Tied routing (``tied_routing=True``: one projection routes queries and keys, as Reformer and the
+  Routing Transformer share Q and K); the query routing distilled from the key routing (``distill_weight`` =
+  :data:`SLOT_DISTILL_WEIGHT`, for layers that keep two projections); the per-sequence assignment term
+  (``assignment_weight`` = :data:`SLOT_ASSIGNMENT_WEIGHT`, :func:`gma_teach.layer.slot_assignment_loss`) alone, with
+  tied routing and with distillation; the controls, GMA's default routing and the balance remedy
+  (:data:`gma_teach.layer.LM_ROUTING_REMEDY`, read by reference); the references linear attention (64 features),
+  Performer (64 features) and SDPA. Every GMA arm has K = 64 and keeps linear attention's state, 16,640 bytes.
+* **Family and test.** Tied, distilled and tied + assignment, each against linear attention on retrieval
+  accuracy at S = 40, 64, 80 and 120: 12 paired t-tests over seeds 0-11, two-sided, Holm at 5%.
+* **Sizing.** Twelve seeds: at Holm's strictest step (0.05 / 12) the paired t-test tells apart a difference of 0.10
+  in accuracy with 84% power (``gma_teach.stats.paired_t_power``: 0.836; at eleven seeds 0.77) when the per-seed
+  differences have a standard deviation of 0.073, the largest recorded at the family's S: GMA with the remedy minus
+  linear attention over the capacity study's six seeds, 0.072 at S = 40, 0.073 at 80 and 0.049 at 120
+  (``capacity_gma_k64_remedy.json``, ``capacity_linear.json``; linear attention alone varies by 0 to 0.03).
+* **Cost, declared before any run.** CPU seconds per training step (``time.process_time``, one thread, evaluations
+  every 100 steps included), measured over 300 steps of each arm at ``S = 64`` and 100 steps at S = 40, 80 and 120,
+  on the 2-core machine with other work on it: at ``S = 64`` linear attention 21.0 ms, Performer 24.9, SDPA 6.2,
+  GMA default 19.5, remedy 22.2, tied 19.5, distilled 27.0, assignment 21.9, tied + assignment 22.8, distilled +
+  assignment 26.5. At the ceiling, one seed over the grid (per-step time times (S + 1) / 65 times 20,000 steps,
+  summed over S; the sum of the four measured S where it is larger) costs 0.61 CPU-hours for linear attention,
+  0.51 tied, 0.71 distilled and 0.60 tied + assignment: the primary family's 48 runs at most 29.3 CPU-hours. Seed 0
+  of the six other arms (assignment 0.58, distilled + assignment 0.70, default 0.51, remedy 0.59, Performer 0.66,
+  SDPA 0.19) adds 3.2: at most 32.5 CPU-hours in all, within the 40 allowed. Runs that stop by the rule cost less
+  (SDPA stopped at the target by 1,200 steps at every S of the capacity study).
+* **What the budget cut.** The assignment term alone was a fourth routing of the primary family; then the family
+  has 16 tests, 80% power needs 13 seeds (0.857; twelve give 0.799), and the study at most 41.8 CPU-hours. It runs
+  seed 0 only, as an exploratory arm, and so does distillation with the assignment term.
+* **Run.** ``python -m gma_teach.study slot-routing --arms linear gma_k64_tied gma_k64_distilled
+  gma_k64_tied_assigned``, the other arms with ``--seeds 0``; two at a time, one thread each, different arms side
+  by side, each record committed as it lands.
+* **Goal (the issue's).** A routing with which GMA at K = 64 holds at least 0.9 K pairs at S <= K (58 of 64 at
+  S = 64) and at least linear attention's pairs at every S of the family. If none does, the chapter states how far
+  each got and whether collisions or misrouted queries remain (the slot diagnostics of
+  :mod:`gma_teach.diagnostics`).
+"""
+
 PERFORMER_CHECK = Study(
     name="performer_check",
     experiment="lm",
@@ -697,6 +807,6 @@ checked against a reference's outputs on fixed inputs (``tests/test_mamba_refere
 STUDIES = {"collapse": COLLAPSE_STUDY, "cause": CAUSE_STUDY, "remedy": REMEDY_STUDY, "lm": LM_STUDY,
            "listops-lra": LISTOPS_LRA_STUDY, "text": TEXT_STUDY, "recall": RECALL_STUDY, "recall-v2": RECALL_V2_STUDY,
            "mqar-pilot": MQAR_PILOT, "capacity": CAPACITY_STUDY, "performer-check": PERFORMER_CHECK,
-           "mamba-check": MAMBA_CHECK}
+           "mamba-check": MAMBA_CHECK, "slot-routing": SLOT_ROUTING_STUDY}
 """Every declared study by its name on the command line (``python -m gma_teach.study NAME``); a new study is one
 :class:`Study` added here."""

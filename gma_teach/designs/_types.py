@@ -7,7 +7,8 @@ from dataclasses import dataclass, field
 from types import MappingProxyType
 
 __all__ = ["ALPHA", "Arm", "CAPACITY_PRIMARY_PAIRS", "EXPERIMENTS", "KMEANS_BLOCKS", "METRICS", "MetricFacts",
-           "PREPARATIONS", "RoutingScan", "Study", "UnsetSize", "as_study", "metric_facts", "thawed"]
+           "PREPARATIONS", "RoutingScan", "SLOT_ROUTING_PAIRS", "Study", "UnsetSize", "as_study", "metric_facts",
+           "thawed"]
 
 ALPHA = 0.05
 """The level of every declared family, after Holm's correction (5%); a study with a declared second look tests
@@ -21,6 +22,10 @@ width), or chapter 12's fast-weight capacity test (one layer, one model per numb
 CAPACITY_PRIMARY_PAIRS = (80, 120, 160, 200)
 """The numbers of stored pairs ``S`` at which the capacity study's primary family compares arms (each a metric
 ``retrieval_accuracy_s<S>``)."""
+
+SLOT_ROUTING_PAIRS = (40, 64, 80, 120)
+"""The numbers of stored pairs ``S`` at which the slot-routing study trains and its primary family compares arms:
+below, at and above GMA's K = 64 slots and linear attention's 64 features."""
 
 PREPARATIONS = ("kmeans",)
 """What an arm may do to its model before training (``kmeans`` sets the GMA means from k-means of routing vectors)."""
@@ -215,7 +220,7 @@ METRICS = MappingProxyType({m.name: m for m in (
                 "test accuracy, mean over the kv-pair counts (%)"),
     *(MetricFacts(f"retrieval_accuracy_s{n}", "retrieval_accuracy", str(n), False, 100.0, 1, " points",
                   f"retrieval accuracy at S={n}", f"retrieval accuracy at S = {n} (%)")
-      for n in CAPACITY_PRIMARY_PAIRS),
+      for n in sorted({*CAPACITY_PRIMARY_PAIRS, *SLOT_ROUTING_PAIRS})),
 )})
 """The one table of metric facts, ``name -> MetricFacts``, saying where each metric sits in a run's record, which
 way is better, how a difference is printed and how a figure labels it. ``test_accuracy`` is what a classifier's record
