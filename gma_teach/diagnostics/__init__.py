@@ -31,7 +31,10 @@ Performer that learns nothing reads noise.
 The package, one module per job: ``diagnostics.information`` (the information a router carries),
 ``diagnostics.categories`` (surface categories of tokens),
 ``diagnostics.capture`` (responsibilities out of a model), ``diagnostics.metrics``
-(Table 4, its permutation baseline, summaries, PCA), ``diagnostics.health`` (information, usage
+(Table 4, its permutation baseline, summaries, PCA), ``diagnostics.heads`` (the same read head by head, from
+each head's hard assignment), ``diagnostics.knowledge`` (what the assignment knows about token identity and
+category against usage-matched hashes; bands along a sequence), ``diagnostics.choice`` (what each arm of a
+recorded routing study costs in bits per byte), ``diagnostics.health`` (information, usage
 entropy and logit spread while a model trains), ``diagnostics.slots`` (a slot memory's occupancy, agreement and
 lost pairs) and the private ``diagnostics._kernel_error`` (FAVOR+ against
 softmax). Every public name is importable from ``gma_teach.diagnostics``.
@@ -44,6 +47,17 @@ from .capture import (
     lm_routing,
 )
 from .categories import CATEGORIES, EOS_STRINGS, token_categories, token_category
+from .choice import arm_costs, layer_information
+from .heads import (
+    HARD_SCORES,
+    head_assignments,
+    head_component_summary,
+    head_permutation_baseline,
+    head_rows,
+    head_routing_metrics,
+    head_routing_report,
+    tied_share,
+)
 from .health import (
     HEALTH_METRICS,
     head_health,
@@ -61,6 +75,13 @@ from .information import (
     routing_state,
     shuffled_information,
 )
+from .knowledge import (
+    band_report,
+    identity_information,
+    mean_run_length,
+    mutual_information_bits,
+    usage_matched_hash,
+)
 from .metrics import (
     PAPER_TABLE4,
     as_labels,
@@ -68,7 +89,10 @@ from .metrics import (
     checked_responsibilities,
     component_summary,
     contingency_table,
+    encode_labels,
     hard_assignments,
+    hard_scores,
+    joint_counts,
     permutation_baseline,
     responsibility_pca,
     routing_metrics,
@@ -97,4 +121,8 @@ __all__ = [
     "favor_approximation_error", "model_favor_errors", "performer_approximation_error",
     "LostPairSplit", "PredictedPairs", "SlotOccupancy", "lost_pair_split", "predicted_pairs", "slot_agreement",
     "slot_occupancy", "slot_report",
+    "HARD_SCORES", "arm_costs", "band_report", "encode_labels", "hard_scores", "head_assignments",
+    "head_component_summary", "head_permutation_baseline", "head_rows", "head_routing_metrics",
+    "head_routing_report", "identity_information", "joint_counts", "layer_information", "mean_run_length",
+    "mutual_information_bits", "tied_share", "usage_matched_hash",
 ]

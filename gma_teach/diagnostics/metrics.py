@@ -123,6 +123,25 @@ def _hard_scores(joint: torch.Tensor) -> dict[str, float]:
     }
 
 
+def hard_scores(counts: torch.Tensor) -> dict[str, torch.Tensor]:
+    """Purity, MI (nats), both NMIs and the two entropies from a ``(K, C)`` table of counts, or a batch
+    ``(S, K, C)`` of them (one value per table): the hard-assignment half of :func:`routing_metrics`, for a table
+    built elsewhere (one head's, a shuffle's)."""
+    if not isinstance(counts, torch.Tensor) or counts.dim() not in (2, 3):
+        raise ValueError(f"counts must be a (K, C) or (S, K, C) tensor of counts, got {counts!r:.60}")
+    return _hard_scores(counts)
+
+
+def joint_counts(assignments: torch.Tensor, codes: torch.Tensor, n_components: int, n_categories: int):
+    """The ``(K, C)`` table of counts of the pairs ``(assignments[t], codes[t])``, two ``(T,)`` long tensors."""
+    return _joint_counts(assignments, codes, n_components, n_categories)
+
+
+def encode_labels(labels) -> tuple[torch.Tensor, list]:
+    """Integer codes for a sequence of labels and the list of distinct labels (``CATEGORIES`` order first)."""
+    return _encode(list(labels))
+
+
 def hard_assignments(resp) -> torch.Tensor:
     """:math:`z_t = \\arg\\max_k \\bar\\gamma_{t,k}` for ``resp`` ``(T, K)`` or ``(T, H, K)`` (heads averaged first).
 

@@ -1,7 +1,9 @@
 """Figures for chapter 11: reading a trained model's routing (the paper's Figures 2-6).
 
-Every function takes head-averaged query responsibilities ``resp`` of shape ``(T, K)`` (or ``(T, H, K)``, averaged
-here) and, where needed, the ``T`` token strings or surface-form categories from
+Every function takes query responsibilities ``resp`` of shape ``(T, K)`` or ``(T, H, K)``: with ``head=h`` it reads
+head ``h``'s rows and hard assignment alone (each head routes with a mixture of its own, and an average of heads
+that disagree has tied rows whose argmax is decided by index); without, a ``(T, H, K)`` input is averaged over
+heads as the paper does. Where needed it takes where needed, the ``T`` token strings or surface-form categories from
 :func:`gma_teach.diagnostics.token_categories`. The numbers behind each picture come from
 :mod:`gma_teach.diagnostics`, so a figure always agrees with the table beside it.
 
@@ -57,6 +59,18 @@ def _responsibilities(resp) -> np.ndarray:
     return diagnostics.as_responsibilities(resp).numpy()
 
 
+def _one_head(resp, head: int | None):
+    """``resp`` unchanged when ``head`` is None, else head ``head``'s ``(T, K)`` rows of a ``(T, H, K)`` input."""
+    if head is None:
+        return resp
+    rows = diagnostics.head_rows(resp)
+    return rows[:, _checks.integer("head", head, minimum=0, maximum=rows.shape[1] - 1)]
+
+
+def _head_label(head: int | None) -> str:
+    return "" if head is None else f", head {head}"
+
+
 def _short(token: str, width: int = 8) -> str:
     text = token.replace("Ġ", " ").replace("Ċ", "\\n").replace("\n", "\\n")
     return text if len(text) <= width else text[: width - 1] + "…"
@@ -70,7 +84,8 @@ def dominant_component_colors(n_components: int) -> np.ndarray:
     return np.array([palette((2 * k % 20 + (2 * k // 20) % 2) / 20)[:3] for k in range(n_components)])
 
 
-def plot_responsibility_heatmap(resp, tokens: Sequence[str] | None = None, *, top: int = 16, ax=None):
+def plot_responsibility_heatmap(resp, tokens: Sequence[str] | None = None, *, top: int = 16, ax=None,
+                                head: int | None = None):
     """Fig. 2: responsibilities of the ``top`` most active components (rows) at each position (columns).
 
     Args:
@@ -78,11 +93,12 @@ def plot_responsibility_heatmap(resp, tokens: Sequence[str] | None = None, *, to
         tokens: optional ``N`` token strings for the x axis (shown when ``N <= 80``).
         top: number of components, ranked by their total responsibility over the sequence.
         ax: an axes to draw on; a new figure otherwise.
+        head: read this head of a ``(N, H, K)`` input alone (``None``: average the heads).
 
     Returns:
         The figure.
     """
-    gamma = _responsibilities(resp)
+    gamma = _responsibilities(_one_head(resp, head))
     if tokens is not None and len(tokens) != gamma.shape[0]:
         raise ValueError(f"tokens has {len(tokens)} entries but resp has {gamma.shape[0]} positions")
     top = min(int(top), gamma.shape[1])
@@ -98,12 +114,13 @@ def plot_responsibility_heatmap(resp, tokens: Sequence[str] | None = None, *, to
         ax.set_xticks(range(len(tokens)), [_short(t) for t in tokens], rotation=90, fontsize=7)
     else:
         ax.set_xlabel("position")
-    ax.figure.colorbar(image, ax=ax, label=r"$\bar\gamma^Q_{t,k}$", pad=0.01)
-    ax.set_title(f"query responsibilities, {top} most active of K={gamma.shape[1]} components")
+    ax.figure.colorbar(image, ax=ax, label=r"$\gamma^Q_{t,k}$" if head is not None else r"$\bar\gamma^Q_{t,k}$",
+                       pad=0.01)
+    ax.set_title(f"query responsibilities, {top} most active of K={gamma.shape[1]} components{_head_label(head)}")
     return ax.figure
 
 
-def plot_component_categories(resp, categories: Sequence[str], *, top: int = 20, ax=None):
+def plot_component_categories(resp, categories: Sequence[str], *, top: int = 20, ax=None, head: int | None = None):
     """Fig. 3: for each of the ``top`` most-assigned components, the share of its tokens in each category.
 
     Args:
@@ -111,11 +128,12 @@ def plot_component_categories(resp, categories: Sequence[str], *, top: int = 20,
         categories: ``T`` surface-form categories.
         top: number of components, ranked by hard-assignment count.
         ax: an axes to draw on; a new figure otherwise.
+        head: read this head of a ``(T, H, K)`` input alone (``None``: average the heads).
 
     Returns:
         The figure. Each row sums to 1; the number right of a row is the component's purity.
     """
-    counts, names = diagnostics.contingency_table(resp, categories)
+    counts, names = diagnostics.contingency_table(_one_head(resp, head), categories)
     counts = counts.numpy().astype(np.float64)
     per_component = counts.sum(axis=1)
     order = [k for k in np.argsort(-per_component, kind="stable")[: int(top)] if per_component[k] > 0]
@@ -131,21 +149,22 @@ def plot_component_categories(resp, categories: Sequence[str], *, top: int = 20,
     for row, purity in enumerate(shares.max(axis=1)):
         ax.text(len(names) - 0.4, row, f"{purity:.2f}", va="center", fontsize=7)
     ax.set_ylabel("component (share of tokens)")
-    ax.set_title("category composition of the most-used components")
+    ax.set_title(f"category composition of the most-used components{_head_label(head)}")
     ax.figure.colorbar(image, ax=ax, label="share of the component's tokens", pad=0.08)
     return ax.figure
 
 
-def plot_component_usage(resp, categories: Sequence[str], *, top: int = 30):
+def plot_component_usage(resp, categories: Sequence[str], *, top: int = 30, head: int | None = None):
     """Fig. 4: soft usage :math:`p_k` of every component (sorted) and the purity of the ``top`` most-assigned.
 
     The dashed lines mark the uniform usage :math:`1/K` (top) and the majority-category share, which is the
-    purity one component taking every token would have (bottom).
+    purity one component taking every token would have (bottom). ``head``: read this head of a ``(T, H, K)``
+    input alone (``None``: average the heads).
 
     Returns:
         The figure (two panels).
     """
-    gamma = _responsibilities(resp)
+    gamma = _responsibilities(_one_head(resp, head))
     metrics = diagnostics.routing_metrics(gamma, categories)
     rows = diagnostics.component_summary(gamma, categories, top=int(top))
     usage = np.sort(gamma.mean(axis=0))[::-1]
@@ -156,7 +175,7 @@ def plot_component_usage(resp, categories: Sequence[str], *, top: int = 30):
     upper.set_xlabel("component, sorted by usage")
     upper.set_ylabel(r"usage $p_k$")
     upper.set_title(f"usage entropy {metrics['usage_entropy']:.3f} (normalized), "
-                    f"{metrics['active']}/{metrics['n_components']} active")
+                    f"{metrics['active']}/{metrics['n_components']} active{_head_label(head)}")
     upper.legend(fontsize=8)
     colors = [CATEGORY_COLORS.get(row["dominant_category"], "#7f7f7f") for row in rows]
     lower.bar(range(len(rows)), [row["purity"] for row in rows], color=colors)
@@ -174,7 +193,7 @@ def plot_component_usage(resp, categories: Sequence[str], *, top: int = 30):
     return fig
 
 
-def plot_token_strip(tokens: Sequence[str], resp, *, line_width: int = 90, ax=None):
+def plot_token_strip(tokens: Sequence[str], resp, *, line_width: int = 90, ax=None, head: int | None = None):
     """Fig. 5: the text of a sequence, each token on a patch coloured by its dominant component.
 
     Args:
@@ -182,11 +201,12 @@ def plot_token_strip(tokens: Sequence[str], resp, *, line_width: int = 90, ax=No
         resp: ``(N, K)`` or ``(N, H, K)`` responsibilities of the same tokens.
         line_width: characters per line before wrapping.
         ax: an axes to draw on; a new figure otherwise.
+        head: read this head of a ``(N, H, K)`` input alone (``None``: average the heads).
 
     Returns:
         The figure. The small number under a token is its component.
     """
-    gamma = _responsibilities(resp)
+    gamma = _responsibilities(_one_head(resp, head))
     if len(tokens) != gamma.shape[0]:
         raise ValueError(f"tokens has {len(tokens)} entries but resp has {gamma.shape[0]} positions")
     assignments = gamma.argmax(axis=1)
@@ -208,12 +228,12 @@ def plot_token_strip(tokens: Sequence[str], resp, *, line_width: int = 90, ax=No
     ax.set_xlim(-1, line_width + 2)
     ax.set_ylim(-line - 0.8, 0.6)
     ax.axis("off")
-    ax.set_title("tokens coloured by their dominant component")
+    ax.set_title(f"tokens coloured by their dominant component{_head_label(head)}")
     return ax.figure
 
 
 def plot_responsibility_pca(resp, categories: Sequence[str], *, max_points: int = 4000, top: int = 10,
-                            seed: int = 0):
+                            seed: int = 0, head: int | None = None):
     """Fig. 6: responsibility vectors on their first two principal components.
 
     Args:
@@ -222,12 +242,13 @@ def plot_responsibility_pca(resp, categories: Sequence[str], *, max_points: int 
         max_points: at most this many tokens are drawn (a seeded random subset); the PCA uses all ``T``.
         top: the ``top`` most-assigned components get their own colour in the right panel, the rest are grey.
         seed: seed of the subset.
+        head: read this head of a ``(T, H, K)`` input alone (``None``: average the heads).
 
     Returns:
         The figure: left coloured by category, right by hard component assignment; the axis labels give the
         share of variance each principal component explains.
     """
-    gamma = _responsibilities(resp)
+    gamma = _responsibilities(_one_head(resp, head))
     labels = diagnostics.as_labels(categories, gamma.shape[0])
     scores, explained = diagnostics.responsibility_pca(gamma, n_components=2)
     scores = scores.numpy()
@@ -251,7 +272,7 @@ def plot_responsibility_pca(resp, categories: Sequence[str], *, max_points: int 
         mask = shown[assignments[shown] == k]
         by_component.scatter(scores[mask, 0], scores[mask, 1], s=4, alpha=0.6, color=colors[k], label=f"k={k}")
     by_component.legend(fontsize=6, markerscale=2, ncol=2)
-    by_component.set_title(f"coloured by component ({len(leaders)} most assigned)")
+    by_component.set_title(f"coloured by component ({len(leaders)} most assigned){_head_label(head)}")
     for ax in (by_category, by_component):
         ax.set_xlabel(f"PC1 ({explained[0]:.1%} of variance)")
         ax.set_ylabel(f"PC2 ({explained[1]:.1%} of variance)")

@@ -19,17 +19,25 @@ __all__ = ["RoutingExplorer", "routing_explorer"]
 
 
 class RoutingExplorer(Explorer):
-    """Head-averaged query responsibilities of one sequence, viewed one position and one component at a time.
+    """Query responsibilities of one sequence, viewed one position and one component at a time: one head's own
+    rows (``head=h`` with a ``(N, H, K)`` input), or the head-averaged rows (``head=None``).
 
     Attributes:
-        resp: ``(N, K)`` float64 NumPy array of responsibilities.
+        resp: ``(N, K)`` float64 NumPy array of the rows shown (head ``head``'s, or the heads' average).
+        rows: ``(N, H, K)`` float64 NumPy array of every head's rows (``H = 1`` for an ``(N, K)`` input).
+        head: the head shown, or ``None`` for the average.
         tokens: the ``N`` token strings.
         position, component: what the figure shows now.
         controls: the ipywidgets box (position, component) once shown.
     """
 
-    def __init__(self, resp, tokens: Sequence[str], *, position: int = 0, component: int | None = None):
+    def __init__(self, resp, tokens: Sequence[str], *, position: int = 0, component: int | None = None,
+                 head: int | None = None):
+        self.rows = diagnostics.head_rows(resp).numpy()
+        self.head = None
         self.resp = diagnostics.as_responsibilities(resp).numpy()
+        if head is not None:
+            self.set_head(head)
         if isinstance(tokens, str):
             raise TypeError("tokens must be a sequence of token strings, got a single str")
         if len(tokens) != self.resp.shape[0]:
@@ -47,6 +55,11 @@ class RoutingExplorer(Explorer):
     def set_position(self, position: int) -> None:
         """Show the routing of the token at ``position`` (0 to N-1)."""
         self.position = _checks.integer("position", position, minimum=0, maximum=self.resp.shape[0] - 1)
+
+    def set_head(self, head: int) -> None:
+        """Show head ``head`` (0 to H-1) on its own: its rows and its hard assignment."""
+        self.head = _checks.integer("head", head, minimum=0, maximum=self.rows.shape[1] - 1)
+        self.resp = self.rows[:, self.head]
 
     def set_component(self, component: int) -> None:
         """Show what component ``component`` (0 to K-1) collects along the sequence."""
@@ -67,8 +80,11 @@ class RoutingExplorer(Explorer):
         upper.set_xlabel("component k (outlined: the component shown below)")
         upper.set_ylabel(r"$\bar\gamma^Q_{t,k}$")
         token = self.tokens[self.position].replace("Ġ", " ").replace("\n", "\\n")
-        upper.set_title(f"position {self.position}: {token!r} routes mostly to component {int(row.argmax())} "
-                        f"(max {row.max():.3f})")
+        tied = np.flatnonzero(row.max() - row <= 1e-9)
+        where = (f"component {int(row.argmax())}" if len(tied) == 1 else
+                 f"a {len(tied)}-way tie ({', '.join(map(str, tied[:4]))}{', ...' if len(tied) > 4 else ''})")
+        upper.set_title(f"position {self.position}{'' if self.head is None else f', head {self.head}'}: "
+                        f"{token!r} routes mostly to {where} (max {row.max():.3f})")
         upper.legend(fontsize=8)
         column = self.resp[:, self.component]
         wins = np.flatnonzero(self.resp.argmax(axis=1) == self.component)
@@ -87,6 +103,17 @@ class RoutingExplorer(Explorer):
     def _build_controls(self):
 
         style = {"description_width": "90px"}
+        sliders = []
+        if self.head is not None and self.rows.shape[1] > 1:
+            head = widgets.IntSlider(value=self.head, min=0, max=self.rows.shape[1] - 1, description="head",
+                                     style=style, continuous_update=False)
+
+            def on_head(change):
+                self.set_head(change["new"])
+                self._redraw()
+
+            head.observe(on_head, names="value")
+            sliders.append(head)
         position = widgets.IntSlider(value=self.position, min=0, max=self.resp.shape[0] - 1,
                                      description="position", style=style, continuous_update=False)
         component = widgets.IntSlider(value=self.component, min=0, max=self.resp.shape[1] - 1,
@@ -102,11 +129,11 @@ class RoutingExplorer(Explorer):
 
         position.observe(on_position, names="value")
         component.observe(on_component, names="value")
-        return widgets.VBox([position, component])
+        return widgets.VBox([*sliders, position, component])
 
 
-def routing_explorer(resp, tokens: Sequence[str], *, position: int = 0,
-                     component: int | None = None) -> RoutingExplorer:
+def routing_explorer(resp, tokens: Sequence[str], *, position: int = 0, component: int | None = None,
+                     head: int | None = None) -> RoutingExplorer:
     """Display an interactive explorer of one sequence's routing and return it.
 
     A static figure comes first (the chosen token's responsibility vector over the ``K`` components, and the
@@ -114,12 +141,14 @@ def routing_explorer(resp, tokens: Sequence[str], *, position: int = 0,
     the position and the component. Without a live kernel (the HTML book) the figure is what you see.
 
     Args:
-        resp: ``(N, K)`` or ``(N, H, K)`` query responsibilities of one sequence (heads are averaged).
+        resp: ``(N, K)`` or ``(N, H, K)`` query responsibilities of one sequence.
         tokens: the sequence's ``N`` token strings.
         position: the token shown first.
         component: the component shown first; ``None`` means the chosen token's dominant component.
+        head: show this head's own rows (a slider then moves between heads); ``None`` averages the heads, whose
+            rows can tie when one-hot heads disagree (the title then names the tie).
 
     Returns:
         The :class:`RoutingExplorer` (assign it, ``explorer = routing_explorer(...)``, to avoid printing its repr).
     """
-    return RoutingExplorer(resp, tokens, position=position, component=component).show()
+    return RoutingExplorer(resp, tokens, position=position, component=component, head=head).show()
