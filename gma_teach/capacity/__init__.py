@@ -39,6 +39,13 @@ reads off the recall study's table.
   :func:`uses_default_routing` tells which arms route with GMA's default (collapsing) routing,
   :func:`default_routing_floor` sets those arms beside the guessing floor and :func:`equal_state_points` finds the
   GMA arms that keep exactly linear attention's state.
+* **The slots, the stopping and the primary family of a capacity-form study** (module ``_slots_table``):
+  :func:`lost_pair_table` splits each GMA arm's lost pairs into collisions, misrouted queries and blur, the mean
+  over the seeds that recorded them; :func:`stopping_table` and :func:`format_stopping` give each run's stopping
+  reason and steps, :func:`ceiling_count` how many runs of the primary family reached the step ceiling (and how
+  many of those were still improving, :data:`IMPROVING_WINDOW`), :func:`study_progress` how many declared runs are
+  recorded, and :func:`primary_family` with :func:`format_primary_family` the declared family read from
+  ``gma_teach.study.declared_comparisons``, :data:`NOT_YET` where declared seeds are missing.
 * **The MQAR pilot.** :func:`pilot_curves` reads each arm's validation curve, per kv-pair count and averaged over
   the counts, from the records of ``gma_teach.designs.MQAR_PILOT``; :func:`pilot_learned` says whether each arm
   learned (averaged accuracy above :data:`LEARNED_ABOVE` at any evaluation) and :func:`pilot_sentences` says so in
@@ -46,7 +53,8 @@ reads off the recall study's table.
 
 The package's modules are private (``_exact``: the demo, random routing and forgetting; ``_table``: state bytes, the
 live run, the guessing floor and the table; ``_findings``: the sentences; ``_fast_weight``: the capacity test;
-``_pilot``: the MQAR pilot's curves; ``_curves``: the capacity study's curves; ``_published``: their logged curves):
+``_pilot``: the MQAR pilot's curves; ``_curves``: the capacity study's curves; ``_published``: their logged curves;
+``_slots_table``: the slots, stopping and primary family of a capacity-form study):
 every name is imported from ``gma_teach.capacity``. Which arms are forgetting or hybrid arms, what each is compared
 with and which mixers' routing can collapse are read from the mixers' registry (:mod:`gma_teach.mixers`).
 """
@@ -54,7 +62,7 @@ from ..baselines import MIXERS, make_mixer
 from ..layer import LM_ROUTING_REMEDY
 from ..mixing import read_memory, write_memory
 from ..stats import paired_difference
-from . import _curves, _exact, _fast_weight, _pilot, _published, _table
+from . import _curves, _exact, _fast_weight, _pilot, _published, _slots_table, _table
 from ._exact import (
     round_robin,
     slot_routing,
@@ -94,6 +102,16 @@ from ._curves import (
     state_at,
 )
 from ._published import published_final
+from ._slots_table import (
+    ceiling_count,
+    family_sizes,
+    format_primary_family,
+    format_stopping,
+    lost_pair_table,
+    primary_family,
+    stopping_table,
+    study_progress,
+)
 from ._fast_weight import (
     FastWeightBatch,
     FastWeightModel,
@@ -128,6 +146,8 @@ __all__ = [
     "PUBLISHED_COUNTERPARTS", "published_comparison", "PUBLISHED_MODELS", "PUBLISHED_CURVES", "published_final",
     "LEARNED_ABOVE",
     "pilot_curves", "pilot_learned", "pilot_sentences",
+    "family_sizes", "lost_pair_table", "stopping_table", "format_stopping", "IMPROVING_WINDOW", "ceiling_count",
+    "study_progress", "NOT_YET", "primary_family", "format_primary_family",
 ]
 
 # The package's data, documented here (the page documents a name with the docstring its package gives it).
@@ -163,3 +183,11 @@ LEARNED_ABOVE = _pilot.LEARNED_ABOVE
 """The MQAR pilot's criterion, the accuracy an arm must pass to have *learned*, its validation accuracy averaged
 over the kv-pair counts above this at any evaluation (far above the guessing floor ``1/n``, 0.073 on average over
 8, 16 and 32 pairs)."""
+
+IMPROVING_WINDOW = _slots_table.IMPROVING_WINDOW
+"""How many evaluations back a run stopped at the step ceiling is read as still improving (5): its validation loss
+at the last evaluation below its value that many evaluations earlier (500 steps at an evaluation every 100)."""
+
+NOT_YET = _slots_table.NOT_YET
+"""The status of a declared comparison whose declared seeds are not all recorded for both arms:
+``"not yet recorded"``."""
