@@ -53,12 +53,15 @@ from .runs.synthesis import (
     VERDICTS,
     WHAT,
     format_claims,
+    format_glance,
     format_synthesis,
     gma_claims,
     part_iv_synthesis,
     standing_family,
     standing_of,
+    tuning_claims,
     verdict_of,
+    what_gma_is_for,
 )
 from .runs.tables import format_study_table, ordering_at_last_evaluations, study_table, study_tables
 from .runs.verdicts import (
@@ -84,7 +87,8 @@ __all__ = ["merged_record", "planned_runs", "read_record", "submit_study",
            "rests_on_looks", "run_arm", "run_classification", "run_lm", "scan_initial_routing", "seeds_needed",
            "selected_arm", "speed_path", "split", "standing_family", "standing_of", "state_bytes", "study_data",
            "study_findings", "study_selection", "study_table", "study_tables", "summarize_arm", "tables_path",
-           "text_data", "train_run", "train_seed", "verdict_of"]
+           "text_data", "train_run", "train_seed", "tuning_claims", "verdict_of", "what_gma_is_for",
+           "format_glance"]
 
 __getattr__ = deprecated_getattr(__name__, {
     **{name: "gma_teach.designs" for name in ("CAUSE_STUDY", "COLLAPSE_STUDY", "INIT_SCAN", "KMEANS_BLOCKS",

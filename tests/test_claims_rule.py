@@ -63,6 +63,8 @@ def _record_comparison(folder, row, entry):
         found = [c for c in family if c["arm"] == entry["arm"] and c["against"] == "default"
                  and c["metric"] == "routing_information"]
         return found, 1
+    if row["record"] == synthesis.LISTOPS_LRA_TABLES:  # declared as the rival minus GMA
+        return [c for c in family if c["arm"] == entry["rival"] and c["against"] == entry["arm"]], -1
     arm = entry.get("arm")
     found = [c for c in family if c["against"] == entry["rival"] and (arm is None or c["arm"] == arm)
              and c.get("width") == entry.get("width")
@@ -94,7 +96,7 @@ def _check_rows_against_records(folder, rows):
 
 
 def test_every_row_of_the_book_follows_the_rule_from_its_record():
-    rows = study.gma_claims()
+    rows = [*study.gma_claims(), *study.tuning_claims()]
     _check_rows_against_records(measure.results_folder(), rows)
     by_claim = {row["claim"]: row for row in rows}
     # what the records say today (a changed record changes these through the rule, checked above)
@@ -127,7 +129,7 @@ def _text_row(folder):
 def _set(c, mean, told):
     key = "mean" if "mean" in c else "difference"
     c.update({key: mean, "ci95": [mean - abs(mean) / 2, mean + abs(mean) / 2] if told else [mean - 1, mean + 1],
-              "told_apart": told, "p_holm": 0.001 if told else 0.6})
+              "told_apart": told, "p_holm": 0.001 if told else 0.6, "p": 0.0002 if told else 0.3})
 
 
 @pytest.mark.parametrize("means, told, expected", [
@@ -172,7 +174,7 @@ def test_synthetic_lm_recall_and_profiling_records_move_their_rows(records):
     _edit(records, "recall_study_tables.json", recall_ahead)
     _edit(records, synthesis.REMEDY_TABLES, remedy_open)
     _edit(records, synthesis.PROFILING_RECORD, gma_smallest)
-    rows = {r["claim"]: r for r in study.gma_claims(records)}
+    rows = {r["claim"]: r for r in [*study.gma_claims(records), *study.tuning_claims(records)]}
     assert rows["language modelling against SDPA (small LM, bits per byte)"]["side"] == "not for"
     assert rows["a better memory than linear attention at equal state (recall)"]["side"] == "for"
     assert rows["less training memory than the linear-time rivals and SDPA"]["side"] == "for"
@@ -339,3 +341,20 @@ def test_the_capacity_tables_saved_by_the_command_give_the_row(records):
     assert row["scope"].endswith("; its key routing carrying 4.2 to 4.2 bits at S = 80, 120, 160, 200 (19 to 19 "
                                  "effective slots of K = 64, chapter 12)")  # 4.25 bits: the mean over seeds 0-5
     _check_rows_against_records(records, [row])
+
+
+def test_a_tie_in_holm_s_p_is_broken_by_the_unadjusted_p_not_the_list_order():
+    """Holm's p caps at 1: two comparisons there tie, and the one named is the one of the smaller unadjusted p,
+    wherever it stands in the list (the claims' LM rows pick by the unadjusted p alone)."""
+    settings = {"arms": {"gma_a": {"mixer": "gma"}, "gma_b": {"mixer": "gma"}, "linear": {"mixer": "linear"}}}
+    first = {"arm": "gma_a", "against": "linear", "metric": "val_bits_per_byte", "mean": 0.001,
+             "ci95": [-0.05, 0.05], "p": 0.9, "p_holm": 1.0, "told_apart": False}
+    second = {**first, "arm": "gma_b", "mean": 0.03, "ci95": [-0.01, 0.07], "p": 0.3}
+    for order in ([first, second], [second, first]):
+        declared = {"seeds": [0, 1, 2], "family_size": 2, "comparisons": order}
+        lines = study.findings_summary(study.study_findings(settings, declared), declared)
+        assert "the smallest adjusted p, gma_b vs linear" in lines[-1], lines
+    lm = {r["claim"]: r for r in study.gma_claims()}[
+        "language modelling against linear attention (small LM, bits per byte)"]
+    smallest = min(lm["basis"], key=lambda b: b["p"])
+    assert f"the smallest unadjusted p, {smallest['arm']} (p {smallest['p']:.2g})" in lm["evidence"]

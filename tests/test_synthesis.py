@@ -65,19 +65,59 @@ README = measure.results_folder().parents[1] / "README.md"
 
 
 def _glance(text: str) -> str:
-    """README's results-at-a-glance claims: the section's lines from its table's first line to the end of the
-    numbered list after it."""
+    """README's results at a glance from its table's first line to the end of the section (the claims table and
+    list, the tuning table and list, the closing paragraph)."""
     section = text.split("## Results at a glance\n", 1)[1].split("\n## ", 1)[0]
     lines = section.splitlines()
     start = next(i for i, line in enumerate(lines) if line.startswith("|"))
-    end = max(i for i, line in enumerate(lines) if line.startswith("|") or line[:1].isdigit())
-    return "\n".join(lines[start:end + 1])
+    return "\n".join(lines[start:]).strip()
+
+
+def _generated() -> str:
+    return synthesis.format_glance(synthesis.gma_claims(), synthesis.tuning_claims())
 
 
 def test_readme_results_at_a_glance_is_the_claims_table_of_the_records():
-    """README's table is :func:`synthesis.format_claims` of the records, character for character: a record that
-    moves, or a sentence edited by hand, fails here."""
-    assert _glance(README.read_text()) == synthesis.format_claims(synthesis.gma_claims())
+    """README's table, its tuning table and its closing paragraph are :func:`synthesis.format_glance` of the
+    records, character for character: a record that moves, or a sentence edited by hand, fails here."""
+    assert _glance(README.read_text()) == _generated()
+
+
+def test_any_one_wrong_number_in_readme_s_glance_fails():
+    """Each number README's glance prints, changed alone by one unit of its last digit, breaks the check above."""
+    import re
+
+    text, generated = README.read_text(), _generated()
+    glance = _glance(text)
+    numbers = list(re.finditer(r"\d+(?:[.,]\d+)*", glance))
+    assert len(numbers) > 150, len(numbers)
+    for match in numbers:
+        digits = match.group(0)
+        changed = digits[:-1] + str((int(digits[-1]) + 1) % 10)
+        wrong = glance[:match.start()] + changed + glance[match.end():]
+        assert wrong != generated, match.group(0)
+
+
+def test_the_rows_name_rivals_and_the_tuning_rows_only_routings():
+    """The claims table compares GMA with another mixer in every row; GMA's routings against each other are in the
+    tuning table; the closing paragraph names every claim under its verdict, each verdict once."""
+    rows, tuning = synthesis.gma_claims(), synthesis.tuning_claims()
+    assert not any("routing" in r["against"] for r in rows), [r["against"] for r in rows]
+    assert tuning and all("routing" in r["against"] for r in tuning)
+    claims = {r["claim"]: r for r in rows}
+    recall = claims["recall with the default routing"]
+    assert recall["side"] == synthesis.verdict_of(recall["basis"])
+    assert {b["rival"] for b in recall["basis"]} == {"linear", "sdpa"} and len(recall["basis"]) == 24
+    assert {(b["arm"], b["width"]) for b in recall["basis"]} == {
+        (f"gma_k{k}", w) for k in (8, 16, 32, 64, 128, 256) for w in (64, 128)}
+    listops = claims["ListOps at LRA's lengths"]
+    assert {b["rival"] for b in listops["basis"]} == {"sdpa", "linear", "performer"}
+    paragraph = synthesis.what_gma_is_for(rows)
+    for i, r in enumerate(rows, start=1):
+        assert paragraph.count(f"(row {i}, against") == 1
+        before = paragraph.split(f"{r['claim']} (row {i}, against", 1)[0]
+        heads = {"for": "GMA is for", "not for": "It is not for", "not shown": "Not shown"}
+        assert before.rfind(heads[r["side"]]) == max(before.rfind(h) for h in heads.values()), r["claim"]
 
 
 def test_each_claim_is_computed_from_its_record(tmp_path):
@@ -94,7 +134,7 @@ def test_each_claim_is_computed_from_its_record(tmp_path):
     (tmp_path / "text_standin_tables.json").write_text(json.dumps(saved))
     after = {row["record"]: row for row in synthesis.gma_claims(tmp_path)}["text_standin_tables.json"]
     assert after != {row["record"]: row for row in before}["text_standin_tables.json"]
-    assert "not told apart, allowing up to" in after["evidence"] and after["side"] == "not shown"
+    assert "not told apart, the interval allowing GMA from" in after["evidence"] and after["side"] == "not shown"
 
 
 def test_a_comparison_not_told_apart_is_never_written_as_parity():

@@ -5,7 +5,10 @@ comparisons counted.
 correction or by an exact property they lack), *not for* (behind them, the same way), *not shown* (everything
 else). :func:`gma_claims` reads the records and returns one claim a row, each judged by that rule from the
 comparisons it names (its ``"basis"``), with its rivals, its scope, its number and its unadjusted intervals;
-:func:`format_claims` writes them as the table README and Part IV's last page show.
+:func:`format_claims` writes them as the table README and Part IV's last page show. Each of those rows sets GMA
+against a rival (another mixer); GMA's routings against each other are :func:`tuning_claims`, a table of their own,
+since they say how to tune GMA, not what it is for. :func:`what_gma_is_for` reads the rows into one paragraph, and
+:func:`format_glance` writes README's results at a glance: both tables and that paragraph.
 :func:`part_iv_synthesis` reads the saved tables (``<study>_tables.json``, ``recall_study_tables.json``) and counts
 each study's declared comparisons from the GMA side, GMA against other mixers apart from routing changes against
 default GMA; :func:`format_synthesis` writes the rows as a Markdown table. *Ahead* or *behind* is a declared
@@ -22,7 +25,16 @@ import numpy as np
 
 from ..baselines import make_mixer, mixer_state_bytes
 from ..capacity import key_routing_phrase
-from ..designs import CAPACITY_STUDY, LM_SETTING, RECALL_STUDY, RECALL_V2_STUDY, STUDIES, VARIANCE_AND_BALANCE, Arm
+from ..designs import (
+    CAPACITY_STUDY,
+    LISTOPS_LRA_STUDY,
+    LM_SETTING,
+    RECALL_STUDY,
+    RECALL_V2_STUDY,
+    STUDIES,
+    VARIANCE_AND_BALANCE,
+    Arm,
+)
 from ..layer import LM_ROUTING_REMEDY
 from ..records import results_folder
 from ..stats import largest_difference_allowed
@@ -122,6 +134,10 @@ trained at growing lengths in one interleaved run). :func:`gma_claims` takes ano
 (``profiling_record=``), such as ``profiling_cpu_small.json`` (every mixer of the registry, eager softmax among
 them); the rows are read the same way from either."""
 
+PLAIN_AUTOGRAD_GMA = "gma (operators)"
+"""The profiling record's label for GMA through autograd over its separate operators, the treatment linear
+attention and SDPA get; ``"gma"`` is GMA with its hand-written backward (``gma_teach._gma_autograd``)."""
+
 CONTROLS = ("none", "uniform")
 """Mixers that are controls, not rivals: no mixing, and the uniform causal average."""
 
@@ -188,18 +204,30 @@ def _basis(c: dict, rival: str, metric: str, sign: int = 1) -> dict:
     """A declared comparison as :func:`standing_of` reads it, GMA's side first (``sign=-1`` where GMA is the
     comparison's ``against``)."""
     low, high = (sign * x for x in c["ci95"])
-    return {"rival": rival, "difference": sign * _mean_difference(c), "ci95": sorted([low, high]),
+    return {"rival": rival, "difference": sign * _mean_difference(c), "ci95": sorted([low, high]), "p": c["p"],
             "p_holm": c["p_holm"], "told_apart": c["told_apart"], "lower_is_better": metric in LOWER_IS_BETTER}
 
 
-def _verdict(b: dict, digits: int, scale: float = 1.0) -> str:
+def interval_sides(b: dict, scale: float = 1.0) -> tuple[float, float]:
+    """``(behind, ahead)``: how far behind and how far ahead of its rival a comparison's unadjusted 95% interval
+    allows its subject (``b["difference"]`` is subject minus rival, ``b["lower_is_better"]`` says which way is
+    ahead), each in the units of ``scale`` and at least 0; an interval that excludes 0 allows one side only."""
+    turn = -1.0 if b["lower_is_better"] else 1.0
+    low, high = sorted(turn * scale * x for x in b["ci95"])  # subject better to the right
+    return max(0.0, -low), max(0.0, high)
+
+
+def _verdict(b: dict, digits: int, scale: float = 1.0, subject: str = "GMA") -> str:
     """A declared comparison's unadjusted 95% interval (both ends), its Holm p and its verdict; one not told apart
-    whose interval holds 0 comes with the largest difference the interval allows (never read as parity)."""
+    whose interval holds 0 comes with how far behind and how far ahead of the rival the interval allows
+    ``subject`` (each side its own bound, never read as parity)."""
     low, high = (scale * x for x in b["ci95"])
     text = (f"unadjusted 95% interval {low:.{digits}f} to {high:.{digits}f}, Holm p {b['p_holm']:.2g}, "
             f"{'told apart' if b['told_apart'] else 'not told apart'}")
     if not b["told_apart"] and low <= 0 <= high:
-        text += f", allowing up to {scale * largest_difference_allowed(b['ci95']):.{digits}f} either way"
+        behind, ahead = interval_sides(b, scale)
+        text += (f", the interval allowing {subject} from {behind:.{digits}f} behind to {ahead:.{digits}f} "
+                 "ahead")
     return text
 
 
@@ -250,13 +278,27 @@ def _profiling_rows(folder: Path, record_name: str) -> list[dict]:
                    "lower_is_better": False} for name, _ in rivals]
     sides = "; ".join(f"{'ahead of' if speed['gma'] > speed[name] else 'behind'} {label}" for name, label in rivals)
     throughput_verdict = verdict_of(throughput)
+    plain = PLAIN_AUTOGRAD_GMA in at
+    treatment = ("; GMA runs its hand-written backward, linear attention plain autograd through its operators, "
+                 "SDPA PyTorch's scaled_dot_product_attention with its own backward"
+                 + ("" if plain else ", and this record holds no GMA through plain autograd"))
+    if plain:
+        places = {side: " and ".join(label for name, label in rivals
+                                     if (mib[PLAIN_AUTOGRAD_GMA] < mib[name]) == (side == "ahead"))
+                  for side in ("ahead", "behind")}
+        memory_evidence += (f"; GMA through plain autograd, as linear attention runs, peaks at "
+                            f"{mib[PLAIN_AUTOGRAD_GMA]:.1f} MiB: "
+                            + "; ".join(f"{word} {places[side]}" for side, word in (("behind", "behind"),
+                                                                                   ("ahead", "ahead of"))
+                                        if places[side]))
+    plain_speed = (f"; GMA through plain autograd {speed[PLAIN_AUTOGRAD_GMA]:,.0f}" if plain else "")
     return [
         _claim_row(memory_verdict, "less training memory than the linear-time rivals and SDPA",
-                   "linear attention, SDPA", scope, f"peak MiB: GMA {mib['gma']:.1f}, {order}", memory_evidence,
-                   record_name, 8, memory, "peak MiB"),
-        _claim_row(throughput_verdict, "faster training at long context", "linear attention, SDPA", scope,
-                   f"tokens/s: GMA {speed['gma']:,.0f}, "
-                   + ", ".join(f"{label} {speed[name]:,.0f}" for name, label in rivals),
+                   "linear attention, SDPA", scope + treatment, f"peak MiB: GMA {mib['gma']:.1f}, {order}",
+                   memory_evidence, record_name, 8, memory, "peak MiB"),
+        _claim_row(throughput_verdict, "faster training at long context", "linear attention, SDPA",
+                   scope + treatment, f"tokens/s: GMA {speed['gma']:,.0f}, "
+                   + ", ".join(f"{label} {speed[name]:,.0f}" for name, label in rivals) + plain_speed,
                    f"one CPU run, no interval ({sides} in it); on a GPU, where the paper's Table 1 has SDPA several "
                    "times faster up to 4K, not known here", record_name, 8, throughput, "tokens/s"),
     ]
@@ -315,33 +357,73 @@ def _text_claim(folder: Path) -> dict:
                 "text_standin_tables.json", 9, basis, "accuracy, points", 100.0)
 
 
-def _recall_claim(folder: Path) -> dict:
-    """GMA with the variance change and the balance loss (a routing that dissolves) against linear attention at equal
-    state (recall: at each width, the arm of that spec with K the head width), with the study's scope: its KV cache
-    against GMA's largest state at the study's length, and whether ``designs.RECALL_V2_STUDY`` has run."""
+def _recall_scope(folder: Path, routing: str) -> str:
+    """The recall study's scope, shared by its two rows: its length, steps, seeds, the learning rates each arm's
+    kept rate was chosen from, ``routing`` (GMA's routing in the row), and its KV cache against GMA's largest
+    state at the study's length."""
+    setting, seeds, (width, *_) = RECALL_STUDY["setting"], RECALL_STUDY["seeds"], sorted(RECALL_STUDY["widths"])
+    n, heads = setting["seq_len"], setting["n_heads"]
+    largest_k = max(spec.n_components or 0 for spec in RECALL_STUDY.arms.values() if spec.mixer == "gma")
+    cache = mixer_state_bytes(make_mixer("sdpa", width, heads, causal=True), n)
+    largest = mixer_state_bytes(make_mixer("gma", width, heads, causal=True, n_components=largest_k), n)
+    rates = " and ".join(f"{lr:g}" for lr in RECALL_STUDY.learning_rates or (setting.get("lr"),))
+    return (f"{n} tokens, {setting['steps']:,} steps, seeds {seeds[0]}-{seeds[-1]}, each arm at the rate it kept of "
+            f"{rates}; {routing}; at this length SDPA's KV cache ({cache:,} bytes at width {width}) is "
+            f"{'smaller' if cache < largest else 'no smaller'} than GMA's largest state ({largest:,} bytes, "
+            f"K = {largest_k})")
+
+
+def _recall_default_claim(folder: Path) -> dict:
+    """GMA with its default routing against linear attention and SDPA in the recall study: every default-routing
+    GMA arm (every K) at every width against both rivals, the declared comparisons as saved."""
     name = tables_path(RECALL_STUDY, folder).name
     saved = _read(folder, name)
-    setting, seeds = RECALL_STUDY["setting"], RECALL_STUDY["seeds"]
-    n, heads, width = setting["seq_len"], setting["n_heads"], min(RECALL_STUDY["widths"])
+    default = {arm: spec for arm, spec in RECALL_STUDY.arms.items() if spec.mixer == "gma" and spec.n_components
+               and set(spec.options) == {"n_components"}}
+    if not default:
+        raise ValueError("the recall study declares no GMA arm with the default routing")
+    rivals = (("linear", "linear attention"), ("sdpa", "SDPA"))
+    basis = [{**_basis(c, rival, c.get("metric", RECALL_STUDY["metric"])), "arm": arm, "width": width}
+             for arm in default for width in sorted(RECALL_STUDY["widths"]) for rival, _ in rivals
+             for c in [_declared(saved, arm, rival, width=width)]]
+    ks = sorted(spec.n_components for spec in default.values())
+    widths = sorted(RECALL_STUDY["widths"])
+    told = sum(b["told_apart"] for b in basis)
+    behind = sum(b["told_apart"] and b["difference"] < 0 for b in basis)
+    number = "; ".join(f"GMA minus {label} {min(b['difference'] for b in part):+.3f} to "
+                       f"{max(b['difference'] for b in part):+.3f}"
+                       for rival, label in rivals for part in [[b for b in basis if b["rival"] == rival]])
+    weakest = max(basis, key=lambda b: (b["p_holm"], b["p"]))
+    evidence = (f"{told} of {len(basis)} told apart, {behind} of them GMA behind; the largest Holm p, "
+                f"{weakest['arm']} (width {weakest['width']}) against {weakest['rival']}: {_verdict(weakest, 3)}")
+    return _claim_row(verdict_of(basis), "recall with the default routing", "linear attention, SDPA",
+                      _recall_scope(folder, f"GMA's default routing at K = {ks[0]} to {ks[-1]}, widths "
+                                            + " and ".join(str(w) for w in widths)),
+                      f"recall accuracy, {number}", evidence, name, 12, basis, "recall accuracy")
+
+
+def _recall_claim(folder: Path) -> dict:
+    """GMA with the variance change and the balance loss against linear attention at equal state (recall: at each
+    width, the arm of that spec with K the head width), with the study's scope and whether
+    ``designs.RECALL_V2_STUDY`` has run."""
+    name = tables_path(RECALL_STUDY, folder).name
+    saved = _read(folder, name)
+    heads = RECALL_STUDY["setting"]["n_heads"]
     equal_state = {w: Arm("gma", {"n_components": w // heads, **VARIANCE_AND_BALANCE}) for w in RECALL_STUDY.widths}
     pairs = [(_declared(saved, arm, "linear", width=w), spec.n_components, w, arm) for w, wanted in equal_state.items()
              for arm, spec in RECALL_STUDY.arms.items() if spec == wanted]
     basis = [{**_basis(c, "linear", c.get("metric", RECALL_STUDY["metric"])), "arm": arm, "width": w}
              for c, _, w, arm in pairs]
-    largest_k = max(spec.n_components or 0 for spec in RECALL_STUDY.arms.values() if spec.mixer == "gma")
-    cache = mixer_state_bytes(make_mixer("sdpa", width, heads, causal=True), n)
-    largest = mixer_state_bytes(make_mixer("gma", width, heads, causal=True, n_components=largest_k), n)
     v2 = RECALL_V2_STUDY["setting"]
     ran = (folder / f"{RECALL_V2_STUDY['name']}_tables.json").exists()
     capacity = ("" if (folder / CAPACITY_TABLES).exists() else
                 "; the fast-weight capacity study, which isolates the memory, is tested once its primary pair holds "
                 f"its {len(CAPACITY_STUDY.seeds)} seeds")
-    scope = (f"{n} tokens, {setting['steps']:,} steps, seeds {seeds[0]}-{seeds[-1]}, GMA's routing the variance "
-             f"change with the balance loss, which dissolves it: SDPA's KV cache "
-             f"({cache:,} bytes at width {width}) is {'smaller' if cache < largest else 'no smaller'} than GMA's "
-             f"largest state ({largest:,}), and so few steps may measure how fast a memory learns more than what "
-             f"it holds; the study where the size of a state decides ({v2['seq_len']} tokens, {v2['steps']:,} "
-             f"steps) has {'run' if ran else 'not run'}{capacity}")
+    scope = (_recall_scope(folder, "GMA's routing the variance change with the balance loss (the routing once "
+                                   "chosen for its active share), K equal to the width")
+             + f"; {setting_steps(RECALL_STUDY)} may measure how fast a memory learns more than what it holds; the "
+             f"study where the size of a state decides ({v2['seq_len']} tokens, {v2['steps']:,} steps) has "
+             f"{'run' if ran else 'not run'}{capacity}")
     number = "; ".join(f"K={k} (width {w}) {c['difference']:+.3f}" for c, k, w, _ in pairs)
     return _claim_row(verdict_of(basis), "a better memory than linear attention at equal state (recall)",
                       "linear attention, equal state", scope,
@@ -351,9 +433,74 @@ def _recall_claim(folder: Path) -> dict:
                       "recall accuracy")
 
 
+def setting_steps(design) -> str:
+    """A study's training steps in words (``"1,000 steps"``)."""
+    return f"{design['setting']['steps']:,} steps"
+
+
+LISTOPS_LRA_TABLES = f"{LISTOPS_LRA_STUDY.name}_tables.json"
+"""The saved tables of ListOps at LRA's lengths (:data:`gma_teach.designs.LISTOPS_LRA_STUDY`)."""
+
+
+def _listops_lra_claim(folder: Path) -> list[dict]:
+    """GMA against the other mixers of ListOps at LRA's lengths (the study's primary pairs with another mixer,
+    each declared as the rival minus GMA and turned GMA's side first); no row until the study's tables are
+    saved. Its routing change against default GMA is a tuning comparison, not a rival."""
+    if not (folder / LISTOPS_LRA_TABLES).exists():
+        return []
+    saved = _read(folder, LISTOPS_LRA_TABLES)
+    study, labels = LISTOPS_LRA_STUDY, {"sdpa": "SDPA", "linear": "linear attention", "performer": "Performer"}
+    pairs = [(rival, gma) for rival, gma in study.primary
+             if study.arms[gma].mixer == "gma" and study.arms[rival].mixer != "gma"]
+    basis = [{**_basis(_declared(saved, rival, gma), rival, study.metric, sign=-1), "arm": gma}
+             for rival, gma in pairs]
+    setting, seeds = study.setting, standing_family(saved)["seeds"]
+    scope = (f"sequences of {setting['min_length']:,} to {setting['max_length']:,} tokens, depth up to "
+             f"{setting['max_depth']}, {setting['n_train']:,} training examples, {setting['epochs']} epochs, seeds "
+             f"{seeds[0]}-{seeds[-1]}, one learning rate ({setting['lr']:g}) for every arm; {setting['n_layers']} "
+             f"layers of width {setting['d_model']}, GMA with K = {setting['n_components']} and its default routing")
+    plateau = saved.get("left_plateau")
+    if plateau:
+        counts = plateau["counts"]
+        scope += (f"; exploratory, over {counts[pairs[0][1]][1]} seeds, runs with {plateau['outcome']}: "
+                  + ", ".join(f"{'GMA' if arm == pairs[0][1] else labels.get(arm, arm)} {counts[arm][0]}"
+                              for arm in [pairs[0][1], *(rival for rival, _ in pairs)]))
+    name = lambda rival: labels.get(rival, rival)  # noqa: E731
+    return [_claim_row(verdict_of(basis), "ListOps at LRA's lengths", ", ".join(name(b["rival"]) for b in basis),
+                       scope, "test accuracy, GMA minus " + "; minus ".join(
+                           f"{name(b['rival'])} {100 * b['difference']:+.1f} points" for b in basis),
+                       "; ".join(f"{name(b['rival'])}: {_verdict(b, 1, 100)}" for b in basis)
+                       + "; not known here: whether GMA is ahead of or behind these rivals on ListOps",
+                       LISTOPS_LRA_TABLES, study.chapter, basis, "test accuracy, points", 100.0)]
+
+
 CAPACITY_TABLES = f"{CAPACITY_STUDY.name}_tables.json"
 """The saved tables of the fast-weight capacity study (:data:`gma_teach.designs.CAPACITY_STUDY`); its row is in the
 claims once they exist, that is once its primary pair holds every declared seed."""
+
+
+CAP_WINDOW = 5
+"""How many evaluations back the capacity row looks to say a run stopped at the step cap was still improving: its
+validation loss at the last evaluation below its value this many evaluations earlier."""
+
+
+def _capped_runs(folder: Path, arms, sizes, max_steps: int, seeds: set) -> tuple[str, str]:
+    """Of the capacity runs of ``arms`` at the sizes ``sizes`` (one run per seed and size), ``"X of Y"`` stopped
+    at the step cap, and ``"Z"`` of those with the validation loss still falling (:data:`CAP_WINDOW`)."""
+    total = capped = still = blind = 0
+    for arm in arms:
+        record = load_arm(CAPACITY_STUDY, arm, folder)
+        for run in (record or {"runs": []})["runs"]:
+            if run["seed"] not in seeds:
+                continue
+            for n in map(str, sizes):
+                total += 1
+                if run["stopped"][n] == "max_steps" or run["steps"][n] >= max_steps:
+                    capped += 1
+                    loss = run.get("curves", {}).get(n, {}).get("loss", [])
+                    blind += len(loss) <= CAP_WINDOW
+                    still += len(loss) > CAP_WINDOW and loss[-1] < loss[-1 - CAP_WINDOW]
+    return f"{capped} of {total} runs", f"{still}" + (f" ({blind} with no curve recorded)" if blind else "")
 
 
 def _capacity_claim(folder: Path) -> list[dict]:
@@ -368,8 +515,12 @@ def _capacity_claim(folder: Path) -> list[dict]:
              for c, n in ((_declared(saved, arm, rival, metric=m), n) for m, n in zip(CAPACITY_STUDY.metrics, sizes))]
     setting, seeds = CAPACITY_STUDY.setting, standing_family(saved)["seeds"]
     state = mixer_state_bytes(make_mixer("linear", setting["d_model"], 1, causal=True), 2)
+    capped, still = _capped_runs(folder, (arm, rival), sizes, setting["max_steps"], set(seeds))
     scope = (f"one causal layer of key size {setting['d_model']} storing S = {sizes[0]} to {sizes[-1]} distinct "
-             f"pairs, at most {setting['max_steps']:,} steps, seeds {seeds[0]}-{seeds[-1]}; GMA with K = 64 and the "
+             f"pairs, at most {setting['max_steps']:,} steps, seeds {seeds[0]}-{seeds[-1]}: {capped} stopped at that "
+             f"cap, {still} of them with the validation loss still falling over their last "
+             f"{CAP_WINDOW * setting['eval_every']:,} steps, so the row compares memories still learning when they "
+             "stopped, not what each holds at the end of training; GMA with K = 64 and the "
              f"routing remedy against linear attention's 64 features, both keeping {state:,} bytes of state"
              + key_routing_phrase(load_arm(CAPACITY_STUDY, arm, folder), sizes))
     return [_claim_row(verdict_of(basis), "a better memory than linear attention at equal state (fast-weight "
@@ -399,9 +550,9 @@ def _lm_rows(folder: Path) -> list[dict]:
         means = (f"GMA minus {label} {min(b['difference'] for b in basis):+.4f} to "
                  f"{max(b['difference'] for b in basis):+.4f} in the means: {ahead} GMA arms of {len(basis)} "
                  f"ahead, {len(basis) - ahead} behind")
-        smallest = min(basis, key=lambda b: b["p_holm"])
-        evidence = f"{told} of {len(basis)} told apart; the smallest adjusted p, {smallest['arm']}: " \
-                   f"{_verdict(smallest, 4)}"
+        smallest = min(basis, key=lambda b: b["p"])  # Holm keeps the order of the p-values, without its ties
+        evidence = (f"{told} of {len(basis)} told apart; the smallest unadjusted p, {smallest['arm']} "
+                    f"(p {smallest['p']:.2g}): {_verdict(smallest, 4)}")
         split = [b["arm"] for b in basis if rests_on_looks(b, looks)]
         if split:
             evidence += (f"; {', '.join(split)} would be told apart at a single look: the verdict rests on paying "
@@ -441,11 +592,11 @@ def _routing_claims(folder: Path) -> list[dict]:
     told = [b for b in basis if b["told_apart"]]
     evidence = f"{len(told)} of {len(basis)} told apart"
     evidence += "".join(f"; {'behind' if b['difference'] > 0 else 'ahead of'} {b['rival']} by "
-                        f"{abs(b['difference']):.4f}, {_verdict(b, 4)}" for b in told)
+                        f"{abs(b['difference']):.4f}, {_verdict(b, 4, subject='the default')}" for b in told)
     open_ = [b for b in basis if not b["told_apart"]]
     if open_:
         widest = max(open_, key=lambda b: largest_difference_allowed(b["ci95"]))
-        evidence += f"; the widest of the others, {widest['rival']}: {_verdict(widest, 4)}"
+        evidence += f"; the widest of the others, {widest['rival']}: {_verdict(widest, 4, subject='the default')}"
     rows = [_claim_row(verdict_of(basis), "a causal LM with the default routing (bits per byte)",
                        "the routing changes: " + ", ".join(b["rival"] for b in basis), _lm_scope(seeds),
                        f"default minus each change {min(b['difference'] for b in basis):+.4f} to "
@@ -460,13 +611,14 @@ def _routing_claims(folder: Path) -> list[dict]:
             verdict_of(gain), f"a routing that carries information, with the routing remedy ({remedy})",
             "the default routing", _lm_scope(seeds) + f", K = {k}",
             f"remedy minus default {gain[0]['difference']:+.2f} bits (of log2 K = {np.log2(k):.0f})",
-            _verdict(gain[0], 2), REMEDY_TABLES, 11, gain, "bits"))
+            _verdict(gain[0], 2, subject="the remedy"), REMEDY_TABLES, 11, gain, "bits"))
     return rows
 
 
 def gma_claims(folder=None, *, profiling_record: str = PROFILING_RECORD) -> list[dict]:
-    """What GMA is for, what it is not for and what is not shown, one claim a row, each judged by
-    :func:`verdict_of` from its record: ``{"side" (one of :data:`VERDICTS`), "claim", "against" (the named
+    """What GMA is for, what it is not for and what is not shown, one claim a row, each GMA against a rival (another
+    mixer, never another GMA routing: those are :func:`tuning_claims`), judged by :func:`verdict_of` from its
+    record: ``{"side" (one of :data:`VERDICTS`), "claim", "against" (the named
     rivals), "scope" (sizes, seeds, steps), "number", "evidence" (intervals and verdicts, or how it was measured),
     "record", "chapter", "basis" (the comparisons the verdict is computed from, each with its ``"difference"``,
     GMA minus the rival, where it has one), "unit" and "scale" (the basis's differences times ``scale`` are in
@@ -477,19 +629,62 @@ def gma_claims(folder=None, *, profiling_record: str = PROFILING_RECORD) -> list
         profiling_record: the profiling record the memory and throughput rows read (``PROFILING_RECORD``).
     """
     folder = Path(folder) if folder is not None else results_folder()
-    return [*_profiling_rows(folder, profiling_record), _state_claim(), _text_claim(folder), _recall_claim(folder),
-            *_capacity_claim(folder), *_lm_rows(folder), *_routing_claims(folder)]
+    return [*_profiling_rows(folder, profiling_record), _state_claim(), _text_claim(folder),
+            *_listops_lra_claim(folder), _recall_default_claim(folder), _recall_claim(folder),
+            *_capacity_claim(folder), *_lm_rows(folder)]
 
 
-def format_claims(rows: list[dict]) -> str:
+def tuning_claims(folder=None) -> list[dict]:
+    """GMA's routings against each other, not against a rival: the remedy study's two questions, each a row
+    judged by :func:`verdict_of` as :func:`gma_claims`'s rows are, its subject a GMA routing and its comparator
+    another (the default routing, or the routing changes). They say how to tune GMA, not what GMA is for."""
+    folder = Path(folder) if folder is not None else results_folder()
+    return _routing_claims(folder)
+
+
+TUNING_COLUMNS = ("row", "the routing is", "the claim", "against", "chapter")
+"""The columns of the tuning table (:func:`tuning_claims` written by :func:`format_claims` with ``tuning=True``):
+its rows compare GMA's routings with each other, so its verdict is the routing's, not GMA's."""
+
+TUNING_HEADING = ("**Tuning GMA: one routing against another.** These rows compare GMA with GMA, so they say how to "
+                  "tune it, not what it is for; the same rule judges them, the subject a routing and the comparator "
+                  "another.")
+"""The line README and Part IV put above the tuning table."""
+
+
+def format_claims(rows: list[dict], *, tuning: bool = False) -> str:
     """The claims as Markdown (README's results at a glance, Part IV's findings page): a narrow table, one row a
     claim (its number, the verdict, the claim, the named rivals and the chapter), so that the verdict stays in view
-    on a page of the book's width; then a numbered list with each row's scope, number, intervals and record."""
-    lines = ["| " + " | ".join(CLAIM_COLUMNS) + " |", "|" + "---|" * len(CLAIM_COLUMNS)]
-    lines += [f"| {i} | {r['side']} | {r['claim']} | {r['against']} | {r['chapter']} |"
+    on a page of the book's width; then a numbered list with each row's scope, number, intervals and record. With
+    ``tuning=True`` (the rows of :func:`tuning_claims`) the rows are numbered T1, T2, ... and the verdict column
+    is the routing's (:data:`TUNING_COLUMNS`)."""
+    columns, mark = (TUNING_COLUMNS, "T") if tuning else (CLAIM_COLUMNS, "")
+    lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
+    lines += [f"| {mark}{i} | {r['side']} | {r['claim']} | {r['against']} | {r['chapter']} |"
               for i, r in enumerate(rows, start=1)]
     lines.append("")
-    lines += [f"{i}. **{r['claim']}** ({r['side']}). Scope: {r['scope']}. The number: {r['number']}. "
-              f"Interval and verdict: {r['evidence']}. Record: `{r['record']}`."
+    lines += [f"{'- ' + mark if tuning else ''}{i}. **{r['claim']}** ({r['side']}). Scope: {r['scope']}. "
+              f"The number: {r['number']}. Interval and verdict: {r['evidence']}. Record: `{r['record']}`."
               for i, r in enumerate(rows, start=1)]
     return "\n".join(lines)
+
+
+def what_gma_is_for(rows: list[dict]) -> str:
+    """One plain paragraph from the claims (:func:`gma_claims`): what GMA is for, what it is not for and what is not
+    shown at these sizes, each claim with its rivals and its row number, every group read from the rows' verdicts."""
+    groups = {side: [f"{r['claim']} (row {i}, against {r['against']})" for i, r in enumerate(rows, start=1)
+                     if r["side"] == side] for side in VERDICTS}
+    known, unknown, unshown = VERDICTS
+    none = "nothing the studies measured"
+    return (f"What the rows tell a student, at these sizes, seeds and steps on a small CPU and nowhere else. GMA is "
+            f"for {'; and '.join(groups[known]) or none}. It is not for {'; or '.join(groups[unknown]) or none}. "
+            f"Not shown, so neither for nor against it: {'; '.join(groups[unshown]) or none}; there the studies do "
+            "not tell GMA from its rivals, which is no tie, and each row says what it leaves open. No row says how any "
+            "of this moves at the paper's sizes, on a GPU, or with more tuning than its row names.")
+
+
+def format_glance(rows: list[dict], tuning: list[dict]) -> str:
+    """README's results at a glance from its first table line to its end: the claims (:func:`format_claims`), the
+    tuning table under :data:`TUNING_HEADING`, and the paragraph of :func:`what_gma_is_for`."""
+    return "\n\n".join([format_claims(rows), TUNING_HEADING, format_claims(tuning, tuning=True),
+                         what_gma_is_for(rows)])

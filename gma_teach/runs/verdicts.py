@@ -251,8 +251,8 @@ def findings_summary(found: dict, declared: dict) -> list[str]:
     """A few sentences for a chapter's "What we found" box from :func:`study_findings`: the family, every win and
     loss (the first arm named is the GMA side, or the remedy), any verdict that rests on paying for the looks
     (:func:`rests_on_looks`: not told apart, though a study tested once would have told it apart), and the ties as
-    a count with the one of the smallest adjusted p spelled out (the smallest Holm p, not the smallest gap; its
-    interval is the unadjusted 95% one)."""
+    a count with the one of the smallest adjusted p spelled out (the smallest Holm p, not the smallest gap, a tie
+    broken by the unadjusted p; its interval is the unadjusted 95% one)."""
     lines = [found["family"][0].upper() + found["family"][1:] + "."]
     lines += [f"Told apart, first arm ahead: {sentence}." for sentence in found["wins"]]
     lines += [f"Told apart, first arm behind: {sentence}." for sentence in found["losses"]]
@@ -265,7 +265,9 @@ def findings_summary(found: dict, declared: dict) -> list[str]:
                          f"{c['p_holm'] / looks:.3f} without, so a single look would have told it apart.")
     if found["ties"]:
         ties = [c for c in declared["comparisons"] if not c["told_apart"]]
-        smallest = min(range(len(ties)), key=lambda i: ties[i]["p_holm"])
+        # Holm's p ties where it caps at 1 (or where the step-down carries a larger p forward): the unadjusted p
+        # breaks the tie, never the order of the list
+        smallest = min(range(len(ties)), key=lambda i: (ties[i]["p_holm"], ties[i].get("p", ties[i]["p_holm"])))
         lines.append(f"Not told apart: {len(found['ties'])} comparison(s); the smallest adjusted p, "
                      f"{found['ties'][smallest]} (unadjusted 95% interval).")
     return lines
