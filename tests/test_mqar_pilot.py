@@ -83,6 +83,16 @@ def test_pilot_learned_applies_the_stated_criterion():
     assert sentences[0].startswith("sdpa learned") and "step 1,500" in sentences[0] and "0.980 / 0.960 / 0.940" in (
         sentences[0])
     assert sentences[1].startswith("linear did not learn within 2,000 steps") and "best 0.117" in sentences[1]
+    # one seed at one rate, said so; the task is never called unlearnable
+    assert "on seed 0 at learning rate 0.001" in sentences[0] and "on seed 0 at learning rate 0.001" in sentences[1]
+    assert "One seed at one rate does not show that the task cannot be learned here" in sentences[1]
+    assert "not learnable" not in " ".join(sentences)
+    assert "guessing floor" not in sentences[1]  # it ends at 0.2 / 0.1 / 0.05, above 1/8, 1/16 and 1/32
+    below = {**_records(), "linear": _record("linear", [{"8": 0.2, "16": 0.1, "32": 0.05}] * 3
+                                                       + [{"8": 0.13, "16": 0.05, "32": 0.03}])}
+    words = capacity.pilot_sentences(below)[1]
+    assert "below the guessing floor 1/n at 16, 32 pairs (1/16 = 0.062, 1/32 = 0.031)" in words
+    assert "a failure to optimize at this rate, not to what its state can hold" in words
 
 
 def test_the_reader_names_bad_input():
@@ -117,3 +127,20 @@ def test_plot_pilot_curves_draws_each_arm_the_floors_and_the_criterion():
     with pytest.raises(ValueError, match="axes must hold one axis per kv-pair count"):
         plot_pilot_curves(_records(), axes=axes[:2])
     matplotlib.pyplot.close(fig)
+
+
+def test_readme_s_pilot_sentence_says_what_the_records_hold():
+    """README's "Running the studies" says the pilot ran one seed at one rate and that linear attention ends below
+    the guessing floor at every count; the recorded pilot must say the same, or the sentence must change."""
+    from pathlib import Path
+
+    readme = " ".join((Path(__file__).resolve().parents[1] / "README.md").read_text().split())
+    assert "Linear attention ends below the guessing floor 1/n at every count" in readme
+    assert "one seed at one rate does not show the task cannot be learned here" in readme
+    pilot = {arm: study.load_arm(designs.MQAR_PILOT, arm, width=64) for arm in designs.MQAR_PILOT.arms}
+    if any(record is None for record in pilot.values()):
+        pytest.skip("the pilot's records are not in this copy")
+    assert len(designs.MQAR_PILOT.seeds) == 1 and len(designs.MQAR_PILOT.learning_rates) == 1
+    linear = capacity.pilot_learned(pilot)["linear"]
+    assert not linear["learned"]
+    assert all(accuracy < 1 / int(n) for n, accuracy in linear["by_count_last"].items())

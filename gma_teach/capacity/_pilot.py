@@ -102,18 +102,31 @@ def pilot_learned(records, *, threshold: float = LEARNED_ABOVE, seed: int = 0) -
 
 
 def pilot_sentences(records, *, threshold: float = LEARNED_ABOVE, seed: int = 0) -> list[str]:
-    """One sentence per arm saying whether it learned and when, every number read from the records
-    (:func:`pilot_learned`)."""
+    """One sentence per arm saying whether it learned and when, on the one seed and at the one learning rate it ran,
+    every number read from the records (:func:`pilot_learned`). An arm that did not learn is said not to have
+    learned *on that seed at that rate*, never that the task cannot be learned; where it ends below the guessing
+    floor ``1/n`` at a kv-pair count (worse than guessing among the ``n`` values), the sentence says that this points
+    to a failure to optimize at that rate, not to what its state can hold."""
     sentences = []
+    curves = pilot_curves(records, seed=seed)
     for arm, v in pilot_learned(records, threshold=threshold, seed=seed).items():
         last = " / ".join(f"{a:.3f}" for a in v["by_count_last"].values())
         counts = ", ".join(str(n) for n in v["by_count_last"])
         end = f"at step {v['last_step']:,} it reached {last} at {counts} pairs"
+        lr = curves[arm]["lr"]
+        at = f"on seed {seed}" + (f" at learning rate {lr:g}" if lr is not None else "")
         if v["learned"]:
-            sentences.append(f"{arm} learned: its validation accuracy, averaged over the kv-pair counts, first passed "
-                             f"{threshold:g} at step {v['first_step']:,}; {end}.")
-        else:
-            sentences.append(f"{arm} did not learn within {v['last_step']:,} steps: its validation accuracy, averaged "
-                             f"over the kv-pair counts, stayed at or below {threshold:g} (best {v['best']:.3f} at "
-                             f"step {v['best_step']:,}); {end}.")
+            sentences.append(f"{arm} learned {at}: its validation accuracy, averaged over the kv-pair counts, first "
+                             f"passed {threshold:g} at step {v['first_step']:,}; {end}.")
+            continue
+        below = [n for n, a in v["by_count_last"].items() if a < 1 / int(n)]
+        floor = ("" if not below else
+                 f" It ends below the guessing floor 1/n at {', '.join(str(n) for n in below)} pairs ("
+                 + ", ".join(f"1/{n} = {1 / int(n):.3f}" for n in below) + "), worse than guessing: that points to "
+                 "a failure to optimize at this rate, not to what its state can hold.")
+        sentences.append(f"{arm} did not learn within {v['last_step']:,} steps {at}: its validation accuracy, "
+                         f"averaged over the kv-pair counts, stayed at or below {threshold:g} (best {v['best']:.3f} at "
+                         f"step {v['best_step']:,}); {end}.{floor} One seed at one rate does not show that the task "
+                         "cannot be learned here: that would need several rates and seeds, as the recall study "
+                         "swept rates.")
     return sentences
