@@ -21,7 +21,8 @@ import pytest
 from gma_teach import measure, records
 
 ROOT = Path(__file__).resolve().parents[1]
-RECORDS = sorted(measure.results_folder().glob("*.json"))
+RECORDS = sorted([*measure.results_folder().glob("*.json"),
+                  *measure.results_folder().glob("*.runs/*.json")])  # a record, and each run of the run store
 COMMAND = re.compile(r"python (?:-m (?P<module>[\w.]+)|(?P<script>tools/\w+\.py))(?: |$)")
 
 
@@ -41,7 +42,7 @@ def test_there_are_records():
     assert len(RECORDS) >= 30, measure.results_folder()
 
 
-@pytest.mark.parametrize("path", RECORDS, ids=[path.name for path in RECORDS])
+@pytest.mark.parametrize("path", RECORDS, ids=[str(path.relative_to(measure.results_folder())) for path in RECORDS])
 def test_each_record_states_its_provenance_and_a_command_that_runs(path):
     record = json.loads(path.read_text())
     missing = [key for key in measure.PROVENANCE_KEYS if key not in record]
