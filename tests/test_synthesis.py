@@ -154,3 +154,19 @@ def test_a_remedy_losing_to_gma_is_not_counted_as_gma_losing():
     remedy = next(c for c in saved["declared"]["comparisons"] if c["arm"] == "gma_variance_d_route")
     assert remedy["told_apart"] and remedy["mean"] < 0
     assert text["remedies"][2] >= 1 and text["against_mixers"][2] == 0
+
+
+def test_part_iv_ties_its_computed_sentences_to_the_records_with_asserts():
+    """nbval runs Part IV without stored outputs, so a sentence is checked only by an ``assert`` in its cell: the
+    claims' verdicts, the recall row, the figure's reading, the tuning table and the closing paragraph each have
+    one, and the page ends with the paragraph."""
+    import nbformat
+
+    cells = nbformat.read(README.parent / "book" / "part_iv_findings.ipynb", as_version=4).cells
+    code = [c.source for c in cells if c.cell_type == "code"]
+    checked = [source for source in code if "\nassert " in "\n" + source or "    assert " in source]
+    for needle in ("study.verdict_of(c[\"basis\"])", "recall with the default routing",
+                   "prompts.claims_figure_measured(claims)", "study.tuning_claims()", "study.what_gma_is_for(claims)"):
+        assert any(needle in source for source in checked), needle
+    assert "study.what_gma_is_for(claims)" in code[-1] and "display(Markdown(paragraph))" in code[-1]
+    assert not any("dissolves" in c.source for c in cells if c.cell_type == "markdown")
