@@ -358,3 +358,16 @@ def test_a_tie_in_holm_s_p_is_broken_by_the_unadjusted_p_not_the_list_order():
         "language modelling against linear attention (small LM, bits per byte)"]
     smallest = min(lm["basis"], key=lambda b: b["p"])
     assert f"the smallest unadjusted p, {smallest['arm']} (p {smallest['p']:.2g})" in lm["evidence"]
+
+
+@pytest.mark.parametrize("ci95, lower_is_better, expected", [
+    ([-0.096, 0.036], False, (0.096, 0.036)),  # higher is better: the low end is GMA behind
+    ([-0.096, 0.036], True, (0.036, 0.096)),  # lower is better: the low end is GMA ahead
+    ([0.02, 0.09], True, (0.09, 0.0)),  # excludes 0: one side only
+])
+def test_an_interval_says_how_far_behind_and_how_far_ahead_it_allows(ci95, lower_is_better, expected):
+    b = {"ci95": ci95, "lower_is_better": lower_is_better, "told_apart": False, "p_holm": 0.7}
+    assert synthesis.interval_sides(b) == pytest.approx(expected)
+    if ci95[0] <= 0 <= ci95[1]:
+        text = synthesis._verdict(b, 3)
+        assert f"from {expected[0]:.3f} behind to {expected[1]:.3f} ahead" in text and "either way" not in text
