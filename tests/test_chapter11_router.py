@@ -71,4 +71,5 @@ def test_every_figure_is_followed_by_a_computed_reading():
         following = cells[where + 1]
         assert "print(" in following and "plots." not in following, f"no computed sentence after {figure}"
     prompts = [source for source in cells if "look for horizontal bands" in source]
-    assert prompts and all('bands["banded"]' in source for source in prompts), "a band prompt not measured"
+    assert prompts and all('prompts.checked_prompt(' in source and '{"bands": bands["banded"]}' in source
+                           for source in prompts), "a band prompt not checked against its measurement"
