@@ -208,3 +208,30 @@ def test_figures_and_the_explorer_read_one_head():
     assert "head 2" in one_head.figure().axes[0].get_title()
     assert "component 2 (max 1.000)" in one_head.figure().axes[0].get_title()
     plt.close("all")
+
+
+def test_the_saved_remedy_costs_agree_with_the_records_and_the_chapters_prose():
+    """Chapter 11 prints each arm's cost from the saved tables: the same verdicts come out of the arm records when
+    the statistics are asked again, and the page's sentences about them hold (every change moves the information
+    by more than a bit and the bits per byte by 0.02 to 0.15; the balance loss is the one arm the rule keeps)."""
+    import json
+
+    from gma_teach import LM_ROUTING_REMEDY, designs, study
+
+    saved = json.loads(study.tables_path(designs.REMEDY_STUDY).read_text())
+    rows = {row["arm"]: row for row in diagnostics.arm_costs(saved)}
+    again = study.declared_comparisons(designs.REMEDY_STUDY)["comparisons"]
+    names = {"val_bits_per_byte": "bits_per_byte_vs", "routing_information": "information_vs"}
+    assert len(again) == 10
+    for comparison in again:
+        saved_one = rows[comparison["arm"]][names[comparison["metric"]]]
+        assert saved_one["mean"] == pytest.approx(comparison["mean"], abs=1e-9)
+        assert saved_one["p_holm"] == pytest.approx(comparison["p_holm"], rel=1e-6)
+        assert saved_one["told_apart"] == comparison["told_apart"]
+    changes = [row for arm, row in rows.items() if arm != "default"]
+    assert all(abs(row["information_vs"]["mean"]) > 1.0 for row in changes)
+    assert all(0.02 <= abs(row["bits_per_byte_vs"]["mean"]) <= 0.15 for row in changes)
+    selection = study.study_selection(designs.REMEDY_STUDY)
+    assert selection["qualified"] == [selection["arm"]] == ["balance"]
+    assert {k: v for k, v in designs.REMEDY_STUDY.arms["balance"].options.items()
+            if k != "n_components"} == LM_ROUTING_REMEDY
