@@ -235,3 +235,15 @@ def test_the_saved_remedy_costs_agree_with_the_records_and_the_chapters_prose():
     assert selection["qualified"] == [selection["arm"]] == ["balance"]
     assert {k: v for k, v in designs.REMEDY_STUDY.arms["balance"].options.items()
             if k != "n_components"} == LM_ROUTING_REMEDY
+
+
+def test_the_records_show_what_chapter_11_says_of_the_balance_arm_over_training():
+    """The page: in the records the balance loss first spreads the last layer's routing (its information falls
+    below where it started) while the first layer's rises, and the last layer sharpens again later."""
+    from gma_teach import designs, study
+
+    record = study.load_arm(designs.REMEDY_STUDY, "balance")
+    first, last = (diagnostics.layer_information(record, layer) for layer in (0, 1))
+    assert first["n"] == last["n"] == len(designs.REMEDY_STUDY.seeds)
+    assert last["bits"][1] < last["bits"][0] < last["bits"][-1]
+    assert first["bits"][1] > first["bits"][0]
