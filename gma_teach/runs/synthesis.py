@@ -357,7 +357,7 @@ def _text_claim(folder: Path) -> dict:
                 "text_standin_tables.json", 9, basis, "accuracy, points", 100.0)
 
 
-def _recall_scope(folder: Path, routing: str) -> str:
+def _recall_scope(routing: str) -> str:
     """The recall study's scope, shared by its two rows: its length, steps, seeds, the learning rates each arm's
     kept rate was chosen from, ``routing`` (GMA's routing in the row), and its KV cache against GMA's largest
     state at the study's length."""
@@ -397,7 +397,7 @@ def _recall_default_claim(folder: Path) -> dict:
     evidence = (f"{told} of {len(basis)} told apart, {behind} of them GMA behind; the largest Holm p, "
                 f"{weakest['arm']} (width {weakest['width']}) against {weakest['rival']}: {_verdict(weakest, 3)}")
     return _claim_row(verdict_of(basis), "recall with the default routing", "linear attention, SDPA",
-                      _recall_scope(folder, f"GMA's default routing at K = {ks[0]} to {ks[-1]}, widths "
+                      _recall_scope(f"GMA's default routing at K = {ks[0]} to {ks[-1]}, widths "
                                             + " and ".join(str(w) for w in widths)),
                       f"recall accuracy, {number}", evidence, name, 12, basis, "recall accuracy")
 
@@ -419,9 +419,10 @@ def _recall_claim(folder: Path) -> dict:
     capacity = ("" if (folder / CAPACITY_TABLES).exists() else
                 "; the fast-weight capacity study, which isolates the memory, is tested once its primary pair holds "
                 f"its {len(CAPACITY_STUDY.seeds)} seeds")
-    scope = (_recall_scope(folder, "GMA's routing the variance change with the balance loss (the routing once "
-                                   "chosen for its active share), K equal to the width")
-             + f"; {setting_steps(RECALL_STUDY)} may measure how fast a memory learns more than what it holds; the "
+    steps = RECALL_STUDY["setting"]["steps"]
+    scope = (_recall_scope("GMA's routing the variance change with the balance loss (the routing once chosen for "
+                           "its active share), K equal to the width")
+             + f"; {steps:,} steps may measure how fast a memory learns more than what it holds; the "
              f"study where the size of a state decides ({v2['seq_len']} tokens, {v2['steps']:,} steps) has "
              f"{'run' if ran else 'not run'}{capacity}")
     number = "; ".join(f"K={k} (width {w}) {c['difference']:+.3f}" for c, k, w, _ in pairs)
@@ -431,11 +432,6 @@ def _recall_claim(folder: Path) -> dict:
                       "; ".join(f"K={k}: {_verdict(b, 3)}" for b, (_, k, _, _) in zip(basis, pairs))
                       + "; not known here: which recalls more where the size of the state decides", name, 12, basis,
                       "recall accuracy")
-
-
-def setting_steps(design) -> str:
-    """A study's training steps in words (``"1,000 steps"``)."""
-    return f"{design['setting']['steps']:,} steps"
 
 
 LISTOPS_LRA_TABLES = f"{LISTOPS_LRA_STUDY.name}_tables.json"
