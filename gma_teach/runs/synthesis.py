@@ -15,6 +15,10 @@ default GMA; :func:`format_synthesis` writes the rows as a Markdown table. *Ahea
 comparison told apart after Holm's correction; *not told apart* is one that is not (never a tie proven). A study
 with a declared second look is counted at it (:func:`standing_family`). Nothing here trains: it reads what the
 records and tables already hold.
+
+Size: one file over 500 lines because every row of the claims table is built here beside the one rule that judges
+them all (:func:`verdict_of`) and the helpers they share (basis, sides of an interval, scope sentences), so that a
+reader checks each row's wording against the rule in one place.
 """
 from __future__ import annotations
 
