@@ -12,6 +12,17 @@ def _seed():
     torch.manual_seed(0)
 
 
+@pytest.fixture
+def one_torch_thread():
+    """One torch thread for a test (``pytestmark = pytest.mark.usefixtures("one_torch_thread")``): the models are
+    tiny, on a shared machine more threads only wait for each other, and a run's sums are added in the order a
+    one-thread study run adds them."""
+    threads = torch.get_num_threads()
+    torch.set_num_threads(1)
+    yield
+    torch.set_num_threads(threads)
+
+
 def random_responsibilities(*shape, dtype=torch.float64):
     """Rows of a softmax: valid responsibilities of shape ``shape`` (last dim K)."""
     return torch.softmax(torch.randn(*shape, dtype=dtype) * 2, dim=-1)

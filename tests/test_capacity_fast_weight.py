@@ -25,14 +25,7 @@ from gma_teach.layer import LM_ROUTING_REMEDY
 from gma_teach.runs.arm_records import read_record
 from gma_teach.study import run_arm
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread: the models are tiny, and on a shared machine more threads only wait for each other."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 # ------------------------------------------------------------------------------------------------ the task

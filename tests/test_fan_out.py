@@ -4,7 +4,6 @@ except the costs, and an interrupted study resumes with only its missing runs.""
 import json
 
 import pytest
-import torch
 
 from gma_teach import designs, records, study
 from gma_teach.designs import Arm
@@ -18,13 +17,9 @@ COSTS = {"wall_seconds", "cpu_seconds", "train_seconds", "provenance", "tokens_p
 
 
 @pytest.fixture(autouse=True)
-def _tiny(monkeypatch, tmp_path):
+def _tiny(monkeypatch, tmp_path, one_torch_thread):  # one thread, as every task runs (--threads 1)
     monkeypatch.setenv("GMA_TEACH_SCALE", "tiny")
     monkeypatch.setenv("GMA_TEACH_CACHE", str(tmp_path / "cache"))
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)  # as every task runs (--threads 1): the serial runs' sums are added in the same order
-    yield
-    torch.set_num_threads(threads)
 
 
 def _numbers(value):

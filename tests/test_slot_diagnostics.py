@@ -26,14 +26,7 @@ from gma_teach.diagnostics import (
 )
 from gma_teach.study import run_arm
 
-
-@pytest.fixture(autouse=True)
-def one_thread():
-    """One torch thread: the models are tiny, and on a shared machine more threads only wait for each other."""
-    threads = torch.get_num_threads()
-    torch.set_num_threads(1)
-    yield
-    torch.set_num_threads(threads)
+pytestmark = pytest.mark.usefixtures("one_torch_thread")
 
 
 def _brute_force(keys: list[int], queries: list[int]) -> dict:
