@@ -299,3 +299,25 @@ def test_a_slot_routing_arm_trains_through_the_runner(tmp_path):
     run = record["runs"][0]
     assert set(run["retrieval_accuracy"]) == {"4", "6"} and all(steps <= 4 for steps in run["steps"].values())
     assert designs.Arm.from_spec(record["spec"]) == tiny.arms["gma_k64_tied_assigned"]
+
+
+def test_the_decayed_layer_takes_the_slot_options_and_computes_their_losses():
+    """``decay_gma`` keeps every option of the GMA layer: its forward computes the two losses on its own routing,
+    and tied routing gives it one projection."""
+    from gma_teach.forgetting import DecayedGaussianMixtureAttention
+
+    torch.manual_seed(0)
+    layer = DecayedGaussianMixtureAttention(12, 3, n_components=5, distill_weight=0.3, assignment_weight=0.7,
+                                            impl="naive").double()
+    x = torch.randn(2, 7, 12, dtype=torch.float64)
+    mask = torch.ones(2, 7, dtype=torch.bool)
+    mask[1, 5:] = False
+    layer(x, key_padding_mask=mask)
+    gamma_q, gamma_k = (gamma.detach() for gamma in layer.routing(x))
+    gamma_k = gamma_k * mask[:, None, :, None]
+    distill, assign = _hand_cross_entropy(gamma_k, gamma_q, mask), _hand_assignment(gamma_k, mask)
+    assert float(layer.distillation_loss()) == pytest.approx(distill, rel=1e-10)
+    assert float(layer.assignment_loss()) == pytest.approx(assign, rel=1e-10)
+    assert float(layer.auxiliary_loss()) == pytest.approx(0.3 * distill + 0.7 * assign, rel=1e-10)
+    tied = DecayedGaussianMixtureAttention(12, 3, n_components=5, tied_routing=True)
+    assert tied.k_proj is tied.q_proj
