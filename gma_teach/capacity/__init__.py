@@ -185,8 +185,9 @@ over the kv-pair counts above this at any evaluation (far above the guessing flo
 8, 16 and 32 pairs)."""
 
 IMPROVING_WINDOW = _slots_table.IMPROVING_WINDOW
-"""How many evaluations back a run stopped at the step ceiling is read as still improving (5): its validation loss
-at the last evaluation below its value that many evaluations earlier (500 steps at an evaluation every 100)."""
+"""How many evaluations back a run stopped at the step ceiling is read as still improving (5), its validation loss
+at the last evaluation being below its value that many evaluations earlier (500 steps at an evaluation every
+100)."""
 
 NOT_YET = _slots_table.NOT_YET
 """The status of a declared comparison whose declared seeds are not all recorded for both arms:

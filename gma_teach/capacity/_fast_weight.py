@@ -367,7 +367,7 @@ def routing_summary(trained: dict[str, torch.Tensor], untrained: dict[str, torch
 def slot_summary(model: FastWeightModel, data: FastWeightBatch, sample: dict[str, torch.Tensor], *,
                  accuracy: float) -> dict:
     """How a GMA model's slots hold the pairs of the first :data:`ROUTING_SEQUENCES` sequences of ``data``, and
-    where its lost pairs go (:mod:`gma_teach.diagnostics.slots`).
+    where its lost pairs go (the slot diagnostics of :mod:`gma_teach.diagnostics`).
 
     Pair ``j``'s key is the slot its pair token is written to, the argmax of its key responsibilities, taken from
     ``sample``, :func:`routing_sample` of ``model`` on ``data`` (no second forward). Its query is the slot read by

@@ -25,8 +25,8 @@ __all__ = ["IMPROVING_WINDOW", "NOT_YET", "ceiling_count", "family_sizes", "form
            "format_stopping", "lost_pair_table", "primary_family", "stopping_table", "study_progress"]
 
 IMPROVING_WINDOW = 5
-"""How many evaluations back a run stopped at the step ceiling is read as still improving: its validation loss at
-the last evaluation below its value this many evaluations earlier (500 steps at the capacity studies' evaluation
+"""How many evaluations back a run stopped at the step ceiling is read as still improving, its validation loss at
+the last evaluation being below its value this many evaluations earlier (500 steps at the capacity studies' evaluation
 every 100 steps), as README's capacity row reads it."""
 
 NOT_YET = "not yet recorded"

@@ -707,8 +707,8 @@ SLOT_ROUTING_STUDY = Study(
                  "pairs": "every comparison outside the primary family: each routing against the controls, the "
                           "routings against each other"},
 )
-"""The slot-routing study of chapter 12, declared on 2026-12-06 before any of its runs: which routing makes GMA at
-K = 64 a slot memory that holds its pairs, in the fast-weight capacity test at equal state. A slot memory returns a
+"""The slot-routing study of chapter 12, declared on 2026-12-06 before any of its runs, asks which routing makes GMA
+at K = 64 a slot memory that holds its pairs, in the fast-weight capacity test at equal state. A slot memory returns a
 pair only when its key holds a slot no other key of the sequence shares and the query for it lands in that slot;
 today's routing reaches the mixture through two projections that nothing asks to agree.
 

@@ -117,7 +117,7 @@ def head_routing_report(resp, categories, *, n_shuffles: int = 100, seed: int = 
 
     Returns:
         ``{"metrics": the mean over heads, "heads": each head's metrics, "baseline":
-        head_permutation_baseline(...), "separation_sd": {name: sd}}`` for the names of :data:`HARD_SCORES`.
+        head_permutation_baseline(...), "separation_sd": {name: sd}}`` for the names of ``HARD_SCORES``.
     """
     table = head_routing_metrics(resp, categories)
     baseline = head_permutation_baseline(resp, categories, n_shuffles=n_shuffles, seed=seed)

@@ -256,7 +256,7 @@ class LostPairSplit:
 
     @property
     def beyond_slots(self) -> torch.Tensor:
-        """The pairs retrieved beyond the hard slots' prediction: ``-blur`` where ``blur < 0``, else 0."""
+        """The pairs retrieved beyond the hard slots' prediction, ``-blur`` where ``blur < 0``, else 0."""
         return torch.where(self.blur < 0, -self.blur, torch.zeros_like(self.blur))
 
     def as_dict(self) -> dict:

@@ -194,7 +194,7 @@ def run_name(seed: int, lr: float | None = None) -> str:
 
 
 def merged_record(record: dict, runs: list[dict], declared_seeds=None) -> dict:
-    """``record`` with ``runs`` added (a run of the same :func:`run_key` as one already there replaces it), in the
+    """``record`` with ``runs`` added (a run of the same ``run_key`` as one already there replaces it), in the
     order of seed and rate, and what depends on the runs computed again: the ``summary`` and ``complete`` (every
     one of ``declared_seeds``, or the record's own, recorded) or, in a study that sweeps rates, the ``chosen_lr``;
     the provenance keys at the top are the newest run's."""

@@ -64,7 +64,7 @@ def _tasks(study, arms, seeds, widths, folder) -> list[tuple]:
 def submit_study(study, *, arms=None, seeds=None, widths=None, folder=None, command: str, threads: int = 1,
                  workers: int = 2, scheduler: str | None = None, client=None) -> list[dict]:
     """Run every missing run of ``study`` (its ``arms``, ``seeds`` and ``widths``, default all) as Dask tasks and
-    wait for them; returns each task's result (:func:`run_task`), in the order they finished.
+    wait for them; returns each task's result (``run_task``), in the order they finished.
 
     Args:
         study: a :class:`gma_teach.designs.Study` or a dict design.

@@ -657,7 +657,7 @@ def format_claims(rows: list[dict], *, tuning: bool = False) -> str:
     claim (its number, the verdict, the claim, the named rivals and the chapter), so that the verdict stays in view
     on a page of the book's width; then a numbered list with each row's scope, number, intervals and record. With
     ``tuning=True`` (the rows of :func:`tuning_claims`) the rows are numbered T1, T2, ... and the verdict column
-    is the routing's (:data:`TUNING_COLUMNS`)."""
+    is the routing's (``TUNING_COLUMNS``)."""
     columns, mark = (TUNING_COLUMNS, "T") if tuning else (CLAIM_COLUMNS, "")
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += [f"| {mark}{i} | {r['side']} | {r['claim']} | {r['against']} | {r['chapter']} |"
@@ -685,6 +685,6 @@ def what_gma_is_for(rows: list[dict]) -> str:
 
 def format_glance(rows: list[dict], tuning: list[dict]) -> str:
     """README's results at a glance from its first table line to its end: the claims (:func:`format_claims`), the
-    tuning table under :data:`TUNING_HEADING`, and the paragraph of :func:`what_gma_is_for`."""
+    tuning table under ``TUNING_HEADING``, and the paragraph of :func:`what_gma_is_for`."""
     return "\n\n".join([format_claims(rows), TUNING_HEADING, format_claims(tuning, tuning=True),
                          what_gma_is_for(rows)])
