@@ -14,7 +14,8 @@ processes, the default here), on a multi-GPU machine (``dask cuda worker``, one 
 university cluster's Slurm (``dask-jobqueue``'s ``SLURMCluster`` submits the workers as Slurm jobs; give its
 scheduler's address with ``--scheduler``): the engine the field's clusters and laptops both have, installed from
 PyPI with no service to run (``pip install "gma-teach[distributed]"``). Ray needs its own cluster service and a
-far larger install; submitit reaches Slurm but has no local mode with a fixed number of workers.
+far larger install; submitit reaches Slurm as well, and the one engine chosen here also runs locally as a fixed
+number of worker processes.
 
 Progress: one line per finished run, with the runs done, the runs left and the time left (from the mean time per
 finished run and the workers), and a ``tqdm`` bar over the runs.
