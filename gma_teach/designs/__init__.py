@@ -42,8 +42,8 @@ __all__ = ["ALPHA", "Arm", "CAPACITY_GMA_SIZES", "CAPACITY_PRIMARY_PAIRS", "CAPA
            "PERFORMER_RERUN", "PREPARATIONS",
            "RECALL_GMA_SIZES", "RECALL_STUDY",
            "RECALL_V2_STUDY", "RECALL_V2_WINDOWS", "RECALL_WINDOW", "REMEDY", "REMEDY_STUDY", "RENAMED_ARMS",
-           "SLOT_ASSIGNMENT_WEIGHT", "SLOT_DISTILL_WEIGHT", "SLOT_ROUTING_PAIRS", "SLOT_ROUTING_PRIMARY",
-           "SLOT_ROUTING_STUDY", "STUDIES", "Study", "TEXT_STUDY", "VARIANCE_AND_BALANCE",
+           "SLOT_ASSIGNMENT_WEIGHT", "SLOT_DISTILL_WEIGHT", "SLOT_ROUTING_GOAL", "SLOT_ROUTING_PAIRS",
+           "SLOT_ROUTING_PRIMARY", "SLOT_ROUTING_STUDY", "STUDIES", "Study", "TEXT_STUDY", "VARIANCE_AND_BALANCE",
            "as_study", "metric_facts", "thawed"]
 
 # The types' constants, stated again here with their docstrings: the API page reads a constant's docstring from the
@@ -758,6 +758,43 @@ today's routing reaches the mixture through two projections that nothing asks to
   each got and whether collisions or misrouted queries remain (the slot diagnostics of
   :mod:`gma_teach.diagnostics`).
 """
+
+SLOT_ROUTING_GOAL = {
+    "share": 0.9,
+    "sizes": (40, 64),
+    "against": "linear",
+    "margin": 0.05,
+    "declared": "2026-12-06, after seed 0 of every arm and before any run of seeds 1-11",
+}
+"""The slot-routing study's goal and the rule that names its winner, read from its records by
+:func:`gma_teach.capacity.slot_goal` and :func:`gma_teach.capacity.slot_winner`; declared (``"declared"``) after
+the exploratory seed 0 of every arm had run and before any run of the confirmatory seeds 1-11.
+
+* **The goal, as a test.** A routing of the primary family reaches it when, over seeds 0-11, its mean retrieval
+  accuracy is at least ``share`` (0.9) at every ``S`` of ``sizes`` (the family's S <= K = 64: at S = 64 that is at
+  least 58 of 64 pairs), and at every S of the family it holds at least linear attention's pairs within a
+  non-inferiority margin: the lower end of the unadjusted 95% interval of its paired difference from ``against``
+  is at least ``-margin`` (0.05, half the difference the study is sized to tell apart). "At least linear
+  attention's pairs" read as a bare comparison of two noisy means would fail half the time for two equal
+  memories; the margin makes it a question the twelve seeds can answer.
+* **The winner.** Of the routings that reach the goal, the one with the highest mean retrieval accuracy over the
+  family's four S; if none reaches it, the routing of the primary family with the highest mean over the four S,
+  reported as how far the best routing got. The exploratory arms (seed 0 only) are never the winner. The winner
+  becomes a named option set of :class:`gma_teach.layer.GaussianMixtureAttention` once the family is complete.
+* **Follow-ons, declared here and run once the winner is named.**
+
+  - *Language model*: the remedy study's setting (:data:`REMEDY_STUDY`: the small LM of :data:`LM_SETTING`, K =
+    64, seeds 0-5) with three arms, the default routing, the balance remedy (:data:`REMEDY`) and the winner; the
+    winner against each of the other two on validation bits per byte and on routing information, paired t, Holm
+    over the 4 tests. Its cost is its bits per byte minus the balance remedy's, with its interval. If its routing
+    information is told apart above the default's and its bits per byte are not told apart worse than the
+    balance remedy's, :data:`gma_teach.layer.LM_ROUTING_REMEDY` is chosen again by the remedy study's declared
+    rule with the winner as one more arm (the remedy study's records and the new arm's, seeds 0-5).
+  - *Recall*: the recall study's setting (:data:`RECALL_STUDY`) at width 64, the winner at K = 64 beside the
+    recorded ``gma_k64_var_bal`` and the references, its learning rate chosen on seed 0's validation accuracy as
+    there, seeds 0-2; the winner against linear attention and against ``gma_k64_var_bal``, paired t, Holm over 2.
+"""
+
 
 PERFORMER_CHECK = Study(
     name="performer_check",
