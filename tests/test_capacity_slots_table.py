@@ -240,3 +240,67 @@ def test_records_must_be_arm_records():
         capacity.stopping_table(TOY, {"linear": {"no": "runs"}})
     with pytest.raises(TypeError, match="declared_comparisons"):
         capacity.primary_family(TOY, [], {})
+
+
+TOY_GOAL = {"share": 0.55, "sizes": (40,), "against": "linear", "margin": 0.05}
+
+
+def test_slot_goal_says_how_far_each_routing_got_and_what_remains(tmp_path):
+    records = full_records(tmp_path)
+    declared = study.declared_comparisons(TOY, tmp_path)
+    table = capacity.slot_goal(TOY, declared, records, TOY_GOAL)
+    assert table["sizes"] == (40, 64) and table["at"] == 40 and list(table["arms"]) == ["gma_k64_tied", "gma_k64"]
+    tied = table["arms"]["gma_k64_tied"]
+    # accuracy at S = 40: (0.5 + 0.6 + 0.7) / 3 = 0.6 >= 0.55; linear 0.4 on the same seeds; pairs 40 x 0.6 = 24
+    assert tied["accuracy"] == pytest.approx({40: 0.6, 64: 0.7}) and tied["against"] == pytest.approx({40: 0.4,
+                                                                                                     64: 0.3})
+    assert tied["pairs"] == pytest.approx({40: 24.0, 64: 44.8})
+    # at S = 40 (the largest S of the goal's sizes): collisions 7, misrouted 5 (the lost-pair table's means)
+    assert (tied["collisions"], tied["misrouted"]) == pytest.approx((7.0, 5.0))
+    # the intervals' lower ends: -0.048414 at S = 40 (above -0.05) and +0.152 at S = 64: the goal is reached
+    assert tied["difference"][40]["ci95"][0] == pytest.approx(-0.048414, abs=1e-5)
+    assert tied["status"] == "reached" and tied["short"] == []
+    control = table["arms"]["gma_k64"]
+    assert control["status"] == "exploratory" and control["accuracy"] == pytest.approx({40: 0.2, 64: 0.1})
+    assert control["collisions"] is None and control["misrouted"] is None  # recorded before the slots were
+    # a margin of 0.04 is crossed at S = 40, and a share of 0.65 is not met there: each failure is named
+    strict = capacity.slot_goal(TOY, declared, records, {**TOY_GOAL, "share": 0.65, "margin": 0.04})
+    assert strict["arms"]["gma_k64_tied"]["status"] == "not reached"
+    assert strict["arms"]["gma_k64_tied"]["short"] == ["S=40: 24.0 of 40 pairs, short of 65%",
+                                                       "S=40: the interval reaches -0.048 below linear"]
+    won = capacity.slot_winner(table)
+    assert won == {"arm": "gma_k64_tied", "reached": True, "mean_accuracy": pytest.approx({"gma_k64_tied": 0.65}),
+                   "complete": True}
+    assert capacity.slot_winner(strict)["reached"] is False
+
+
+def test_slot_goal_names_no_winner_while_a_seed_is_missing(tmp_path):
+    store(tmp_path, "gma_k64_tied", [make_run(s, TIED_ACCURACY[s], slots=TIED_SLOTS[s]) for s in (0, 1, 2)])
+    store(tmp_path, "linear", [make_run(s, LINEAR_ACCURACY) for s in (0, 1)])
+    records = {arm: study.load_arm(TOY, arm, tmp_path) for arm in TOY.arms}
+    table = capacity.slot_goal(TOY, study.declared_comparisons(TOY, tmp_path), records, TOY_GOAL)
+    tied = table["arms"]["gma_k64_tied"]
+    assert tied["status"] == capacity.NOT_YET and tied["difference"] == {}
+    assert tied["against"] == pytest.approx({40: 0.4, 64: 0.3})  # linear on the seeds both hold (0 and 1)
+    assert table["arms"]["gma_k64"]["accuracy"] == {40: None, 64: None}  # no run yet
+    assert capacity.slot_winner(table)["arm"] is None
+    with pytest.raises(TypeError, match="declared"):
+        capacity.slot_goal(TOY, [], records, TOY_GOAL)
+    with pytest.raises(ValueError, match="margin"):
+        capacity.slot_goal(TOY, {"comparisons": []}, records, {"share": 0.9, "sizes": (40,), "against": "linear"})
+
+
+def test_slot_winner_prefers_a_routing_that_reached_the_goal_then_the_highest_mean():
+    def entry(status, accuracy):
+        return {"status": status, "accuracy": dict(zip((40, 64), accuracy))}
+
+    table = {"sizes": (40, 64), "arms": {"a": entry("not reached", (0.95, 0.95)),  # the best mean, short elsewhere
+                                         "b": entry("reached", (0.92, 0.90)),
+                                         "c": entry("reached", (0.91, 0.90)),
+                                         "x": entry("exploratory", (1.0, 1.0))}}  # never the winner
+    assert capacity.slot_winner(table)["arm"] == "b"
+    table["arms"]["b"]["status"] = table["arms"]["c"]["status"] = "not reached"
+    won = capacity.slot_winner(table)
+    assert (won["arm"], won["reached"]) == ("a", False) and set(won["mean_accuracy"]) == {"a", "b", "c"}
+    with pytest.raises(TypeError, match="slot_goal"):
+        capacity.slot_winner({"entries": []})

@@ -45,7 +45,9 @@ reads off the recall study's table.
   reason and steps, :func:`ceiling_count` how many runs of the primary family reached the step ceiling (and how
   many of those were still improving, :data:`IMPROVING_WINDOW`), :func:`study_progress` how many declared runs are
   recorded, and :func:`primary_family` with :func:`format_primary_family` the declared family read from
-  ``gma_teach.study.declared_comparisons``, :data:`NOT_YET` where declared seeds are missing.
+  ``gma_teach.study.declared_comparisons``, :data:`NOT_YET` where declared seeds are missing; :func:`slot_goal` says
+  how far each routing got towards the slot-routing study's declared goal (``gma_teach.designs.SLOT_ROUTING_GOAL``)
+  and what remains, and :func:`slot_winner` names the routing its rule picks.
 * **The MQAR pilot.** :func:`pilot_curves` reads each arm's validation curve, per kv-pair count and averaged over
   the counts, from the records of ``gma_teach.designs.MQAR_PILOT``; :func:`pilot_learned` says whether each arm
   learned (averaged accuracy above :data:`LEARNED_ABOVE` at any evaluation) and :func:`pilot_sentences` says so in
@@ -109,6 +111,8 @@ from ._slots_table import (
     format_stopping,
     lost_pair_table,
     primary_family,
+    slot_goal,
+    slot_winner,
     stopping_table,
     study_progress,
 )
@@ -147,7 +151,7 @@ __all__ = [
     "LEARNED_ABOVE",
     "pilot_curves", "pilot_learned", "pilot_sentences",
     "family_sizes", "lost_pair_table", "stopping_table", "format_stopping", "IMPROVING_WINDOW", "ceiling_count",
-    "study_progress", "NOT_YET", "primary_family", "format_primary_family",
+    "study_progress", "NOT_YET", "primary_family", "format_primary_family", "slot_goal", "slot_winner",
 ]
 
 # The package's data, documented here (the page documents a name with the docstring its package gives it).

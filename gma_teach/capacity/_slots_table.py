@@ -1,8 +1,9 @@
 """What a capacity-form study's records say about its slots, its stopping and its primary family: the split of each
 GMA arm's lost pairs into collisions, misrouted queries and blur (:func:`lost_pair_table`), each run's stopping
 reason and steps (:func:`stopping_table`), how many runs of the primary family reached the step ceiling
-(:func:`ceiling_count`), how many declared runs are recorded (:func:`study_progress`) and the primary family with
-"not yet recorded" entries where seeds are missing (:func:`primary_family`).
+(:func:`ceiling_count`), how many declared runs are recorded (:func:`study_progress`), the primary family with
+"not yet recorded" entries where seeds are missing (:func:`primary_family`), and how far each routing got towards
+the slot-routing study's declared goal and which one its rule names (:func:`slot_goal`, :func:`slot_winner`).
 
 A capacity-form study is a :class:`gma_teach.designs.Study` whose ``experiment`` is ``"capacity"``
 (:data:`gma_teach.designs.CAPACITY_STUDY`, :data:`gma_teach.designs.SLOT_ROUTING_STUDY`). Every function reads
@@ -18,11 +19,12 @@ import statistics
 import textwrap
 from collections.abc import Mapping
 
-from ..designs import Study, metric_facts
+from ..designs import SLOT_ROUTING_GOAL, Study, metric_facts
 from ._table import gma_size
 
 __all__ = ["IMPROVING_WINDOW", "NOT_YET", "ceiling_count", "family_sizes", "format_primary_family",
-           "format_stopping", "lost_pair_table", "primary_family", "stopping_table", "study_progress"]
+           "format_stopping", "lost_pair_table", "primary_family", "slot_goal", "slot_winner", "stopping_table",
+           "study_progress"]
 
 IMPROVING_WINDOW = 5
 """How many evaluations back a run stopped at the step ceiling is read as still improving, its validation loss at
@@ -310,3 +312,109 @@ def format_stopping(table: dict, *, width: int = 75) -> list[str]:
     if too_wide:
         raise ValueError(f"the table needs {max(map(len, too_wide))} characters, more than width = {width}")
     return lines
+
+
+def _goal_rule(goal) -> dict:
+    if not isinstance(goal, Mapping):
+        raise TypeError(f"goal must be a mapping like gma_teach.designs.SLOT_ROUTING_GOAL, got {type(goal).__name__}")
+    missing = [key for key in ("share", "sizes", "against", "margin") if key not in goal]
+    if missing:
+        raise ValueError(f"goal lacks {', '.join(missing)}: it needs share, sizes, against and margin "
+                         "(gma_teach.designs.SLOT_ROUTING_GOAL)")
+    return goal
+
+
+def _mean_accuracy(runs: list[dict], n: int) -> float | None:
+    values = [float(run["retrieval_accuracy"][str(n)]) for run in runs if str(n) in run.get("retrieval_accuracy", {})]
+    return statistics.fmean(values) if values else None
+
+
+def slot_goal(study, declared: dict, records, goal: Mapping | None = None) -> dict:
+    """How far each GMA arm of a capacity-form study got towards the declared goal
+    (:data:`gma_teach.designs.SLOT_ROUTING_GOAL`), and whether collisions or misrouted queries remain.
+
+    For every GMA arm, over the declared seeds it has recorded: its mean retrieval accuracy at each ``S`` of the
+    family and the comparator's over the same seeds, the pairs it keeps at each ``S`` (``S`` times the accuracy)
+    and, at the largest ``S`` of ``goal["sizes"]``, the mean collisions and misrouted queries per sequence
+    (:func:`lost_pair_table`). A routing of the primary family gets a ``status``:
+
+    * ``"reached"``: every comparison with ``goal["against"]`` is recorded at every declared seed
+      (``declared``, ``gma_teach.study.declared_comparisons(study)``), its mean accuracy is at least
+      ``goal["share"]`` at every ``S`` of ``goal["sizes"]``, and at every ``S`` of the family the lower end of
+      the 95% interval of its difference from the comparator is at least ``-goal["margin"]``;
+    * ``"not reached"``: recorded, and one of these fails; ``"short"`` lists each failure in words;
+    * :data:`NOT_YET`: some declared seed is missing.
+
+    Every other GMA arm is ``"exploratory"``: its numbers are shown, no test is made of them.
+
+    Returns:
+        ``{"goal", "sizes": the family's S, "at": the S the split is read at, "arms": {arm: {"status",
+        "seeds", "accuracy": {S: mean}, "against": {S: the comparator's mean on those seeds}, "pairs": {S: S x
+        mean}, "difference": {S: {"mean", "ci95"}} (primary arms, recorded S), "collisions", "misrouted" (None
+        where no run holds the split), "short": [reasons]}}}``, arms in the study's order.
+    """
+    study = _capacity_study(study)
+    goal = _goal_rule(SLOT_ROUTING_GOAL if goal is None else goal)
+    if not isinstance(declared, Mapping) or "comparisons" not in declared:
+        raise TypeError("declared must be gma_teach.study.declared_comparisons(study): a mapping with "
+                        "'comparisons'")
+    sizes, seeds = family_sizes(study), set(study.seeds)
+    at = max(goal["sizes"])
+    family = primary_family(study, declared, records)
+    split = lost_pair_table(study, records)["arms"]
+    against_runs = {run["seed"]: run for run in _runs(records, goal["against"])}
+    primary = [arm for arm, other in study.primary if other == goal["against"]]
+    found = {"goal": dict(goal), "sizes": sizes, "at": at, "arms": {}}
+    for arm, spec in study.arms.items():
+        if gma_size(arm, spec) is None:
+            continue
+        runs = [run for run in _runs(records, arm) if run["seed"] in seeds]
+        paired = [against_runs[run["seed"]] for run in runs if run["seed"] in against_runs]
+        entry = {"seeds": [run["seed"] for run in runs],
+                 "accuracy": {n: _mean_accuracy(runs, n) for n in sizes},
+                 "against": {n: _mean_accuracy(paired, n) for n in sizes}}
+        entry["pairs"] = {n: None if value is None else n * value for n, value in entry["accuracy"].items()}
+        cut = split.get(arm, {}).get(at)
+        entry["collisions"] = None if cut is None else cut["collisions"]
+        entry["misrouted"] = None if cut is None else cut["misrouted"]
+        if arm not in primary:
+            entry.update(status="exploratory", short=[])
+            found["arms"][arm] = entry
+            continue
+        mine = [e for e in family["entries"] if e["arm"] == arm and e["against"] == goal["against"]]
+        entry["difference"] = {e["n_pairs"]: {"mean": e["mean"], "ci95": list(e["ci95"])}
+                               for e in mine if e["status"] == "recorded"}
+        if any(e["status"] != "recorded" for e in mine):
+            entry.update(status=NOT_YET, short=[])
+            found["arms"][arm] = entry
+            continue
+        short = [f"S={n}: {entry['pairs'][n]:.1f} of {n} pairs, short of {goal['share']:.0%}"
+                 for n in goal["sizes"] if entry["accuracy"][n] < goal["share"]]
+        short += [f"S={n}: the interval reaches {low:+.3f} below {goal['against']}"
+                  for n, d in entry["difference"].items() for low in [d["ci95"][0]] if low < -goal["margin"]]
+        entry.update(status="not reached" if short else "reached", short=short)
+        found["arms"][arm] = entry
+    return found
+
+
+def slot_winner(goal_table: dict) -> dict:
+    """The routing the declared rule names from :func:`slot_goal`'s table: of the routings that reached the goal,
+    the one with the highest mean accuracy over the family's ``S``; if none reached it, the primary routing with
+    the highest such mean. No winner (``"arm": None``) while any primary routing is :data:`NOT_YET`.
+
+    Returns:
+        ``{"arm", "reached": whether the winner reached the goal, "mean_accuracy": {arm: mean over the S}
+        (primary routings), "complete"}``.
+    """
+    if not isinstance(goal_table, Mapping) or "arms" not in goal_table:
+        raise TypeError("goal_table must be gma_teach.capacity.slot_goal(...)'s result")
+    routings = {arm: e for arm, e in goal_table["arms"].items() if e["status"] != "exploratory"}
+    complete = bool(routings) and all(e["status"] != NOT_YET for e in routings.values())
+    means = {arm: statistics.fmean(e["accuracy"][n] for n in goal_table["sizes"])
+             for arm, e in routings.items() if all(e["accuracy"][n] is not None for n in goal_table["sizes"])}
+    if not complete:
+        return {"arm": None, "reached": False, "mean_accuracy": means, "complete": False}
+    reached = [arm for arm, e in routings.items() if e["status"] == "reached"]
+    pool = reached or list(routings)
+    best = max(pool, key=lambda arm: means[arm])
+    return {"arm": best, "reached": bool(reached), "mean_accuracy": means, "complete": True}
