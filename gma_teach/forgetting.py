@@ -52,7 +52,6 @@ from .layer import (
     GaussianMixtureAttention,
     routing_balance_loss,
     routing_distillation_loss,
-    slot_assignment_loss,
 )
 from .mixing import GMAState, read_memory
 
@@ -344,7 +343,7 @@ class DecayedGaussianMixtureAttention(GaussianMixtureAttention):
         decay: ``None`` (:func:`retnet_decays`), one number in ``(0, 1]`` for every head, or a list of ``n_heads``.
         impl: ``"chunked"``, ``"recurrent"`` or ``"naive"``.
         d_route, d_value, eps, min_variance, chunk_size, init_variance, init_mean_std, balance_weight, balance_form,
-        tied_routing, distill_weight, assignment_weight:
+        tied_routing, distill_weight, assignment_weight, assignment_form:
             as in :class:`~gma_teach.GaussianMixtureAttention` (so ``**LM_ROUTING_REMEDY`` applies).
 
     Decodes with the layer's constant-size :class:`~gma_teach.mixing.GMAState` ``(B, H, K, d_value)``. The decays
@@ -354,14 +353,14 @@ class DecayedGaussianMixtureAttention(GaussianMixtureAttention):
     def __init__(self, d_model, n_heads, *, causal=True, n_components=DEFAULT_COMPONENTS, decay=None, impl="chunked",
                  d_route=None, d_value=None, eps=1e-6, min_variance=1e-3, chunk_size=64, init_variance=1.0,
                  init_mean_std=1.0, balance_weight=0.0, balance_form="switch", tied_routing=False, distill_weight=0.0,
-                 assignment_weight=0.0):
+                 assignment_weight=0.0, assignment_form="information"):
         if not _checks.boolean("causal", causal):
             raise ValueError("decay_gma is causal only (its decay runs forwards in time); use causal=True")
         super().__init__(d_model, n_heads, n_components, causal=True, d_route=d_route, d_value=d_value, eps=eps,
                          min_variance=min_variance, impl="auto", chunk_size=chunk_size, init_variance=init_variance,
                          init_mean_std=init_mean_std, balance_weight=balance_weight, balance_form=balance_form,
                          tied_routing=tied_routing, distill_weight=distill_weight,
-                         assignment_weight=assignment_weight)
+                         assignment_weight=assignment_weight, assignment_form=assignment_form)
         self.impl = _checks.one_of("impl", impl, DECAYED_IMPLS)
         self.register_buffer("decay", _head_decays(decay, self.n_heads))
 
@@ -390,7 +389,7 @@ class DecayedGaussianMixtureAttention(GaussianMixtureAttention):
         if self.distill_weight > 0:
             self._last_distill_loss = routing_distillation_loss(log_gamma_q, gamma_k, mask=key_padding_mask)
         if self.assignment_weight > 0:
-            self._last_assignment_loss = slot_assignment_loss(gamma_k, mask=key_padding_mask)
+            self._last_assignment_loss = self._assignment_term(k, gamma_k, key_padding_mask)
         return self.out_proj(output.transpose(1, 2).flatten(-2))
 
     def _recurrent_step(self, gamma_q_t, gamma_k_t, v_t, state):

@@ -30,9 +30,11 @@ that:
 * ``distill_weight > 0``: an auxiliary loss, the cross-entropy from the stop-gradient key responsibilities of each
   token to its query responsibilities (:func:`~gma_teach.layer.routing_distillation_loss`), for layers whose queries
   and keys keep two projections (self-attention only);
-* ``assignment_weight > 0``: an auxiliary loss that gives the keys of each sequence distinct slots
-  (:func:`~gma_teach.layer.slot_assignment_loss`: the information a key's slot carries about which key of its
-  sequence it is, short of its largest value).
+* ``assignment_weight > 0``: an auxiliary loss that gives the keys of each sequence distinct slots. Its
+  ``assignment_form`` says which: ``"information"`` (the default, :func:`~gma_teach.layer.slot_assignment_loss`: the
+  information a key's slot carries about which key of its sequence it is, short of its largest value) or
+  ``"balanced"`` (:func:`~gma_teach.layer.balanced_assignment_loss`: the cross-entropy to a balanced assignment of
+  the sequence's keys to slots, as BASE layers train their router, :func:`~gma_teach.layer.balanced_slot_assignment`).
 
 Routing can fail two ways: it *collapses* (a few components take every token) or it *dissolves* (every token spreads
 evenly over all K, and GMA becomes a running average of the values). Both carry little information between a token
@@ -53,6 +55,10 @@ from .gmm import GaussianMixture, inverse_softplus, kmeans
 from .mixing import IMPLS, GMAState, gma, recurrent_step
 
 BALANCE_FORMS = ("switch", "entropy", "information")
+
+ASSIGNMENT_FORMS = ("information", "balanced")
+"""The forms of the slot-assignment term (``assignment_form``): :func:`slot_assignment_loss` and
+:func:`balanced_assignment_loss`."""
 
 DEFAULT_COMPONENTS = 64
 """GMA's one default K (``n_components``), where neither the caller nor a study's setting gives one: what
@@ -218,6 +224,89 @@ def slot_assignment_loss(gamma_k: torch.Tensor, *, mask: torch.Tensor | None = N
     return (largest - information).mean()
 
 
+def balanced_slot_assignment(log_gamma_k: torch.Tensor, *, mask: torch.Tensor | None = None) -> torch.Tensor:
+    """A balanced assignment of each sequence's keys to the K slots, found greedily from their log
+    responsibilities: the target of :func:`balanced_assignment_loss`.
+
+    Level filling: the most likely (key, slot) pair among the keys not yet placed and the slots that hold the fewest
+    keys so far is placed, until every key has a slot. So while ``n <= K`` every key gets a slot of its own, and for
+    ``n > K`` the slots hold ``floor(n / K)`` or ``ceil(n / K)`` keys each. BASE layers solve the same balanced
+    assignment exactly (an auction algorithm over a batch); the greedy answer is cheaper, needs no solver, and is
+    as balanced. It is computed in rounds: each places every pair that is the best open pair of both its key and
+    its slot, which are the pairs the one-at-a-time greedy places next (where scores tie, the lower index wins).
+
+    Raises ``ValueError`` for a NaN score; ``-inf`` (a responsibility of exactly 0) counts as the lowest score.
+
+    Args:
+        log_gamma_k: ``(N, K)``, ``(B, N, K)`` or ``(B, H, N, K)`` log key responsibilities (read, never
+            differentiated).
+        mask: ``(B, N)`` bool, ``True`` for keys to place (padding excluded), or ``None``.
+
+    Returns:
+        a long tensor of ``log_gamma_k``'s shape without its last axis (a batch axis added for ``(N, K)``): each
+        key's slot, ``-1`` for keys left out by ``mask``.
+    """
+    scores = _as_batched("log_gamma_k", log_gamma_k, mask).detach()
+    if bool(torch.isnan(scores).any()):
+        raise ValueError("log_gamma_k must hold no NaN: a balanced assignment needs every key's scores")
+    blocked = torch.finfo(scores.dtype).min
+    scores = scores.clamp(blocked / 2, -blocked / 2)  # every real pair ranks above a closed one
+    lead, (n_keys, n_slots) = scores.shape[:-2], scores.shape[-2:]
+    scores = scores.reshape(-1, n_keys, n_slots)  # (R, N, K): one row per sequence and head
+    counted = _token_weights((*lead, n_keys), mask, scores.dtype, scores.device).reshape(-1, n_keys) > 0
+    slots = torch.full(counted.shape, -1, dtype=torch.long, device=scores.device)
+    placed = ~counted
+    open_pairs = scores.masked_fill(placed[..., None], blocked)  # a placed key and a slot used at this level: closed
+    used_at_level = torch.zeros(scores.shape[0], dtype=torch.long, device=scores.device)
+    keys = torch.arange(n_keys, device=scores.device)
+    while not bool(placed.all()):
+        # Every pair that is the best open pair of both its key and its slot is placed at once; the best open pair
+        # of a row is always one, so each round places at least one key of every row not yet done.
+        best_slot = open_pairs.argmax(-1)  # (R, N)
+        best_key = open_pairs.argmax(-2)  # (R, K)
+        mutual = (best_key.gather(-1, best_slot) == keys) & ~placed
+        mutual &= open_pairs.gather(-1, best_slot[..., None]).squeeze(-1) > blocked
+        row, key = mutual.nonzero(as_tuple=True)
+        slot = best_slot[row, key]
+        slots[row, key] = slot
+        placed[row, key] = True
+        open_pairs[row, key, :] = blocked
+        open_pairs[row, :, slot] = blocked
+        used_at_level.index_add_(0, row, torch.ones_like(row))
+        level_full = (used_at_level == n_slots).nonzero().flatten()  # every slot holds one more key: all open again
+        if len(level_full):
+            used_at_level[level_full] = 0
+            open_pairs[level_full] = scores[level_full].masked_fill(placed[level_full][..., None], blocked)
+    return slots.reshape(*lead, n_keys)
+
+
+def balanced_assignment_loss(log_gamma_k: torch.Tensor, *, mask: torch.Tensor | None = None) -> torch.Tensor:
+    r"""The cross-entropy from a balanced assignment of each sequence's keys to slots
+    (:func:`balanced_slot_assignment`, held fixed) to the keys' responsibilities: :math:`-\frac1n \sum_t \log
+    \gamma^K_{t, a_t}`, averaged over the keys of the batch, then over heads.
+
+    0 when every key puts all its weight on the slot the assignment gives it, so on distinct slots while ``n <= K``.
+    Where :func:`slot_assignment_loss` asks for the same end through the information of the routing, its gradient
+    on a slot that no key uses vanishes with that slot's responsibility (a dead slot stays dead); the cross-entropy
+    to a target that names the free slot pulls a key to it however small its responsibility there, as the targets
+    of BASE layers and Sinkhorn routing do.
+
+    Args:
+        log_gamma_k: ``(N, K)``, ``(B, N, K)`` or ``(B, H, N, K)`` log key responsibilities (log-softmax rows;
+            :meth:`gma_teach.gmm.GaussianMixture.log_responsibilities`).
+        mask: ``(B, N)`` bool, ``True`` for keys to count (padding excluded), or ``None``.
+
+    Returns:
+        a 0-dim tensor (nats), >= 0.
+    """
+    log_gamma = _as_batched("log_gamma_k", log_gamma_k, mask)
+    target = balanced_slot_assignment(log_gamma, mask=mask)  # (B, [H,] N), -1 where left out
+    picked = -log_gamma.gather(-1, target.clamp_min(0)[..., None]).squeeze(-1)  # (B, [H,] N)
+    weights = _token_weights(picked.shape, mask, picked.dtype, picked.device)
+    pooled = (0, picked.dim() - 1)  # batch and tokens
+    return ((picked * weights).sum(pooled) / weights.sum(pooled).clamp_min(1.0)).mean()
+
+
 class GaussianMixtureAttention(nn.Module):
     """Multi-head Gaussian Mixture Attention.
 
@@ -244,8 +333,11 @@ class GaussianMixtureAttention(nn.Module):
         tied_routing: route queries and keys with one projection (``k_proj`` is ``q_proj``; default ``False``: two).
         distill_weight: weight (>= 0) of :func:`~gma_teach.layer.routing_distillation_loss` in
             :meth:`auxiliary_loss` (default 0: off). Self-attention only (no ``context``), with two projections.
-        assignment_weight: weight (>= 0) of :func:`~gma_teach.layer.slot_assignment_loss` of the key
-            responsibilities in :meth:`auxiliary_loss` (default 0: off).
+        assignment_weight: weight (>= 0) of the slot-assignment term of the key responsibilities in
+            :meth:`auxiliary_loss` (default 0: off).
+        assignment_form: which term, one of :data:`ASSIGNMENT_FORMS`: ``"information"`` (default,
+            :func:`~gma_teach.layer.slot_assignment_loss`) or ``"balanced"``
+            (:func:`~gma_teach.layer.balanced_assignment_loss`); counts only with ``assignment_weight > 0``.
 
     Diagnostics: set ``layer.store_responsibilities = True``; after each forward ``layer.last_responsibilities``
     holds ``{"query": (B, H, N, K), "key": (B, H, M, K)}`` (detached). :meth:`routing` computes them directly.
@@ -265,7 +357,7 @@ class GaussianMixtureAttention(nn.Module):
                  min_variance: float = 1e-3, impl: str = "auto", chunk_size: int = 64,
                  init_variance: float | str = 1.0, init_mean_std: float = 1.0, balance_weight: float = 0.0,
                  balance_form: str = "switch", tied_routing: bool = False, distill_weight: float = 0.0,
-                 assignment_weight: float = 0.0):
+                 assignment_weight: float = 0.0, assignment_form: str = "information"):
         super().__init__()
         self.d_model = _checks.positive_int("d_model", d_model)
         self.n_heads = _checks.positive_int("n_heads", n_heads)
@@ -287,6 +379,7 @@ class GaussianMixtureAttention(nn.Module):
         self.tied_routing = _checks.boolean("tied_routing", tied_routing)
         self.distill_weight = _checks.nonnegative_number("distill_weight", distill_weight)
         self.assignment_weight = _checks.nonnegative_number("assignment_weight", assignment_weight)
+        self.assignment_form = _checks.one_of("assignment_form", assignment_form, ASSIGNMENT_FORMS)
         if tied_routing and self.distill_weight > 0:
             raise ValueError(f"distill_weight={distill_weight} distils the query routing from a key routing of its "
                              "own, and tied_routing=True gives both one projection: give one of them")
@@ -383,8 +476,15 @@ class GaussianMixtureAttention(nn.Module):
             self._last_distill_loss = routing_distillation_loss(mixture.log_responsibilities(q), gamma_k,
                                                                 mask=key_padding_mask)
         if self.assignment_weight > 0:
-            self._last_assignment_loss = slot_assignment_loss(gamma_k, mask=key_padding_mask)
+            self._last_assignment_loss = self._assignment_term(k, gamma_k, key_padding_mask)
         return self.out_proj(output.transpose(1, 2).flatten(-2))
+
+    def _assignment_term(self, k: torch.Tensor, gamma_k: torch.Tensor, mask) -> torch.Tensor:
+        """The slot-assignment term of ``assignment_form`` on the key routing vectors ``k`` ``(B, H, M,
+        d_route)`` and their responsibilities ``gamma_k`` ``(B, H, M, K)``."""
+        if self.assignment_form == "balanced":  # log responsibilities from the logits: exact where Gamma underflows
+            return balanced_assignment_loss(self.mixture.log_responsibilities(k), mask=mask)
+        return slot_assignment_loss(gamma_k, mask=mask)
 
     # -------------------------------------------------------------------------------------- routing remedies
     def balance_loss(self) -> torch.Tensor:
@@ -404,10 +504,11 @@ class GaussianMixtureAttention(nn.Module):
                                "routing_distillation_loss(log_gamma_q, gamma_k)")
 
     def assignment_loss(self) -> torch.Tensor:
-        """The (unweighted) :func:`~gma_teach.layer.slot_assignment_loss` of the last forward's key
-        responsibilities, differentiable: a 0-dim tensor."""
+        """The (unweighted) slot-assignment term of the last forward's key responsibilities, of the layer's
+        ``assignment_form`` (:func:`~gma_teach.layer.slot_assignment_loss` or
+        :func:`~gma_teach.layer.balanced_assignment_loss`), differentiable: a 0-dim tensor."""
         return self._last_term("assignment_loss", "assignment_weight", self._last_assignment_loss,
-                               "slot_assignment_loss(gamma_k)")
+                               "slot_assignment_loss(gamma_k) or balanced_assignment_loss(log_gamma_k)")
 
     def _last_term(self, method: str, weight: str, value, direct: str) -> torch.Tensor:
         if getattr(self, weight) <= 0:
