@@ -18,6 +18,7 @@ from gma_teach.designs import (
     LISTOPS_LRA_STUDY,
     LM_SETTING,
     RECALL_STUDY,
+    SLOT_BALANCED_STUDY,
     SLOT_ROUTING_STUDY,
     TEXT_STUDY,
 )
@@ -134,15 +135,16 @@ def test_the_settings_are_the_studies():
     assert {s.d_model for s in SETTINGS if s.name.startswith("recall")} == set(RECALL_STUDY["widths"])
 
 
-CAPACITY_STUDIES = {"capacity": CAPACITY_STUDY, "slot_routing": SLOT_ROUTING_STUDY}
+CAPACITY_STUDIES = {"capacity": CAPACITY_STUDY, "slot_routing": SLOT_ROUTING_STUDY,
+                    "slot_balanced": SLOT_BALANCED_STUDY}
 CAPACITY_ARMS = tuple((name, arm) for name, declared in CAPACITY_STUDIES.items() for arm in declared.arms)
 
 
 @pytest.mark.parametrize("name, arm", CAPACITY_ARMS, ids=[f"{name}-{arm}" for name, arm in CAPACITY_ARMS])
 def test_every_capacity_arm_is_alive_as_the_study_builds_it(name, arm):
-    """The mixers of the capacity test's studies (the capacity study and the slot-routing study: one causal head at
-    their width, each arm's options resolved by the runner) at the study's longest sequence, ``S + 1`` tokens: alive
-    as above."""
+    """The mixers of the capacity test's studies (the capacity, slot-routing and balanced-assignment studies: one
+    causal head at their width, each arm's options resolved by the runner) at the study's longest sequence, ``S + 1``
+    tokens: alive as above."""
     from gma_teach import study
 
     declared = CAPACITY_STUDIES[name]

@@ -12,13 +12,22 @@ import torch
 from gma_teach import GaussianMixtureAttention, designs, study
 from gma_teach.baselines import mixer_state_bytes
 from gma_teach.capacity import FastWeightModel, fast_weight_data
-from gma_teach.layer import ROUTING_OPTIONS, routing_distillation_loss, slot_assignment_loss
+from gma_teach.forgetting import DecayedGaussianMixtureAttention
+from gma_teach.layer import (
+    ROUTING_OPTIONS,
+    balanced_assignment_loss,
+    balanced_slot_assignment,
+    routing_distillation_loss,
+    slot_assignment_loss,
+)
 from gma_teach.models import DecoderLM, auxiliary_loss
 from gma_teach.stats import paired_t_power
 
 OPTIONS = {"tied": {"tied_routing": True}, "distilled": {"distill_weight": 0.3},
            "assigned": {"assignment_weight": 0.7}, "tied_assigned": {"tied_routing": True, "assignment_weight": 0.7},
-           "distilled_assigned": {"distill_weight": 0.3, "assignment_weight": 0.7}}
+           "distilled_assigned": {"distill_weight": 0.3, "assignment_weight": 0.7},
+           "balanced": {"assignment_weight": 0.7, "assignment_form": "balanced"},
+           "tied_balanced": {"tied_routing": True, "assignment_weight": 0.7, "assignment_form": "balanced"}}
 
 
 def _layer(options, *, causal=True, dtype=torch.float64, seed=0, d_model=12, n_heads=3, k=5):
@@ -58,6 +67,30 @@ def _hand_assignment(gamma, mask=None):
             keys = sum(-sum(p * math.log(p) for p in row if p > 0) for row in rows) / n
             losses.append(math.log(min(n, k_size)) - (usage - keys))
     return sum(losses) / len(losses)
+
+
+def _hand_balanced(scores, mask=None):
+    """Level filling, written out: for each sequence and head of ``(B, H, N, K)`` scores, repeatedly place the
+    highest-scoring (key, slot) pair among unplaced keys and the slots holding the fewest keys (ties: the first in
+    key-major order); ``-1`` for masked keys."""
+    b_size, h_size, n_size, k_size = scores.shape
+    result = [[[-1] * n_size for _ in range(h_size)] for _ in range(b_size)]
+    for b in range(b_size):
+        for h in range(h_size):
+            todo = [t for t in range(n_size) if mask is None or bool(mask[b, t])]
+            held = [0] * k_size
+            while todo:
+                level = min(held)
+                best = None
+                for t in sorted(todo):
+                    for k in range(k_size):
+                        if held[k] == level and (best is None or float(scores[b, h, t, k]) > best[0]):
+                            best = (float(scores[b, h, t, k]), t, k)
+                _, t, k = best
+                result[b][h][t] = k
+                held[k] += 1
+                todo.remove(t)
+    return torch.tensor(result)
 
 
 # ------------------------------------------------------------------------------------------------ tied routing
@@ -137,6 +170,10 @@ def test_the_new_losses_pass_gradcheck_on_odd_sizes(masked):
     assert torch.autograd.gradcheck(
         lambda q: routing_distillation_loss(torch.log_softmax(q, -1), fixed, mask=mask), (logits_q,))
     assert torch.autograd.gradcheck(lambda k: slot_assignment_loss(torch.softmax(k, -1), mask=mask), (logits_k,))
+    # the balanced term's target is fixed where no two scores tie (random logits): its gradient is the
+    # cross-entropy's
+    assert torch.autograd.gradcheck(lambda k: balanced_assignment_loss(torch.log_softmax(k, -1), mask=mask),
+                                    (logits_k,))
 
 
 # ------------------------------------------------------------------------------------------------ assignment
@@ -174,6 +211,78 @@ def test_the_layer_computes_the_assignment_term_on_its_key_routing():
     assert float(layer.auxiliary_loss()) == pytest.approx(0.7 * _hand_assignment(gamma_k.detach()), rel=1e-10)
     layer.assignment_loss().backward()
     assert float(layer.k_proj.weight.grad.abs().max()) > 0
+
+
+# ------------------------------------------------------------------------------------------------ balanced
+@pytest.mark.parametrize("n_keys", [3, 7, 11, 16])  # below, at, and above K = 7 (11: uneven levels)
+def test_the_balanced_assignment_matches_level_filling_written_out(n_keys):
+    generator = torch.Generator().manual_seed(n_keys)
+    scores = torch.randn(3, 2, n_keys, 7, dtype=torch.float64, generator=generator)
+    mask = torch.ones(3, n_keys, dtype=torch.bool)
+    mask[0, 1] = mask[2, -1] = False
+    for m in (None, mask):
+        slots = balanced_slot_assignment(scores, mask=m)
+        assert slots.dtype == torch.long and torch.equal(slots, _hand_balanced(scores, m))
+        for b in range(3):
+            for h in range(2):
+                kept = slots[b, h][slots[b, h] >= 0]
+                counts = torch.bincount(kept, minlength=7)
+                assert len(kept) == (n_keys if m is None else int(m[b].sum()))
+                assert int(counts.max()) - int(counts.min()) <= 1  # balanced: levels differ by at most one
+    assert balanced_slot_assignment(scores[0, 0]).shape == (1, n_keys)  # (N, K): a batch axis is added
+    dead = scores.clone()
+    dead[..., 1:] = -math.inf  # responsibilities of exactly 0: still placed, balanced, and in finite time
+    counts = torch.bincount(balanced_slot_assignment(dead)[0, 0], minlength=7)
+    assert int(counts.max()) - int(counts.min()) <= 1
+    dead[0, 0, 0, 0] = math.nan
+    with pytest.raises(ValueError, match="log_gamma_k must hold no NaN"):
+        balanced_slot_assignment(dead)
+
+
+def test_the_balanced_term_gives_distinct_slots_even_where_every_key_prefers_one():
+    n_keys, n_slots = 5, 7
+    logits = torch.zeros(n_keys, n_slots, dtype=torch.float64)
+    logits[:, 0] = 9.0 + 0.1 * torch.arange(n_keys)  # every key prefers slot 0, the last one most
+    crowded = torch.log_softmax(logits, -1)
+    slots = balanced_slot_assignment(crowded)[0]
+    assert len(set(slots.tolist())) == n_keys and int(slots[n_keys - 1]) == 0  # the keenest key keeps slot 0
+    expected = -float(crowded[torch.arange(n_keys), slots].mean())
+    assert float(balanced_assignment_loss(crowded)) == pytest.approx(expected, rel=1e-12)
+    permutation = torch.eye(n_slots, dtype=torch.float64)[torch.randperm(n_slots)[:n_keys]]
+    exact = torch.log_softmax(50 * permutation, -1)  # every key on a slot of its own
+    assert float(balanced_assignment_loss(exact)) == pytest.approx(0.0, abs=1e-12)
+    assert torch.equal(balanced_slot_assignment(exact)[0], permutation.argmax(-1))
+
+
+def test_the_balanced_term_pulls_a_key_to_a_dead_slot_where_the_information_term_cannot():
+    # four keys in slot 0, slots 1-3 nearly dead (logit -30): the information term's pull on a dead slot's logit
+    # is of the size of its responsibility (about e^-30); the balanced term's is 1/n per key assigned there
+    logits = torch.full((1, 4, 4), -30.0, dtype=torch.float64)
+    logits[..., 0] = 0.0
+    logits.requires_grad_()
+    slot_assignment_loss(torch.softmax(logits, -1)).backward()
+    information_pull = float(logits.grad[..., 1:].abs().max())
+    logits.grad = None
+    balanced_assignment_loss(torch.log_softmax(logits, -1)).backward()
+    balanced_pull = float(logits.grad[..., 1:].abs().max())
+    assert information_pull < 1e-9 and balanced_pull == pytest.approx(0.25, rel=1e-9)
+
+
+def test_the_layer_computes_the_balanced_term_from_its_key_logits():
+    for cls in (GaussianMixtureAttention, DecayedGaussianMixtureAttention):
+        torch.manual_seed(0)
+        layer = cls(12, 3, n_components=5, causal=True, assignment_weight=0.7,
+                    assignment_form="balanced").double()
+        x = torch.randn(2, 8, 12, dtype=torch.float64)
+        layer(x)
+        k = layer._heads(layer.k_proj(x), layer.d_route)
+        expected = float(balanced_assignment_loss(layer.mixture.log_responsibilities(k)))
+        assert float(layer.assignment_loss()) == pytest.approx(expected, rel=1e-10)
+        assert float(layer.auxiliary_loss()) == pytest.approx(0.7 * expected, rel=1e-10)
+        layer.assignment_loss().backward()
+        assert float(layer.k_proj.weight.grad.abs().max()) > 0
+    with pytest.raises(ValueError, match="assignment_form"):
+        GaussianMixtureAttention(16, 2, 5, assignment_form="sinkhorn")
 
 
 # ------------------------------------------------------------------------------------------------ the layer
@@ -289,6 +398,29 @@ def test_the_slot_routing_seeds_give_80_percent_power_from_the_recorded_spread()
     n_seeds = len(declared.seeds)
     assert paired_t_power(0.10, spread, n_seeds, alpha=alpha) >= 0.80 > paired_t_power(0.10, spread, n_seeds - 1,
                                                                                        alpha=alpha)
+
+
+def test_the_balanced_assignment_study_shares_linear_attention_and_is_sized_for_80_percent_power():
+    declared = designs.STUDIES["slot-balanced"]
+    routing = designs.SLOT_ROUTING_STUDY
+    assert declared is designs.SLOT_BALANCED_STUDY and declared.setting == routing.setting
+    assert declared.declared_metrics() == routing.declared_metrics()
+    assert declared.primary == (("gma_k64_tied_balanced", "linear"),)
+    assert set(declared.seeds) <= set(routing.seeds)  # linear attention's runs are the slot-routing study's
+    assert study.record_path(declared, "linear") == study.record_path(routing, "linear")
+    assert study.record_path(declared, "gma_k64_tied_balanced").name == "slot_balanced_gma_k64_tied_balanced.json"
+    for arm in ("gma_k64_tied_balanced", "gma_k64_balanced"):
+        options = study.resolve(declared, arm).options
+        assert options["assignment_form"] == "balanced" and options["n_components"] == 64
+        assert options["assignment_weight"] == designs.SLOT_ASSIGNMENT_WEIGHT  # only the form differs
+        assert options.get("tied_routing", False) == (arm == "gma_k64_tied_balanced")
+        model = FastWeightModel(40, "gma", d_model=64, **options)
+        assert mixer_state_bytes(model.mixer, 41) == 16_640, arm
+    assert declared.exploratory["arms"] == ("gma_k64_balanced",) and declared.exploratory["seeds"] == (0,)
+    alpha = designs.ALPHA / len(declared.declared_metrics())
+    n_seeds = len(declared.seeds)  # the docstring's sizing, at the slot-routing study's spread of 0.073
+    assert paired_t_power(0.10, 0.073, n_seeds, alpha=alpha) >= 0.80 > paired_t_power(0.10, 0.073, n_seeds - 1,
+                                                                                      alpha=alpha)
 
 
 def test_a_slot_routing_arm_trains_through_the_runner(tmp_path):

@@ -35,16 +35,13 @@ from . import _types
 from ._types import Arm, MetricFacts, RoutingScan, Study, UnsetSize, as_study, metric_facts, thawed
 
 __all__ = ["ALPHA", "Arm", "CAPACITY_GMA_SIZES", "CAPACITY_PRIMARY_PAIRS", "CAPACITY_STUDY", "MAMBA_CHECK",
-           "PERFORMER_CHECK",
-           "CAUSE_STUDY", "COLLAPSE_STUDY", "EXPERIMENTS", "INFORMATION_WEIGHT", "INIT_SCAN",
+           "PERFORMER_CHECK", "CAUSE_STUDY", "COLLAPSE_STUDY", "EXPERIMENTS", "INFORMATION_WEIGHT", "INIT_SCAN",
            "KMEANS_BLOCKS", "LISTOPS_LRA_STUDY", "LM_SETTING", "LM_STUDY", "METRICS", "MQAR_PILOT", "MetricFacts",
-           "RoutingScan", "UnsetSize",
-           "PERFORMER_RERUN", "PREPARATIONS",
-           "RECALL_GMA_SIZES", "RECALL_STUDY",
+           "RoutingScan", "UnsetSize", "PERFORMER_RERUN", "PREPARATIONS", "RECALL_GMA_SIZES", "RECALL_STUDY",
            "RECALL_V2_STUDY", "RECALL_V2_WINDOWS", "RECALL_WINDOW", "REMEDY", "REMEDY_STUDY", "RENAMED_ARMS",
-           "SLOT_ASSIGNMENT_WEIGHT", "SLOT_DISTILL_WEIGHT", "SLOT_ROUTING_GOAL", "SLOT_ROUTING_PAIRS",
-           "SLOT_ROUTING_PRIMARY", "SLOT_ROUTING_STUDY", "STUDIES", "Study", "TEXT_STUDY", "VARIANCE_AND_BALANCE",
-           "as_study", "metric_facts", "thawed"]
+           "SLOT_ASSIGNMENT_WEIGHT", "SLOT_BALANCED_STUDY", "SLOT_DISTILL_WEIGHT", "SLOT_ROUTING_GOAL",
+           "SLOT_ROUTING_PAIRS", "SLOT_ROUTING_PRIMARY", "SLOT_ROUTING_STUDY", "STUDIES", "Study", "TEXT_STUDY",
+           "VARIANCE_AND_BALANCE", "as_study", "metric_facts", "thawed"]
 
 # The types' constants, stated again here with their docstrings: the API page reads a constant's docstring from the
 # module it documents.
@@ -764,11 +761,11 @@ SLOT_ROUTING_GOAL = {
     "sizes": (40, 64),
     "against": "linear",
     "margin": 0.05,
-    "declared": "2026-12-06, after seed 0 of every arm and before any run of seeds 1-11",
+    "declared": "2026-12-06, after seed 0 of every arm and before any run of seeds 1-11 had finished",
 }
 """The slot-routing study's goal and the rule that names its winner, read from its records by
 :func:`gma_teach.capacity.slot_goal` and :func:`gma_teach.capacity.slot_winner`; declared (``"declared"``) after
-the exploratory seed 0 of every arm had run and before any run of the confirmatory seeds 1-11.
+the exploratory seed 0 of every arm had run and before any run of the confirmatory seeds 1-11 had finished.
 
 * **The goal, as a test.** A routing of the primary family reaches it when, over seeds 0-11, its mean retrieval
   accuracy is at least ``share`` (0.9) at every ``S`` of ``sizes`` (the family's S <= K = 64: at S = 64 that is at
@@ -781,6 +778,8 @@ the exploratory seed 0 of every arm had run and before any run of the confirmato
   family's four S; if none reaches it, the routing of the primary family with the highest mean over the four S,
   reported as how far the best routing got. The exploratory arms (seed 0 only) are never the winner. The winner
   becomes a named option set of :class:`gma_teach.layer.GaussianMixtureAttention` once the family is complete.
+  The candidates are the primary routings of this study and of :data:`SLOT_BALANCED_STUDY` (added the same day,
+  before any of its runs and before any run of seeds 1-11 here had finished), each read under the goal above.
 * **Follow-ons, declared here and run once the winner is named.**
 
   - *Language model*: the remedy study's setting (:data:`REMEDY_STUDY`: the small LM of :data:`LM_SETTING`, K =
@@ -793,6 +792,72 @@ the exploratory seed 0 of every arm had run and before any run of the confirmato
   - *Recall*: the recall study's setting (:data:`RECALL_STUDY`) at width 64, the winner at K = 64 beside the
     recorded ``gma_k64_var_bal`` and the references, its learning rate chosen on seed 0's validation accuracy as
     there, seeds 0-2; the winner against linear attention and against ``gma_k64_var_bal``, paired t, Holm over 2.
+"""
+
+
+def _slot_balanced_arms() -> dict:
+    """The balanced-assignment study's arms: the balanced target with tied routing, the same without it, and
+    linear attention (recorded once, under the slot-routing study)."""
+    balanced = {"n_components": 64, "assignment_weight": SLOT_ASSIGNMENT_WEIGHT, "assignment_form": "balanced"}
+    return {"linear": Arm("linear"),
+            "gma_k64_tied_balanced": Arm("gma", {**balanced, "tied_routing": True}),
+            "gma_k64_balanced": Arm("gma", balanced)}
+
+
+SLOT_BALANCED_STUDY = Study(
+    name="slot_balanced",
+    experiment="capacity",
+    scale=None,
+    setting=SLOT_ROUTING_STUDY.setting,
+    seeds=tuple(range(10)),
+    arms=_slot_balanced_arms(),
+    metrics=SLOT_ROUTING_STUDY.metrics,
+    primary=[("gma_k64_tied_balanced", "linear")],
+    test="paired t over seeds 0-9, two-sided, at each S of 40, 64, 80 and 120; Holm over the primary family "
+         "(4 tests)",
+    shared_with=SLOT_ROUTING_STUDY,
+    exploratory={"seeds": (0,),
+                 "arms": ("gma_k64_balanced",),
+                 "why": "the balanced target without tied routing, seed 0 only: whether the queries find their "
+                        "keys' slots when they keep a projection of their own",
+                 "pairs": "every comparison outside the primary family",
+                 "pilot": "the study was added after seed 0 of the slot-routing study showed that no routing "
+                          "of it gives a sequence's keys distinct slots (25 to 52 colliding keys of 64 at S = 64), "
+                          "and after unrecorded pilot runs of the balanced target (one seed, S = 64)"},
+)
+"""The balanced-assignment study of chapter 12, declared on 2026-12-06 before any of its runs. It asks whether GMA
+at K = 64 reaches the slot-routing study's goal (:data:`SLOT_ROUTING_GOAL`) when its key routing is trained
+towards a balanced assignment of each sequence's keys to slots, as BASE layers train their router.
+
+* **Why, from the slot-routing study's seed 0 (exploratory).** At S = 64 every routing of that study leaves 20 to
+  52 of the 64 keys sharing a slot, though a bijection exists: every sequence holds all S keys, so one fixed slot
+  per key gives each its own. The information term (``assignment_form="information"``) does not get there: its
+  pull on a slot that no key uses is of the size of that slot's responsibility, so a dead slot stays dead. In an
+  unrecorded pilot (one seed, S = 64, routing alone and the whole model) the cross-entropy to a balanced target
+  (:func:`gma_teach.layer.balanced_assignment_loss`) put the 64 keys in 64 slots within a few hundred steps, and
+  with tied routing the model reached the target loss, every pair retrieved.
+* **Setting.** The slot-routing study's (:data:`SLOT_ROUTING_STUDY`: the capacity test at S = 40, 64, 80 and 120,
+  the stopping rule, the 20,000-step ceiling); linear attention's runs are that study's (``shared_with``), paired
+  on seeds 0-9.
+* **Arms.** Tied routing with the balanced target (``assignment_form="balanced"``, weight
+  :data:`SLOT_ASSIGNMENT_WEIGHT`, the information term's, so that only the form differs); the balanced target with
+  two projections (seed 0, exploratory); linear attention.
+* **Family and test.** Tied + balanced against linear attention on retrieval accuracy at S = 40, 64, 80 and 120:
+  4 paired t-tests over seeds 0-9, two-sided, Holm at 5%. The goal is read by :data:`SLOT_ROUTING_GOAL`'s test.
+* **Sizing.** Ten seeds: at Holm's strictest step (0.05 / 4) a difference of 0.10 is told apart with 86% power
+  (``gma_teach.stats.paired_t_power``: 0.855; nine seeds 0.785) at the per-seed standard deviation the
+  slot-routing study was sized on, 0.073.
+* **Cost.** CPU milliseconds per training step with the balanced target and tied routing (one thread, 100 steps
+  at each S, evaluations not counted, the machine loaded by two other runs): 23 at S = 40, 41 at 64, 37 at 80, 47
+  at 120, 1.3 to 1.4 times the information term's. At the ceiling one seed over the grid costs at most 0.9
+  CPU-hours with evaluations, so the study at most 9.9 CPU-hours, and the two studies together at most 42.4 at the
+  ceiling, above the 40 allowed. The ceiling is far from what the runs spend: the slot-routing study's first 13 runs
+  stopped by the rule and recorded 2.84 CPU-hours, 0.22 a run against the 0.6 the ceiling allows. So the budget is
+  kept by the recorded spend: no run of either study starts once their recorded ``cpu_seconds`` reach 40
+  CPU-hours, and the pages then report the families as incomplete.
+* **Run.** ``python -m gma_teach.study slot-balanced --arms gma_k64_tied_balanced``, and ``--arms gma_k64_balanced
+  --seeds 0``; two at a time with the slot-routing study's runs, one thread each, each record committed as it
+  lands.
 """
 
 
@@ -844,6 +909,6 @@ checked against a reference's outputs on fixed inputs (``tests/test_mamba_refere
 STUDIES = {"collapse": COLLAPSE_STUDY, "cause": CAUSE_STUDY, "remedy": REMEDY_STUDY, "lm": LM_STUDY,
            "listops-lra": LISTOPS_LRA_STUDY, "text": TEXT_STUDY, "recall": RECALL_STUDY, "recall-v2": RECALL_V2_STUDY,
            "mqar-pilot": MQAR_PILOT, "capacity": CAPACITY_STUDY, "performer-check": PERFORMER_CHECK,
-           "mamba-check": MAMBA_CHECK, "slot-routing": SLOT_ROUTING_STUDY}
+           "mamba-check": MAMBA_CHECK, "slot-routing": SLOT_ROUTING_STUDY, "slot-balanced": SLOT_BALANCED_STUDY}
 """Every declared study by its name on the command line (``python -m gma_teach.study NAME``); a new study is one
 :class:`Study` added here."""
