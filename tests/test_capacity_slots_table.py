@@ -304,3 +304,13 @@ def test_slot_winner_prefers_a_routing_that_reached_the_goal_then_the_highest_me
     assert (won["arm"], won["reached"]) == ("a", False) and set(won["mean_accuracy"]) == {"a", "b", "c"}
     with pytest.raises(TypeError, match="slot_goal"):
         capacity.slot_winner({"entries": []})
+    # two studies' tables read together: a routing of the second that reached the goal wins over the first's
+    other = {"sizes": (40, 64), "arms": {"d": entry("reached", (0.93, 0.91)), "y": entry("exploratory", (1, 1))}}
+    won = capacity.slot_winner(table, other)
+    assert (won["arm"], won["reached"]) == ("d", True) and set(won["mean_accuracy"]) == {"a", "b", "c", "d"}
+    other["arms"]["d"]["status"] = capacity.NOT_YET
+    assert capacity.slot_winner(table, other)["arm"] is None  # no winner while one study is incomplete
+    with pytest.raises(ValueError, match="share their family"):
+        capacity.slot_winner(table, {**other, "sizes": (40,)})
+    with pytest.raises(TypeError, match="at least one"):
+        capacity.slot_winner()

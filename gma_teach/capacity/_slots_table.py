@@ -397,21 +397,29 @@ def slot_goal(study, declared: dict, records, goal: Mapping | None = None) -> di
     return found
 
 
-def slot_winner(goal_table: dict) -> dict:
-    """The routing the declared rule names from :func:`slot_goal`'s table: of the routings that reached the goal,
-    the one with the highest mean accuracy over the family's ``S``; if none reached it, the primary routing with
-    the highest such mean. No winner (``"arm": None``) while any primary routing is :data:`NOT_YET`.
+def slot_winner(*goal_tables: dict) -> dict:
+    """The routing the declared rule names from one or more of :func:`slot_goal`'s tables (the slot-routing study's
+    and the balanced-assignment study's, read under one goal): of the routings that reached the goal, the one with
+    the highest mean accuracy over the family's ``S``; if none reached it, the primary routing with the highest such
+    mean. No winner (``"arm": None``) while any primary routing is :data:`NOT_YET`.
 
     Returns:
         ``{"arm", "reached": whether the winner reached the goal, "mean_accuracy": {arm: mean over the S}
         (primary routings), "complete"}``.
     """
-    if not isinstance(goal_table, Mapping) or "arms" not in goal_table:
-        raise TypeError("goal_table must be gma_teach.capacity.slot_goal(...)'s result")
-    routings = {arm: e for arm, e in goal_table["arms"].items() if e["status"] != "exploratory"}
+    if not goal_tables:
+        raise TypeError("slot_winner needs at least one of gma_teach.capacity.slot_goal(...)'s tables")
+    for table in goal_tables:
+        if not isinstance(table, Mapping) or "arms" not in table or "sizes" not in table:
+            raise TypeError("each goal table must be gma_teach.capacity.slot_goal(...)'s result")
+    sizes = tuple(goal_tables[0]["sizes"])
+    if any(tuple(table["sizes"]) != sizes for table in goal_tables):
+        raise ValueError("the goal tables must share their family's S: "
+                         f"{[tuple(table['sizes']) for table in goal_tables]}")
+    routings = {arm: e for table in goal_tables for arm, e in table["arms"].items() if e["status"] != "exploratory"}
     complete = bool(routings) and all(e["status"] != NOT_YET for e in routings.values())
-    means = {arm: statistics.fmean(e["accuracy"][n] for n in goal_table["sizes"])
-             for arm, e in routings.items() if all(e["accuracy"][n] is not None for n in goal_table["sizes"])}
+    means = {arm: statistics.fmean(e["accuracy"][n] for n in sizes)
+             for arm, e in routings.items() if all(e["accuracy"][n] is not None for n in sizes)}
     if not complete:
         return {"arm": None, "reached": False, "mean_accuracy": means, "complete": False}
     reached = [arm for arm, e in routings.items() if e["status"] == "reached"]
