@@ -453,3 +453,28 @@ def test_the_decayed_layer_takes_the_slot_options_and_computes_their_losses():
     assert float(layer.auxiliary_loss()) == pytest.approx(0.3 * distill + 0.7 * assign, rel=1e-10)
     tied = DecayedGaussianMixtureAttention(12, 3, n_components=5, tied_routing=True)
     assert tied.k_proj is tied.q_proj
+
+
+def test_the_follow_ons_reuse_the_remedy_and_recall_records_and_add_the_winner_at_k64():
+    routing = {"tied_routing": True, "assignment_weight": 0.2, "assignment_form": "balanced"}
+    follow = designs.slot_follow_ons(routing)
+    lm, recall = follow["lm"], follow["recall"]
+    winner = designs.SLOT_MEMORY_ARM
+    assert lm.setting == designs.REMEDY_STUDY.setting and lm.seeds == designs.REMEDY_STUDY.seeds
+    assert lm.declared_metrics() == ("routing_information", "val_bits_per_byte")
+    assert lm.primary == ((winner, "balance"), (winner, "default")) and lm.selection is None
+    assert recall.setting == designs.RECALL_STUDY.setting and recall.widths == (64,)
+    assert recall.primary == ((winner, "linear"), (winner, "gma_k64_var_bal"))
+    for declared, source, width in ((lm, designs.REMEDY_STUDY, None), (recall, designs.RECALL_STUDY, 64)):
+        assert declared.chapter is None and declared.name != source.name
+        for arm in set(declared.arms) - {winner}:  # trained once, under the study they come from
+            assert study.record_path(declared, arm, width=width) == study.record_path(source, arm, width=width)
+        assert study.record_path(declared, winner, width=width).name.startswith(declared.name)
+        resolved = study.resolve(declared, winner, **({} if width is None else {"width": width}))
+        assert resolved.options == {"n_components": 64, **routing}
+    with pytest.raises(TypeError, match="routing must map"):
+        designs.slot_follow_ons(["tied_routing"])
+    with pytest.raises(ValueError, match="beyond n_components"):
+        designs.slot_follow_ons({"n_components": 32, **routing})
+    with pytest.raises(ValueError, match="beyond n_components"):
+        designs.slot_follow_ons({})

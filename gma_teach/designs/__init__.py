@@ -30,6 +30,8 @@ them; the types are in ``_types``.
 """
 from __future__ import annotations
 
+from collections.abc import Mapping
+
 from ..layer import LM_ROUTING_REMEDY
 from . import _types
 from ._types import Arm, MetricFacts, RoutingScan, Study, UnsetSize, as_study, metric_facts, thawed
@@ -39,9 +41,9 @@ __all__ = ["ALPHA", "Arm", "CAPACITY_GMA_SIZES", "CAPACITY_PRIMARY_PAIRS", "CAPA
            "KMEANS_BLOCKS", "LISTOPS_LRA_STUDY", "LM_SETTING", "LM_STUDY", "METRICS", "MQAR_PILOT", "MetricFacts",
            "RoutingScan", "UnsetSize", "PERFORMER_RERUN", "PREPARATIONS", "RECALL_GMA_SIZES", "RECALL_STUDY",
            "RECALL_V2_STUDY", "RECALL_V2_WINDOWS", "RECALL_WINDOW", "REMEDY", "REMEDY_STUDY", "RENAMED_ARMS",
-           "SLOT_ASSIGNMENT_WEIGHT", "SLOT_BALANCED_STUDY", "SLOT_DISTILL_WEIGHT", "SLOT_ROUTING_GOAL",
-           "SLOT_ROUTING_PAIRS", "SLOT_ROUTING_PRIMARY", "SLOT_ROUTING_STUDY", "STUDIES", "Study", "TEXT_STUDY",
-           "VARIANCE_AND_BALANCE", "as_study", "metric_facts", "thawed"]
+           "SLOT_ASSIGNMENT_WEIGHT", "SLOT_BALANCED_STUDY", "SLOT_DISTILL_WEIGHT", "SLOT_MEMORY_ARM",
+           "SLOT_ROUTING_GOAL", "SLOT_ROUTING_PAIRS", "SLOT_ROUTING_PRIMARY", "SLOT_ROUTING_STUDY", "STUDIES",
+           "Study", "TEXT_STUDY", "VARIANCE_AND_BALANCE", "as_study", "metric_facts", "slot_follow_ons", "thawed"]
 
 # The types' constants, stated again here with their docstrings: the API page reads a constant's docstring from the
 # module it documents.
@@ -780,7 +782,8 @@ the exploratory seed 0 of every arm had run and before any run of the confirmato
   becomes a named option set of :class:`gma_teach.layer.GaussianMixtureAttention` once the family is complete.
   The candidates are the primary routings of this study and of :data:`SLOT_BALANCED_STUDY` (added the same day,
   before any of its runs and before any run of seeds 1-11 here had finished), each read under the goal above.
-* **Follow-ons, declared here and run once the winner is named.**
+* **Follow-ons, declared here and run once the winner is named** (:func:`slot_follow_ons` builds both from the
+  winner's options).
 
   - *Language model*: the remedy study's setting (:data:`REMEDY_STUDY`: the small LM of :data:`LM_SETTING`, K =
     64, seeds 0-5) with three arms, the default routing, the balance remedy (:data:`REMEDY`) and the winner; the
@@ -859,6 +862,53 @@ towards a balanced assignment of each sequence's keys to slots, as BASE layers t
   --seeds 0``; two at a time with the slot-routing study's runs, one thread each, each record committed as it
   lands.
 """
+
+
+SLOT_MEMORY_ARM = "gma_k64_slot_memory"
+"""The name of the winning routing's arm (K = 64) in the follow-on studies of :func:`slot_follow_ons`."""
+
+
+def slot_follow_ons(routing: Mapping) -> dict:
+    """The two follow-on studies that :data:`SLOT_ROUTING_GOAL` declares for the winning routing, built from its
+    layer options (those beyond ``n_components``: for tied routing with the balanced target, ``{"tied_routing":
+    True, "assignment_weight": 0.2, "assignment_form": "balanced"}``).
+
+    * ``"lm"``: the remedy study's setting and seeds (:data:`REMEDY_STUDY`) with its ``default`` and ``balance``
+      arms, whose records it reuses (``shared_with``), and the winner as :data:`SLOT_MEMORY_ARM`; the winner against
+      each of the two on routing information and validation bits per byte, paired t over seeds 0-5, Holm over 4.
+    * ``"recall"``: the recall study's setting at width 64 (:data:`RECALL_STUDY`, its learning rate chosen on seed
+      0's validation accuracy as there) with its ``linear`` and ``gma_k64_var_bal`` arms, reused, and the winner;
+      the winner against each, paired t over seeds 0-2, Holm over 2.
+
+    Neither counts in Part IV's synthesis by itself (``chapter=None``): the pages that read them say what they add.
+
+    Raises:
+        TypeError: ``routing`` is not a mapping of option names to values; ValueError: it gives ``n_components``
+        (the follow-ons are at K = 64) or is empty.
+    """
+    if not isinstance(routing, Mapping):
+        raise TypeError(f"routing must map layer options to values, got {type(routing).__name__}")
+    if not routing or "n_components" in routing:
+        raise ValueError(f"routing must give the winning routing's options beyond n_components (K = 64 here), got "
+                         f"{dict(routing)!r}")
+    winner = {"n_components": 64, **routing}
+    lm = REMEDY_STUDY.with_changes(
+        name="slot_routing_lm",
+        arms={"default": REMEDY_STUDY.arms["default"], "balance": REMEDY_STUDY.arms["balance"],
+              SLOT_MEMORY_ARM: Arm("gma", winner)},
+        primary=[(SLOT_MEMORY_ARM, "balance"), (SLOT_MEMORY_ARM, "default")],
+        test="paired t over seeds 0-5, two-sided, on routing information and on validation bits per byte; Holm over "
+             "the 4 tests",
+        selection=None, exploratory=None, shared_with=REMEDY_STUDY, chapter=None, what=None)
+    recall = RECALL_STUDY.with_changes(
+        name="slot_routing_recall",
+        widths=(64,),
+        arms={"linear": RECALL_STUDY.arms["linear"], "gma_k64_var_bal": RECALL_STUDY.arms["gma_k64_var_bal"],
+              SLOT_MEMORY_ARM: Arm("gma", winner)},
+        primary=[(SLOT_MEMORY_ARM, "linear"), (SLOT_MEMORY_ARM, "gma_k64_var_bal")],
+        test="paired t over seeds 0-2, two-sided; Holm over the 2 tests",
+        reruns=None, exploratory=None, shared_with=RECALL_STUDY, chapter=None, what=None)
+    return {"lm": lm, "recall": recall}
 
 
 PERFORMER_CHECK = Study(
