@@ -64,7 +64,7 @@ def test_soft_but_disjoint_routing_passes(capsys):
 
 
 @pytest.mark.parametrize("check", [ch12.check_state_bytes, ch12.check_separating_routing,
-                                   ch12.check_random_capacity])
+                                   ch12.check_random_capacity, ch12.check_balanced_assignment])
 def test_a_stub_is_not_attempted(check, capsys):
     def stub(*args):
         raise NotImplementedError
@@ -151,3 +151,40 @@ def test_an_approximation_is_named_and_a_near_miss_refused():
         ch12.check_random_capacity(lambda n, k: k * (1 - math.exp(-n / k)) / n)
     with pytest.raises(ExerciseError, match="close to the demo but not the exact expectation"):
         ch12.check_random_capacity(lambda n, k: _expected(n, k) + (1e-6 if n > 2 else 0.0))
+
+
+def _greedy(scores):
+    """Level filling written out: the best (key, slot) pair among unplaced keys and the emptiest slots, first."""
+    n_keys, n_slots = scores.shape
+    held, slots, todo = [0] * n_slots, [-1] * n_keys, set(range(n_keys))
+    while todo:
+        level = min(held)
+        _, key, slot = max((float(scores[t, k]), t, k) for t in todo for k in range(n_slots) if held[k] == level)
+        slots[key] = slot
+        held[slot] += 1
+        todo.remove(key)
+    return torch.tensor(slots)
+
+
+def test_the_balanced_assignment_passes_and_its_mistakes_are_named(capsys):
+    ch12.check_balanced_assignment(_greedy)
+    assert capsys.readouterr().out.startswith("Exercise 12.4: correct")
+    with pytest.raises(ExerciseError, match="^Exercise 12.4: .*each key's own best slot: keys that prefer the same"):
+        ch12.check_balanced_assignment(lambda scores: scores.argmax(-1))
+
+    def in_order(scores):  # each key in turn takes its best slot still open at its level
+        n_keys, n_slots = scores.shape
+        held, slots = [0] * n_slots, []
+        for t in range(n_keys):
+            slot = max((k for k in range(n_slots) if held[k] == min(held)), key=lambda k: float(scores[t, k]))
+            held[slot] += 1
+            slots.append(slot)
+        return torch.tensor(slots)
+
+    with pytest.raises(ExerciseError, match="^Exercise 12.4: .*You placed the keys in their order"):
+        ch12.check_balanced_assignment(in_order)
+    float_slots = r"^Exercise 12.4: .*a \(1,\) integer tensor, one slot per key, got a torch.float64"
+    with pytest.raises(ExerciseError, match=float_slots):
+        ch12.check_balanced_assignment(lambda scores: scores.argmax(-1).double())
+    with pytest.raises(ExerciseError, match=r"^Exercise 12.4: .*must lie in \[0, 1\)"):
+        ch12.check_balanced_assignment(lambda scores: torch.full((len(scores),), 7))

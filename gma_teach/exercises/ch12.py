@@ -1,8 +1,9 @@
-"""Chapter 12's exercises: the decoding-state bytes of each mixer (12.1), routing that stores K pairs exactly (12.2)
-and the capacity of random routing (12.3).
+"""Chapter 12's exercises: the decoding-state bytes of each mixer (12.1), routing that stores K pairs exactly (12.2),
+the capacity of random routing (12.3) and a balanced assignment of a sequence's keys to slots (12.4).
 
 Each checker calls your function, compares it with the formulas and with a measurement (the decoding states'
-``nbytes()``, GMA's own write and read, a Monte Carlo of the chapter's demo), and raises
+``nbytes()``, GMA's own write and read, a Monte Carlo of the chapter's demo, the layer's own balanced assignment),
+and raises
 :class:`~gma_teach.exercises.ExerciseError` naming the misconception, or prints "Exercise 12.N: correct" (the
 protocol is in :mod:`gma_teach.exercises._common`).
 """
@@ -14,10 +15,12 @@ import torch
 
 from .. import capacity
 from ..baselines import MIXERS
+from ..layer import balanced_slot_assignment
 from ..mixing import gma_from_responsibilities
 from ._common import ExerciseError, call_reader, checker
 
-__all__ = ["STATE_MIXERS", "check_random_capacity", "check_separating_routing", "check_state_bytes"]
+__all__ = ["STATE_MIXERS", "check_balanced_assignment", "check_random_capacity", "check_separating_routing",
+           "check_state_bytes"]
 
 STATE_MIXERS = ("sdpa", "linear", "performer", "gma", "window", "local_gma", "decay_linear", "decay_gma")
 """The mixers of Exercise 12.1."""
@@ -244,3 +247,53 @@ def check_random_capacity(fn, *, n_trials: int = 4000, seed: int = 0):
             raise ExerciseError(f"{where}: close to the demo but not the exact expectation"
                                 + (f" ({hint})" if hint else ""))
     return "occupied slots over n, as the Monte Carlo shows."
+
+
+# ------------------------------------------------------------------------------------------------ Exercise 12.4
+def _keys_in_order(scores: torch.Tensor) -> torch.Tensor:
+    """The misconception of placing the keys in their order, each in its best slot still open at its level."""
+    n_keys, n_slots = scores.shape
+    held, slots = [0] * n_slots, []
+    for t in range(n_keys):
+        level = min(held)
+        slot = max((k for k in range(n_slots) if held[k] == level), key=lambda k: float(scores[t, k]))
+        held[slot] += 1
+        slots.append(slot)
+    return torch.tensor(slots)
+
+
+@checker("12.4")
+def check_balanced_assignment(fn, *, seed: int = 0):
+    """Exercise 12.4: check ``fn(scores) -> slots``, the balanced assignment of one sequence's keys to slots.
+
+    ``scores`` is a ``(n, K)`` float64 tensor, each key's log responsibilities. ``slots`` must be a ``(n,)`` integer
+    tensor: the greedy level-filling assignment, which repeatedly places the highest-scoring (key, slot) pair among
+    the keys not yet placed and the slots holding the fewest keys. The checker compares it with
+    :func:`gma_teach.layer.balanced_slot_assignment` at ``n`` below, at and above ``K``.
+    """
+    generator = torch.Generator().manual_seed(seed)
+    for n_keys, n_slots in ((1, 1), (3, 5), (6, 6), (9, 4), (13, 5)):
+        scores = torch.log_softmax(2 * torch.randn(n_keys, n_slots, generator=generator, dtype=torch.float64), -1)
+        got = call_reader(fn, scores.clone())
+        where = f"n={n_keys} keys, K={n_slots} slots"
+        if not isinstance(got, torch.Tensor) or got.is_floating_point() or tuple(got.shape) != (n_keys,):
+            what = (f"a {got.dtype} tensor of shape {tuple(got.shape)}" if isinstance(got, torch.Tensor)
+                    else type(got).__name__)
+            raise ExerciseError(f"{where}: expected a ({n_keys},) integer tensor, one slot per key, got {what}")
+        got = got.long()
+        if ((got < 0) | (got >= n_slots)).any():
+            raise ExerciseError(f"{where}: every slot must lie in [0, {n_slots}), got {got.tolist()}")
+        counts = torch.bincount(got, minlength=n_slots)
+        if int(counts.max()) - int(counts.min()) > 1:
+            raise ExerciseError(
+                f"{where}: the slots hold {counts.tolist()} keys; a balanced assignment fills every slot once before "
+                "any slot takes a second key" + (" (this is each key's own best slot: keys that prefer the same slot "
+                                                 "collide)" if torch.equal(got, scores.argmax(-1)) else ""))
+        expected = balanced_slot_assignment(scores)[0]
+        if not torch.equal(got, expected):
+            hint = (" You placed the keys in their order; greedy places the best pair among all keys not yet placed "
+                    "first, so a key that wants a slot more takes it." if torch.equal(got, _keys_in_order(scores))
+                    else "")
+            raise ExerciseError(f"{where}: balanced, but not the greedy assignment: got {got.tolist()}, expected "
+                                f"{expected.tolist()}.{hint}")
+    return "every slot filled level by level, the most likely pairs first."
