@@ -314,3 +314,15 @@ def test_slot_winner_prefers_a_routing_that_reached_the_goal_then_the_highest_me
         capacity.slot_winner(table, {**other, "sizes": (40,)})
     with pytest.raises(TypeError, match="at least one"):
         capacity.slot_winner()
+
+
+def test_format_stopping_keeps_five_digit_steps_apart():
+    table = {"max_steps": 20_000, "runs": [
+        {"arm": "linear", "seed": 0, "stopped": {40: "target", 120: "plateau"}, "steps": {40: 3300, 120: 12000},
+         "improving": {40: None, 120: None}},
+        {"arm": "gma_k64_distilled", "seed": 1, "stopped": {40: "plateau", 120: "max_steps"},
+         "steps": {40: 15400, 120: 20000}, "improving": {40: None, 120: True}}]}
+    lines = capacity.format_stopping(table)
+    assert lines[-2].split() == ["linear", "0", "t3300", "p12000"]
+    assert lines[-1].split() == ["gma_k64_distilled", "1", "p15400", "cap"]
+    assert len({len(line) for line in lines[-3:]}) == 1  # header and rows aligned

@@ -293,7 +293,6 @@ def format_stopping(table: dict, *, width: int = 75) -> list[str]:
         return ["no run recorded"]
     sizes = sorted({n for run in runs for n in run["stopped"]})
     label = max(len(f"{run['arm']} {run['seed']}") for run in runs)
-    cell = max(6, *(len(str(n)) + 1 for n in sizes))
 
     def code(run, n):
         if n not in run["stopped"]:
@@ -302,6 +301,7 @@ def format_stopping(table: dict, *, width: int = 75) -> list[str]:
             return {True: "cap", False: "cap-", None: "cap?"}[run["improving"][n]]
         return f"{_CODES.get(run['stopped'][n], '?')}{run['steps'][n]}"
 
+    cell = 1 + max(5, *(len(str(n)) for n in sizes), *(len(code(run, n)) for run in runs for n in sizes))
     lines = [*textwrap.wrap(f"cap: stopped at the {table['max_steps']:,}-step ceiling, loss still falling "
                             "(cap-: not falling; cap?: too few evaluations to tell); t: target loss; p: plateau rule "
                             "(with the steps run)", width),
