@@ -883,8 +883,8 @@ def slot_follow_ons(routing: Mapping) -> dict:
     Neither counts in Part IV's synthesis by itself (``chapter=None``): the pages that read them say what they add.
 
     Raises:
-        TypeError: ``routing`` is not a mapping of option names to values; ValueError: it gives ``n_components``
-        (the follow-ons are at K = 64) or is empty.
+        TypeError: ``routing`` is not a mapping of option names to values.
+        ValueError: ``routing`` gives ``n_components`` (the follow-ons are at K = 64) or is empty.
     """
     if not isinstance(routing, Mapping):
         raise TypeError(f"routing must map layer options to values, got {type(routing).__name__}")
