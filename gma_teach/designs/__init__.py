@@ -780,8 +780,9 @@ the exploratory seed 0 of every arm had run and before any run of the confirmato
   family's four S; if none reaches it, the routing of the primary family with the highest mean over the four S,
   reported as how far the best routing got. The exploratory arms (seed 0 only) are never the winner. The winner
   becomes a named option set of :class:`gma_teach.layer.GaussianMixtureAttention` once the family is complete.
-  The candidates are the primary routings of this study and of :data:`SLOT_BALANCED_STUDY` (added the same day,
-  before any of its runs and before any run of seeds 1-11 here had finished), each read under the goal above.
+  The candidates are the primary routings of this study and of :data:`SLOT_BALANCED_STUDY`, each read under the
+  goal above. That study and this sentence were added the same day, before any run of that study; by then seed 1 of
+  linear attention and of the three primary routings here, and seed 2 of linear attention, had been recorded.
 * **Follow-ons, declared here and run once the winner is named** (:func:`slot_follow_ons` builds both from the
   winner's options).
 
