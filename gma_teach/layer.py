@@ -335,7 +335,7 @@ class GaussianMixtureAttention(nn.Module):
             :meth:`auxiliary_loss` (default 0: off). Self-attention only (no ``context``), with two projections.
         assignment_weight: weight (>= 0) of the slot-assignment term of the key responsibilities in
             :meth:`auxiliary_loss` (default 0: off).
-        assignment_form: which term, one of :data:`ASSIGNMENT_FORMS`: ``"information"`` (default,
+        assignment_form: which term, one of ``ASSIGNMENT_FORMS``: ``"information"`` (default,
             :func:`~gma_teach.layer.slot_assignment_loss`) or ``"balanced"``
             (:func:`~gma_teach.layer.balanced_assignment_loss`); counts only with ``assignment_weight > 0``.
 
