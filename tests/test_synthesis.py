@@ -1,7 +1,7 @@
 """Part IV at a glance: each study's row counts its declared comparisons as the saved table decided them."""
 import json
 
-from gma_teach import capacity, designs, measure, study
+from gma_teach import designs, measure, study
 from gma_teach.runs import synthesis, tables
 
 
@@ -170,27 +170,3 @@ def test_part_iv_ties_its_computed_sentences_to_the_records_with_asserts():
         assert any(needle in source for source in checked), needle
     assert "study.what_gma_is_for(claims)" in code[-1] and "display(Markdown(paragraph))" in code[-1]
     assert not any("dissolves" in c.source for c in cells if c.cell_type == "markdown")
-
-
-def test_the_slot_memory_row_reads_the_balanced_assignment_study_and_its_runs(tmp_path):
-    """The claims row of GMA with its keys in slots of their own is the balanced-assignment study's primary family
-    as saved (one comparison per S, GMA minus linear attention), judged by the one rule; its scope counts the runs
-    that reached the step ceiling and says whether the declared goal was reached, both read again here from the
-    runs; with no saved table there is no row."""
-    design = designs.SLOT_BALANCED_STUDY
-    row = {r["record"]: r for r in synthesis.gma_claims()}[synthesis.SLOT_MEMORY_TABLES]
-    saved = synthesis.standing_family(json.loads(tables_path("slot-balanced").read_text()))
-    by_metric = {c["metric"]: c for c in saved["comparisons"]}
-    assert [b["n_pairs"] for b in row["basis"]] == list(designs.SLOT_ROUTING_PAIRS)
-    for b, metric in zip(row["basis"], design.metrics):
-        assert b["difference"] == by_metric[metric]["mean"] and b["told_apart"] == by_metric[metric]["told_apart"]
-        assert f"S={b['n_pairs']} {100 * b['difference']:+.1f} points" in row["number"]
-    assert row["side"] == synthesis.verdict_of(row["basis"])
-    arm, rival = design.primary[0]
-    records = {name: study.load_arm(design, name) for name in (arm, rival)}
-    ceiling = capacity.ceiling_count(design, records)
-    assert ceiling["recorded"] == 2 * len(design.seeds) * len(design.metrics)
-    assert f"that {ceiling['at_ceiling']} of its {ceiling['recorded']} runs reached" in row["scope"]
-    goal = capacity.slot_goal(design, study.declared_comparisons(design), records)["arms"][arm]
-    assert row["scope"].endswith("reached") == (goal["status"] == "reached")
-    assert synthesis._slot_memory_claim(tmp_path) == []

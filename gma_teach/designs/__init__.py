@@ -697,8 +697,6 @@ SLOT_ROUTING_STUDY = Study(
     primary=[(arm, "linear") for arm in SLOT_ROUTING_PRIMARY],
     test="paired t over seeds 0-11, two-sided, at each S of 40, 64, 80 and 120; Holm over the primary family "
          "(3 routings x 4 S = 12 tests)",
-    chapter=12,
-    what="slot routings (fast-weight capacity)",
     exploratory={"seeds": (0,),
                  "arms": ("gma_k64_assigned", "gma_k64_distilled_assigned", "gma_k64", "gma_k64_remedy",
                           "performer_m64", "sdpa"),
@@ -822,8 +820,6 @@ SLOT_BALANCED_STUDY = Study(
     test="paired t over seeds 0-9, two-sided, at each S of 40, 64, 80 and 120; Holm over the primary family "
          "(4 tests)",
     shared_with=SLOT_ROUTING_STUDY,
-    chapter=12,
-    what="balanced slot assignment (fast-weight capacity)",
     exploratory={"seeds": (0,),
                  "arms": ("gma_k64_balanced",),
                  "why": "the balanced target without tied routing, seed 0 only: whether the queries find their "
