@@ -83,6 +83,20 @@ the one with the most information. The earlier value, the variance change with t
 (``gma_teach.designs.VARIANCE_AND_BALANCE``), was chosen on an argmax count and dissolves the routing."""
 
 
+SLOT_MEMORY_ROUTING = {"tied_routing": True, "assignment_weight": 0.2, "assignment_form": "balanced"}
+"""Options of :class:`GaussianMixtureAttention` that make its K components a slot memory: one projection routes both
+queries and keys (``tied_routing``), and a balanced-assignment loss (``assignment_form="balanced"``, weight 0.2)
+trains the key routing to give each key of a sequence a slot of its own, as BASE layers train their router. Use them
+as ``GaussianMixtureAttention(..., **SLOT_MEMORY_ROUTING)`` and add the model's ``auxiliary_loss()`` to the training
+loss. For self-attention only (tied routing needs queries and keys from one sequence).
+
+Chapter 12's slot studies (``gma_teach.designs.SLOT_ROUTING_STUDY`` and ``SLOT_BALANCED_STUDY``: the fast-weight
+capacity test at K = 64, S = 40, 64, 80 and 120) chose it under the rule declared before their confirmatory runs
+(``gma_teach.designs.SLOT_ROUTING_GOAL``, read by :func:`gma_teach.capacity.slot_winner`): it is the options of their
+winning arm, ``gma_k64_tied_balanced``, beyond K. What it costs and gives elsewhere (a causal language model, the
+recall study) is what the follow-ons of ``gma_teach.designs.slot_follow_ons`` measure; it is not the default."""
+
+
 def routing_balance_loss(gamma: torch.Tensor, *, form: str = "switch", mask: torch.Tensor | None = None):
     r"""How unevenly tokens use the K components: a differentiable scalar, smallest for uniform usage.
 

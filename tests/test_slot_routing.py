@@ -9,12 +9,13 @@ import math
 import pytest
 import torch
 
-from gma_teach import GaussianMixtureAttention, designs, study
+from gma_teach import GaussianMixtureAttention, capacity, designs, study
 from gma_teach.baselines import mixer_state_bytes
 from gma_teach.capacity import FastWeightModel, fast_weight_data
 from gma_teach.forgetting import DecayedGaussianMixtureAttention
 from gma_teach.layer import (
     ROUTING_OPTIONS,
+    SLOT_MEMORY_ROUTING,
     balanced_assignment_loss,
     balanced_slot_assignment,
     routing_distillation_loss,
@@ -478,3 +479,22 @@ def test_the_follow_ons_reuse_the_remedy_and_recall_records_and_add_the_winner_a
         designs.slot_follow_ons({"n_components": 32, **routing})
     with pytest.raises(ValueError, match="beyond n_components"):
         designs.slot_follow_ons({})
+
+
+def test_the_slot_memory_options_are_the_winner_the_declared_rule_names_on_the_records():
+    tables = []
+    for design in (designs.SLOT_ROUTING_STUDY, designs.SLOT_BALANCED_STUDY):
+        records = {arm: study.load_arm(design, arm) for arm in design.arms}
+        tables.append(capacity.slot_goal(design, study.declared_comparisons(design), records))
+    won = capacity.slot_winner(*tables)
+    assert won["complete"] and won["reached"]
+    design = next(d for d in (designs.SLOT_ROUTING_STUDY, designs.SLOT_BALANCED_STUDY) if won["arm"] in d.arms)
+    options = dict(study.resolve(design, won["arm"]).options)
+    assert options.pop("n_components") == 64
+    assert options == SLOT_MEMORY_ROUTING
+    assert designs.SLOT_FOLLOW_ONS["lm"].arms[designs.SLOT_MEMORY_ARM].options == {"n_components": 64, **options}
+    assert designs.STUDIES["slot-lm"] is designs.SLOT_FOLLOW_ONS["lm"]
+    assert designs.STUDIES["slot-recall"] is designs.SLOT_FOLLOW_ONS["recall"]
+    layer = GaussianMixtureAttention(16, 2, n_components=8, **SLOT_MEMORY_ROUTING)
+    assert layer.k_proj is layer.q_proj
+

@@ -32,7 +32,7 @@ from __future__ import annotations
 
 from collections.abc import Mapping
 
-from ..layer import LM_ROUTING_REMEDY
+from ..layer import LM_ROUTING_REMEDY, SLOT_MEMORY_ROUTING
 from . import _types
 from ._types import Arm, MetricFacts, RoutingScan, Study, UnsetSize, as_study, metric_facts, thawed
 
@@ -41,7 +41,7 @@ __all__ = ["ALPHA", "Arm", "CAPACITY_GMA_SIZES", "CAPACITY_PRIMARY_PAIRS", "CAPA
            "KMEANS_BLOCKS", "LISTOPS_LRA_STUDY", "LM_SETTING", "LM_STUDY", "METRICS", "MQAR_PILOT", "MetricFacts",
            "RoutingScan", "UnsetSize", "PERFORMER_RERUN", "PREPARATIONS", "RECALL_GMA_SIZES", "RECALL_STUDY",
            "RECALL_V2_STUDY", "RECALL_V2_WINDOWS", "RECALL_WINDOW", "REMEDY", "REMEDY_STUDY", "RENAMED_ARMS",
-           "SLOT_ASSIGNMENT_WEIGHT", "SLOT_BALANCED_STUDY", "SLOT_DISTILL_WEIGHT", "SLOT_MEMORY_ARM",
+           "SLOT_ASSIGNMENT_WEIGHT", "SLOT_BALANCED_STUDY", "SLOT_DISTILL_WEIGHT", "SLOT_FOLLOW_ONS", "SLOT_MEMORY_ARM",
            "SLOT_ROUTING_GOAL", "SLOT_ROUTING_PAIRS", "SLOT_ROUTING_PRIMARY", "SLOT_ROUTING_STUDY", "STUDIES",
            "Study", "TEXT_STUDY", "VARIANCE_AND_BALANCE", "as_study", "metric_facts", "slot_follow_ons", "thawed"]
 
@@ -912,6 +912,14 @@ def slot_follow_ons(routing: Mapping) -> dict:
     return {"lm": lm, "recall": recall}
 
 
+SLOT_FOLLOW_ONS = slot_follow_ons(SLOT_MEMORY_ROUTING)
+"""The slot-routing goal's two follow-on studies for the named winner, :data:`gma_teach.layer.SLOT_MEMORY_ROUTING`
+(:func:`slot_follow_ons`): ``"lm"`` runs as ``python -m gma_teach.study slot-lm --arms gma_k64_slot_memory`` and
+``"recall"`` as ``python -m gma_teach.study slot-recall --arms gma_k64_slot_memory``; their other arms are the remedy
+and recall studies' recorded runs. Named on 2026-12-06, when both slot families were complete and
+:func:`gma_teach.capacity.slot_winner` named ``gma_k64_tied_balanced``, before any run of either follow-on."""
+
+
 PERFORMER_CHECK = Study(
     name="performer_check",
     experiment="lm",
@@ -960,6 +968,7 @@ checked against a reference's outputs on fixed inputs (``tests/test_mamba_refere
 STUDIES = {"collapse": COLLAPSE_STUDY, "cause": CAUSE_STUDY, "remedy": REMEDY_STUDY, "lm": LM_STUDY,
            "listops-lra": LISTOPS_LRA_STUDY, "text": TEXT_STUDY, "recall": RECALL_STUDY, "recall-v2": RECALL_V2_STUDY,
            "mqar-pilot": MQAR_PILOT, "capacity": CAPACITY_STUDY, "performer-check": PERFORMER_CHECK,
-           "mamba-check": MAMBA_CHECK, "slot-routing": SLOT_ROUTING_STUDY, "slot-balanced": SLOT_BALANCED_STUDY}
+           "mamba-check": MAMBA_CHECK, "slot-routing": SLOT_ROUTING_STUDY, "slot-balanced": SLOT_BALANCED_STUDY,
+           "slot-lm": SLOT_FOLLOW_ONS["lm"], "slot-recall": SLOT_FOLLOW_ONS["recall"]}
 """Every declared study by its name on the command line (``python -m gma_teach.study NAME``); a new study is one
 :class:`Study` added here."""
