@@ -59,3 +59,53 @@ def test_lm_routing_remedy_is_what_the_recorded_study_picks():
     options = dict(designs.REMEDY_STUDY.arms[picked["arm"]].options)
     options.pop("n_components")
     assert gma_teach.LM_ROUTING_REMEDY == options == designs.REMEDY
+
+
+def test_the_rule_read_again_with_one_more_arm_from_a_follow_on(tmp_path):
+    """``extra=(follow_on, arm)`` reads the arm from the follow-on's own record, widens the family by its two
+    comparisons with the default (Holm over 12), and judges it by the same rule: a copy of a recorded remedy's runs
+    in its place passes or fails as that remedy does."""
+    import shutil
+
+    follow, arm = designs.SLOT_FOLLOW_ONS["lm"], designs.SLOT_MEMORY_ARM
+    for name in STUDY.arms:
+        shutil.copy(study.record_path(STUDY, name), tmp_path)
+    base = study.study_selection(STUDY, tmp_path)
+    missing = study.study_selection(STUDY, tmp_path, extra=(follow, arm))
+    assert base["declared"]["family_size"] == 10 and missing["declared"]["family_size"] == 12
+    assert missing["failed"][arm] == "not recorded" and not missing["complete"]
+    for source in ("balance", "information", "variance"):
+        shutil.copy(study.record_path(STUDY, source), study.record_path(follow, arm, tmp_path))
+        picked = study.study_selection(STUDY, tmp_path, extra=(follow, arm))
+        assert picked["complete"] and picked["means"][arm] == base["means"][source]
+        if source in base["qualified"]:
+            assert arm in picked["qualified"]
+        else:
+            assert picked["failed"][arm] == base["failed"][source]
+    with pytest.raises(ValueError, match="setting and seeds"):
+        study.study_selection(STUDY, tmp_path, extra=(designs.SLOT_FOLLOW_ONS["recall"], arm))
+    with pytest.raises(ValueError, match="extra's arm"):
+        study.study_selection(STUDY, tmp_path, extra=(follow, "balance"))
+
+
+def test_a_follow_on_arm_enters_the_rule_only_when_it_carries_information_at_no_told_apart_cost(tmp_path):
+    """:func:`study.follow_on_choice` waits for the follow-on's whole family, then asks for information told apart
+    above the default's and bits per byte not told apart worse than the balance remedy's, and only then reads the
+    remedy rule again with the arm: a copy of the balance remedy's runs passes, the information loss's (told apart
+    worse on bits per byte) does not, and the default's own runs carry no information beyond the default's."""
+    import shutil
+
+    follow, arm = designs.SLOT_FOLLOW_ONS["lm"], designs.SLOT_MEMORY_ARM
+    for name in STUDY.arms:
+        shutil.copy(study.record_path(STUDY, name), tmp_path)
+    assert study.follow_on_choice(STUDY, follow, arm, cost_against="balance", folder=tmp_path) == {"complete": False}
+    outcomes = {}
+    for source in ("balance", "information", "default"):
+        shutil.copy(study.record_path(STUDY, source), study.record_path(follow, arm, tmp_path))
+        outcomes[source] = study.follow_on_choice(STUDY, follow, arm, cost_against="balance", folder=tmp_path)
+    assert outcomes["balance"]["carries"] and outcomes["balance"]["not_worse"]
+    assert outcomes["balance"]["cost"]["mean"] == 0 and outcomes["balance"]["selection"]["complete"]
+    assert arm in outcomes["balance"]["selection"]["qualified"]
+    assert outcomes["information"]["carries"] and not outcomes["information"]["not_worse"]
+    assert outcomes["information"]["selection"] is None
+    assert not outcomes["default"]["carries"] and outcomes["default"]["selection"] is None

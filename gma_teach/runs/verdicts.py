@@ -24,7 +24,8 @@ from .arm_records import load_arm
 from .study_values import declared_metrics, metric_of, paired_on_common_seeds, seed_values
 
 __all__ = ["ALPHA", "LOOKS", "LOWER_IS_BETTER", "declared_comparisons", "declared_looks", "findings_summary",
-           "format_declared", "rests_on_looks", "selected_arm", "study_findings", "study_selection", "with_verdict"]
+           "follow_on_choice", "format_declared", "rests_on_looks", "selected_arm", "study_findings", "study_selection",
+           "with_verdict"]
 
 LOOKS = 2
 """How many times a study with a declared ``"second_look"`` has been tested: its first seeds, then all of them.
@@ -170,20 +171,72 @@ def selected_arm(study: dict, declared: dict, means: dict) -> dict:
             "rule": rule["rule"], "complete": complete}
 
 
-def study_selection(study: dict, folder=None) -> dict:
+def study_selection(study: dict, folder=None, *, extra: tuple | None = None) -> dict:
     """:func:`selected_arm` of a study's recorded arms (under ``folder``, default the book's results), with the
     declared comparisons it read (``"declared"``) and each arm's mean of the selection metric (``"means"``) over
-    the declared seeds it has."""
-    declared = declared_comparisons(study, folder)
-    _, (part, key) = metric_of(study, study["selection"]["metric"])
+    the declared seeds it has.
+
+    ``extra=(other_study, arm)`` reads the rule again with ``arm``, trained under ``other_study`` in the same setting
+    (a follow-on such as ``gma_teach.designs.SLOT_FOLLOW_ONS["lm"]``), as one more arm: its record is read from
+    ``other_study``'s file, the family gains its comparison with the rule's ``against`` arm on both metrics, and
+    Holm runs over the widened family.
+
+    Raises:
+        ValueError: ``extra``'s study has another setting or seeds, or does not declare ``arm``; or ``arm`` is
+            already an arm of ``study``.
+    """
+    if extra is None:
+        widened, sources = study, {arm: study for arm in study["arms"]}
+    else:
+        other, arm = extra
+        if other["setting"] != study["setting"] or tuple(other["seeds"]) != tuple(study["seeds"]):
+            raise ValueError(f"extra must come from a study with {study['name']!r}'s setting and seeds, got "
+                             f"{other['name']!r}")
+        if arm not in other["arms"] or arm in study["arms"]:
+            raise ValueError(f"extra's arm must be an arm of {other['name']!r} and not of {study['name']!r}, got "
+                             f"{arm!r}")
+        widened = study.with_changes(arms={**study["arms"], arm: other["arms"][arm]},
+                                     primary=[*study["primary"], (arm, study["selection"]["against"])])
+        sources = {**{name: study for name in study["arms"]}, arm: other}
+    records = {name: load_arm(source, name, folder) for name, source in sources.items()}
+    declared = declared_comparisons(widened, folder, _records=records)
+    _, (part, key) = metric_of(widened, widened["selection"]["metric"])
     means = {}
-    for arm in study["arms"]:
-        record = load_arm(study, arm, folder)
+    for arm, record in records.items():
         values = [] if record is None else [v for s, v in seed_values(record, part, key).items()
-                                             if s in set(study["seeds"])]
+                                             if s in set(widened["seeds"])]
         if values:
             means[arm] = sum(values) / len(values)
-    return {**selected_arm(study, declared, means), "declared": declared, "means": means}
+    return {**selected_arm(widened, declared, means), "declared": declared, "means": means}
+
+
+def follow_on_choice(study: dict, follow_on: dict, arm: str, *, cost_against: str, folder=None) -> dict:
+    """Whether ``arm``, run in ``follow_on`` (a study in ``study``'s setting that compares it with some of
+    ``study``'s arms, e.g. ``gma_teach.designs.SLOT_FOLLOW_ONS["lm"]`` for the remedy study), earns a place in
+    ``study``'s selection rule, and what the rule then picks, as the slot-routing goal declares
+    (``gma_teach.designs.SLOT_ROUTING_GOAL``):
+
+    * ``"carries"``: in the follow-on's declared family, ``arm`` is told apart better than the rule's ``against``
+      arm on the rule's metric (routing information);
+    * ``"not_worse"``: it is not told apart worse than ``cost_against`` on the rule's guard (bits per byte);
+    * ``"cost"``: that comparison (``arm - cost_against`` on the guard, its mean, interval and Holm p): its cost;
+    * ``"selection"``: when both hold, :func:`study_selection` of ``study`` with ``arm`` as one more arm; else None.
+
+    Returns ``{"complete": False}`` alone while the follow-on's declared family is not all recorded.
+    """
+    rule = study["selection"]
+    declared = declared_comparisons(follow_on, folder)
+    if len(declared["comparisons"]) < declared["family_size"]:
+        return {"complete": False}
+    by_pair = {(c["arm"], c["against"], c["metric"]): c for c in declared["comparisons"]}
+    gain = by_pair[(arm, rule["against"], rule["metric"])]
+    cost = by_pair[(arm, cost_against, rule["guard"])]
+    better = gain["mean"] < 0 if rule["metric"] in LOWER_IS_BETTER else gain["mean"] > 0
+    worse = cost["mean"] > 0 if rule["guard"] in LOWER_IS_BETTER else cost["mean"] < 0
+    carries, not_worse = gain["told_apart"] and better, not (cost["told_apart"] and worse)
+    selection = study_selection(study, folder, extra=(follow_on, arm)) if carries and not_worse else None
+    return {"complete": True, "carries": carries, "not_worse": not_worse, "gain": gain, "cost": cost,
+            "selection": selection}
 
 
 def declared_looks(study: dict, folder, records: dict) -> list[dict]:
