@@ -697,6 +697,8 @@ SLOT_ROUTING_STUDY = Study(
     primary=[(arm, "linear") for arm in SLOT_ROUTING_PRIMARY],
     test="paired t over seeds 0-11, two-sided, at each S of 40, 64, 80 and 120; Holm over the primary family "
          "(3 routings x 4 S = 12 tests)",
+    chapter=12,
+    what="slot routings (fast-weight capacity)",
     exploratory={"seeds": (0,),
                  "arms": ("gma_k64_assigned", "gma_k64_distilled_assigned", "gma_k64", "gma_k64_remedy",
                           "performer_m64", "sdpa"),
@@ -820,6 +822,8 @@ SLOT_BALANCED_STUDY = Study(
     test="paired t over seeds 0-9, two-sided, at each S of 40, 64, 80 and 120; Holm over the primary family "
          "(4 tests)",
     shared_with=SLOT_ROUTING_STUDY,
+    chapter=12,
+    what="balanced slot assignment (fast-weight capacity)",
     exploratory={"seeds": (0,),
                  "arms": ("gma_k64_balanced",),
                  "why": "the balanced target without tied routing, seed 0 only: whether the queries find their "
@@ -869,6 +873,26 @@ SLOT_MEMORY_ARM = "gma_k64_slot_memory"
 """The name of the winning routing's arm (K = 64) in the follow-on studies of :func:`slot_follow_ons`."""
 
 
+def _slot_parts(routing: Mapping) -> dict:
+    """The winning routing taken apart for the recall follow-on's exploratory arms: tied routing alone, and the
+    assignment term alone, where the winner combines them (none otherwise)."""
+    assignment = {k: v for k, v in routing.items() if k.startswith("assignment_")}
+    if not routing.get("tied_routing") or not assignment:
+        return {}
+    return {"gma_k64_tied_only": {"tied_routing": True}, "gma_k64_assignment_only": assignment}
+
+
+def _slot_recall_parts(routing: Mapping) -> dict | None:
+    parts = _slot_parts(routing)
+    if not parts:
+        return None
+    return {"seeds": (0,), "arms": tuple(parts),
+            "why": "added on 2026-12-06 after the winner's three seeds had run and scored below the guessing floor "
+                   "in recall: which of its two parts, tied routing or the assignment term, does that, each alone at "
+                   "seed 0, its learning rate chosen on seed 0's validation accuracy as the winner's",
+            "pairs": "every comparison of the two parts"}
+
+
 def slot_follow_ons(routing: Mapping) -> dict:
     """The two follow-on studies that :data:`SLOT_ROUTING_GOAL` declares for the winning routing, built from its
     layer options (those beyond ``n_components``: for tied routing with the balanced target, ``{"tied_routing":
@@ -879,7 +903,9 @@ def slot_follow_ons(routing: Mapping) -> dict:
       each of the two on routing information and validation bits per byte, paired t over seeds 0-5, Holm over 4.
     * ``"recall"``: the recall study's setting at width 64 (:data:`RECALL_STUDY`, its learning rate chosen on seed
       0's validation accuracy as there) with its ``linear`` and ``gma_k64_var_bal`` arms, reused, and the winner;
-      the winner against each, paired t over seeds 0-2, Holm over 2.
+      the winner against each, paired t over seeds 0-2, Holm over 2. Where the winner combines tied routing with an
+      assignment term, each part alone is an exploratory arm at seed 0 (``gma_k64_tied_only``,
+      ``gma_k64_assignment_only``), added after the winner's runs scored below the guessing floor.
 
     Neither counts in Part IV's synthesis by itself (``chapter=None``): the pages that read them say what they add.
 
@@ -908,7 +934,10 @@ def slot_follow_ons(routing: Mapping) -> dict:
               SLOT_MEMORY_ARM: Arm("gma", winner)},
         primary=[(SLOT_MEMORY_ARM, "linear"), (SLOT_MEMORY_ARM, "gma_k64_var_bal")],
         test="paired t over seeds 0-2, two-sided; Holm over the 2 tests",
-        reruns=None, exploratory=None, shared_with=RECALL_STUDY, chapter=None, what=None)
+        reruns=None, shared_with=RECALL_STUDY, chapter=None, what=None,
+        exploratory=_slot_recall_parts(routing))
+    recall = recall.with_changes(arms={**recall.arms, **{name: Arm("gma", {"n_components": 64, **options})
+                                                          for name, options in _slot_parts(routing).items()}})
     return {"lm": lm, "recall": recall}
 
 
