@@ -1,13 +1,15 @@
 """Part IV at a glance: each study's row counts its declared comparisons as the saved table decided them."""
 import json
+import shutil
 
-from gma_teach import designs, measure, study
+from gma_teach import capacity, designs, measure, study
 from gma_teach.runs import synthesis, tables
 
 
 def test_every_row_counts_each_declared_comparison_once_as_its_table_decided():
     rows = {row["study"]: row for row in synthesis.part_iv_synthesis()}
-    assert set(rows) == {"listops-lra", "text", "lm", "collapse", "remedy", "recall", "capacity"}
+    assert set(rows) == {"listops-lra", "text", "lm", "collapse", "remedy", "recall", "capacity", "slot-routing",
+                         "slot-balanced"}
     for name, row in rows.items():
         assert row["wins"] + row["ties"] + row["losses"] == row["recorded"] <= row["declared"]
         if name == "recall":
@@ -121,8 +123,7 @@ def test_the_rows_name_rivals_and_the_tuning_rows_only_routings():
 
 
 def test_each_claim_is_computed_from_its_record(tmp_path):
-    for path in measure.results_folder().glob("*.json"):
-        (tmp_path / path.name).write_text(path.read_text())
+    shutil.copytree(measure.results_folder(), tmp_path, dirs_exist_ok=True)  # the records and their run folders
     before = synthesis.gma_claims(tmp_path)
     assert {row["side"] for row in before} <= {"for", "not for", "not shown"}
     assert all(row["chapter"] in (8, 9, 10, 11, 12) for row in before)
@@ -170,3 +171,27 @@ def test_part_iv_ties_its_computed_sentences_to_the_records_with_asserts():
         assert any(needle in source for source in checked), needle
     assert "study.what_gma_is_for(claims)" in code[-1] and "display(Markdown(paragraph))" in code[-1]
     assert not any("dissolves" in c.source for c in cells if c.cell_type == "markdown")
+
+
+def test_the_slot_memory_row_reads_the_balanced_assignment_study_and_its_runs(tmp_path):
+    """The claims row of GMA with its keys in slots of their own is the balanced-assignment study's primary family
+    as saved (one comparison per S, GMA minus linear attention), judged by the one rule; its scope counts the runs
+    that reached the step ceiling and says whether the declared goal was reached, both read again here from the
+    runs; with no saved table there is no row."""
+    design = designs.SLOT_BALANCED_STUDY
+    row = {r["record"]: r for r in synthesis.gma_claims()}[synthesis.SLOT_MEMORY_TABLES]
+    saved = synthesis.standing_family(json.loads(tables_path("slot-balanced").read_text()))
+    by_metric = {c["metric"]: c for c in saved["comparisons"]}
+    assert [b["n_pairs"] for b in row["basis"]] == list(designs.SLOT_ROUTING_PAIRS)
+    for b, metric in zip(row["basis"], design.metrics):
+        assert b["difference"] == by_metric[metric]["mean"] and b["told_apart"] == by_metric[metric]["told_apart"]
+        assert f"S={b['n_pairs']} {100 * b['difference']:+.1f} points" in row["number"]
+    assert row["side"] == synthesis.verdict_of(row["basis"])
+    arm, rival = design.primary[0]
+    records = {name: study.load_arm(design, name) for name in (arm, rival)}
+    ceiling = capacity.ceiling_count(design, records)
+    assert ceiling["recorded"] == 2 * len(design.seeds) * len(design.metrics)
+    assert f"that {ceiling['at_ceiling']} of its {ceiling['recorded']} runs reached" in row["scope"]
+    goal = capacity.slot_goal(design, study.declared_comparisons(design), records)["arms"][arm]
+    assert row["scope"].endswith("reached") == (goal["status"] == "reached")
+    assert synthesis._slot_memory_claim(tmp_path) == []

@@ -28,13 +28,15 @@ from pathlib import Path
 import numpy as np
 
 from ..baselines import make_mixer, mixer_state_bytes
-from ..capacity import key_routing_phrase
+from ..capacity import ceiling_count, key_routing_phrase, lost_pair_table, slot_goal
 from ..designs import (
     CAPACITY_STUDY,
     LISTOPS_LRA_STUDY,
     LM_SETTING,
     RECALL_STUDY,
     RECALL_V2_STUDY,
+    SLOT_BALANCED_STUDY,
+    SLOT_ROUTING_GOAL,
     STUDIES,
     VARIANCE_AND_BALANCE,
     Arm,
@@ -43,7 +45,7 @@ from ..layer import LM_ROUTING_REMEDY
 from ..records import results_folder
 from ..stats import largest_difference_allowed
 from .arm_records import load_arm, tables_path
-from .verdicts import LOWER_IS_BETTER, rests_on_looks
+from .verdicts import LOWER_IS_BETTER, declared_comparisons, rests_on_looks
 
 
 def _counted_studies() -> list[str]:
@@ -531,6 +533,55 @@ def _capacity_claim(folder: Path) -> list[dict]:
                        basis, "retrieval accuracy, points", 100.0)]
 
 
+SLOT_MEMORY_TABLES = f"{SLOT_BALANCED_STUDY.name}_tables.json"
+"""The saved tables of the balanced-assignment study (:data:`gma_teach.designs.SLOT_BALANCED_STUDY`): GMA with tied
+routing and the balanced-assignment target against linear attention; its row is in the claims once they exist."""
+
+
+def _slot_memory_claim(folder: Path) -> list[dict]:
+    """GMA whose keys hold slots of their own (tied routing and the balanced-assignment target, K = 64) against
+    linear attention at equal state in the fast-weight capacity test, trained to the stopping rule: the primary
+    family of :data:`gma_teach.designs.SLOT_BALANCED_STUDY` at every ``S`` it declares, with how many runs reached
+    the step ceiling, the keys still colliding and queries still misrouted at ``S = K``, and whether the declared goal
+    (:data:`gma_teach.designs.SLOT_ROUTING_GOAL`) is reached; no row until the study's tables are saved."""
+    if not (folder / SLOT_MEMORY_TABLES).exists():
+        return []
+    study = SLOT_BALANCED_STUDY
+    saved = _read(folder, SLOT_MEMORY_TABLES)
+    ((arm, rival),) = study.primary
+    sizes = [int(metric.rsplit("_s", 1)[1]) for metric in study.metrics]
+    basis = [{**_basis(c, rival, c["metric"]), "arm": arm, "n_pairs": n}
+             for c, n in ((_declared(saved, arm, rival, metric=m), n) for m, n in zip(study.metrics, sizes))]
+    records = {name: load_arm(study, name, folder) for name in (arm, rival)}
+    setting, seeds = study.setting, standing_family(saved)["seeds"]
+    ceiling = ceiling_count(study, records)
+    goal = slot_goal(study, declared_comparisons(study, folder), records)
+    at = goal["at"]
+    split = lost_pair_table(study, records)["arms"][arm][at]
+    state = mixer_state_bytes(make_mixer("linear", setting["d_model"], 1, causal=True), 2)
+    options = study.arms[arm].options
+    reached = goal["arms"][arm]["status"] == "reached"
+    scope = (f"one causal layer of key size {setting['d_model']} storing S = "
+             f"{', '.join(map(str, sizes[:-1]))} and {sizes[-1]} distinct pairs, trained to the stopping rule (an "
+             f"evaluation loss at or below {setting['target_loss']:g}, or more than {setting['patience']} "
+             f"evaluations without a new best) under a ceiling of {setting['max_steps']:,} steps that "
+             f"{ceiling['at_ceiling']} of its {ceiling['recorded']} runs reached, seeds {seeds[0]}-{seeds[-1]}; GMA "
+             f"with K = {options['n_components']}, tied routing and the balanced-assignment target (weight "
+             f"{options['assignment_weight']:g}) against linear attention's 64 features, both keeping {state:,} "
+             f"bytes of state; at S = {at}, per sequence, {split['collisions']:.1f} pairs lost to keys sharing a "
+             f"slot and {split['misrouted']:.1f} to queries outside their key's slot; the declared goal (at least "
+             f"{SLOT_ROUTING_GOAL['share']:.0%} of the pairs at S = "
+             f"{' and '.join(map(str, SLOT_ROUTING_GOAL['sizes']))}, and at every S the lower end of the interval "
+             f"no more than {SLOT_ROUTING_GOAL['margin']:g} below linear attention) "
+             + ("reached" if reached else "not reached: " + "; ".join(goal["arms"][arm]["short"])))
+    return [_claim_row(verdict_of(basis), "a better memory than linear attention at equal state, each key in a slot "
+                       "of its own (fast-weight capacity)", "linear attention, equal state", scope,
+                       "GMA minus linear attention: " + "; ".join(f"S={b['n_pairs']} {100 * b['difference']:+.1f} "
+                                                                  "points" for b in basis),
+                       "; ".join(f"S={b['n_pairs']}: {_verdict(b, 1, 100)}" for b in basis), SLOT_MEMORY_TABLES, 12,
+                       basis, "retrieval accuracy, points", 100.0)]
+
+
 def _lm_scope(seeds) -> str:
     s = LM_SETTING
     return (f"{s['n_layers']} layers, width {s['d_model']}, {s['n_steps']} steps, seeds {seeds[0]}-{seeds[-1]}, "
@@ -631,7 +682,7 @@ def gma_claims(folder=None, *, profiling_record: str = PROFILING_RECORD) -> list
     folder = Path(folder) if folder is not None else results_folder()
     return [*_profiling_rows(folder, profiling_record), _state_claim(), _text_claim(folder),
             *_listops_lra_claim(folder), _recall_default_claim(folder), _recall_claim(folder),
-            *_capacity_claim(folder), *_lm_rows(folder)]
+            *_capacity_claim(folder), *_slot_memory_claim(folder), *_lm_rows(folder)]
 
 
 def tuning_claims(folder=None) -> list[dict]:

@@ -222,11 +222,14 @@ def follow_on_choice(study: dict, follow_on: dict, arm: str, *, cost_against: st
     * ``"cost"``: that comparison (``arm - cost_against`` on the guard, its mean, interval and Holm p): its cost;
     * ``"selection"``: when both hold, :func:`study_selection` of ``study`` with ``arm`` as one more arm; else None.
 
-    Returns ``{"complete": False}`` alone while the follow-on's declared family is not all recorded.
+    Returns ``{"complete": False}`` alone until every comparison of the follow-on's declared family is recorded at
+    every declared seed.
     """
     rule = study["selection"]
     declared = declared_comparisons(follow_on, folder)
-    if len(declared["comparisons"]) < declared["family_size"]:
+    every_seed = set(follow_on["seeds"])
+    if len(declared["comparisons"]) < declared["family_size"] or any(
+            set(c["seeds"]) != every_seed for c in declared["comparisons"]):
         return {"complete": False}
     by_pair = {(c["arm"], c["against"], c["metric"]): c for c in declared["comparisons"]}
     gain = by_pair[(arm, rule["against"], rule["metric"])]
