@@ -190,7 +190,9 @@ def test_the_study_is_declared_with_its_equal_state_family():
     assert study is designs.CAPACITY_STUDY and study.experiment == "capacity"
     assert study.primary == (("gma_k64_remedy", "linear"),) and len(study.seeds) >= 5
     remedy = study.arm("gma_k64_remedy")
-    assert {k: v for k, v in remedy.options.items() if k != "n_components"} == LM_ROUTING_REMEDY
+    assert {k: v for k, v in remedy.options.items() if k != "n_components"} == designs.BALANCE_REMEDY
+    assert designs.BALANCE_REMEDY == {k: v for k, v in designs.REMEDY_STUDY.arms["balance"].options.items()
+                                      if k != "n_components"}  # the remedy study's balance arm, by name
     assert all(n > 64 for n in designs.CAPACITY_PRIMARY_PAIRS)
     assert set(designs.CAPACITY_PRIMARY_PAIRS) <= set(study.setting["n_pairs"])
 

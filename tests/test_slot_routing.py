@@ -468,7 +468,7 @@ def test_the_follow_ons_reuse_the_remedy_and_recall_records_and_add_the_winner_a
     assert recall.primary == ((winner, "linear"), (winner, "gma_k64_var_bal"))
     for declared, source, width in ((lm, designs.REMEDY_STUDY, None), (recall, designs.RECALL_STUDY, 64)):
         assert declared.chapter is None and declared.name != source.name
-        parts = set(declared.exploratory["arms"]) if declared.exploratory else set()
+        parts = set((declared.exploratory or {}).get("arms", ()))
         assert parts == ({"gma_k64_tied_only", "gma_k64_assignment_only"} if declared is recall else set())
         for arm in parts:  # the winner's two parts, each alone, at seed 0
             assert declared.arms[arm].options in ({"n_components": 64, "tied_routing": True},

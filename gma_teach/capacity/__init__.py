@@ -61,7 +61,6 @@ every name is imported from ``gma_teach.capacity``. Which arms are forgetting or
 with and which mixers' routing can collapse are read from the mixers' registry (:mod:`gma_teach.mixers`).
 """
 from ..baselines import MIXERS, make_mixer
-from ..layer import LM_ROUTING_REMEDY
 from ..mixing import read_memory, write_memory
 from ..stats import paired_difference
 from . import _curves, _exact, _fast_weight, _pilot, _published, _slots_table, _table
@@ -161,8 +160,8 @@ maxima (a fair coin's expected score), ``"fail"`` counts any tie as a miss."""
 
 ROUTING_SUFFIXES = _table.ROUTING_SUFFIXES
 """The endings of a GMA arm's name that say its routing is not the default, and what each routing is:
-``gma_k{K}_remedy`` runs :data:`gma_teach.layer.LM_ROUTING_REMEDY`, ``gma_k{K}_var_bal`` the variance change with the
-balance loss (:data:`gma_teach.designs.VARIANCE_AND_BALANCE`)."""
+``gma_k{K}_remedy`` runs the balance remedy (:data:`gma_teach.designs.BALANCE_REMEDY`), ``gma_k{K}_var_bal`` the
+variance change with the balance loss (:data:`gma_teach.designs.VARIANCE_AND_BALANCE`)."""
 
 ROUTING_SEQUENCES = _fast_weight.ROUTING_SEQUENCES
 """The number of test sequences, the first ones, that :func:`routing_sample` reads for a GMA arm's routing (256)."""

@@ -10,8 +10,8 @@ import torch
 
 from .. import _checks, mixers
 from ..baselines import MIXERS, make_mixer
-from ..designs import VARIANCE_AND_BALANCE, Arm, Study, thawed
-from ..layer import LM_ROUTING_REMEDY, ROUTING_OPTIONS
+from ..designs import BALANCE_REMEDY, VARIANCE_AND_BALANCE, Arm, Study, thawed
+from ..layer import ROUTING_OPTIONS
 from ..stats import paired_difference
 
 
@@ -182,10 +182,10 @@ def mean_of(values) -> float:
 
 ROUTING_SUFFIXES = {"_remedy": "the routing remedy", "_var_bal": "variance + balance"}
 """The endings of a GMA arm's name that say its routing is not the default, and what each routing is:
-``gma_k{K}_remedy`` runs :data:`gma_teach.layer.LM_ROUTING_REMEDY`, ``gma_k{K}_var_bal`` the variance change with the
-balance loss (:data:`gma_teach.designs.VARIANCE_AND_BALANCE`)."""
+``gma_k{K}_remedy`` runs the balance remedy (:data:`gma_teach.designs.BALANCE_REMEDY`), ``gma_k{K}_var_bal`` the
+variance change with the balance loss (:data:`gma_teach.designs.VARIANCE_AND_BALANCE`)."""
 
-_ROUTING_OPTIONS_OF = {"_remedy": LM_ROUTING_REMEDY, "_var_bal": VARIANCE_AND_BALANCE}  # what each ending runs
+_ROUTING_OPTIONS_OF = {"_remedy": BALANCE_REMEDY, "_var_bal": VARIANCE_AND_BALANCE}  # what each ending runs
 _ARM_KEYS = ("mixer", "options", "prepare", "n_heads", "n_components", "gma_options")
 
 

@@ -36,8 +36,9 @@ from ..layer import LM_ROUTING_REMEDY, SLOT_MEMORY_ROUTING
 from . import _types
 from ._types import Arm, MetricFacts, RoutingScan, Study, UnsetSize, as_study, metric_facts, thawed
 
-__all__ = ["ALPHA", "Arm", "CAPACITY_GMA_SIZES", "CAPACITY_PRIMARY_PAIRS", "CAPACITY_STUDY", "MAMBA_CHECK",
-           "PERFORMER_CHECK", "CAUSE_STUDY", "COLLAPSE_STUDY", "EXPERIMENTS", "INFORMATION_WEIGHT", "INIT_SCAN",
+__all__ = ["ALPHA", "Arm", "BALANCE_REMEDY", "CAPACITY_GMA_SIZES", "CAPACITY_PRIMARY_PAIRS", "CAPACITY_STUDY",
+           "MAMBA_CHECK", "PERFORMER_CHECK", "CAUSE_STUDY", "COLLAPSE_STUDY", "EXPERIMENTS", "INFORMATION_WEIGHT",
+           "INIT_SCAN",
            "KMEANS_BLOCKS", "LISTOPS_LRA_STUDY", "LM_SETTING", "LM_STUDY", "METRICS", "MQAR_PILOT", "MetricFacts",
            "RoutingScan", "UnsetSize", "PERFORMER_RERUN", "PREPARATIONS", "RECALL_GMA_SIZES", "RECALL_STUDY",
            "RECALL_V2_STUDY", "RECALL_V2_WINDOWS", "RECALL_WINDOW", "REMEDY", "REMEDY_STUDY", "RENAMED_ARMS",
@@ -78,8 +79,14 @@ accuracy on the test split, averaged over the kv-pair counts."""
 # ------------------------------------------------------------------------------------------------ the declarations
 REMEDY = dict(LM_ROUTING_REMEDY)
 """The routing remedy, :data:`gma_teach.layer.LM_ROUTING_REMEDY`: the options the remedy study
-(:data:`REMEDY_STUDY`) chose by the information the routing carries. The studies whose arms carry it read it by
-reference (the capacity study and the second recall design)."""
+(:data:`REMEDY_STUDY`) chose by the information the routing carries."""
+
+BALANCE_REMEDY = {"balance_weight": 0.01}
+"""The balance loss alone (Switch form, weight 0.01): the remedy study's ``balance`` arm, the routing remedy it chose
+on 2026-12-04. The studies declared with that remedy carry it under this name, so that their arms keep the options
+their runs were recorded with if :data:`gma_teach.layer.LM_ROUTING_REMEDY` is chosen again: the capacity study's
+``gma_k{K}_remedy`` arms, the slot-routing study's ``gma_k64_remedy`` control and the second recall design's
+``..._remedy`` arms."""
 
 VARIANCE_AND_BALANCE = {"init_variance": "d_route", "balance_weight": 0.01}
 """Variances started at ``d_route`` with the balance loss at weight 0.01: the earlier routing remedy, chosen because
@@ -425,7 +432,7 @@ RECALL_V2_WINDOWS = (8, 16, 32)
 
 def _recall_v2_arms() -> dict:
     """The second recall design's arms, all at width 128: each with its own head count where it matters."""
-    remedy = dict(LM_ROUTING_REMEDY)
+    remedy = dict(BALANCE_REMEDY)
     arms = {"sdpa": Arm("sdpa"), "mamba": Arm("mamba"), "performer": Arm("performer", {"n_features": 64})}
     for heads in (2, 4, 8):  # equal state: GMA with K = d_head against linear attention with m = d_head features
         arms[f"linear_h{heads}"] = Arm("linear", n_heads=heads)
@@ -561,12 +568,12 @@ CAPACITY_GMA_SIZES = (32, 64, 128, 256)
 
 def _capacity_arms() -> dict:
     """The capacity study's arms: softmax, linear attention, Performer at 64, 128 and 512 features, and GMA at each
-    of :data:`CAPACITY_GMA_SIZES` with the default routing and with :data:`gma_teach.layer.LM_ROUTING_REMEDY`."""
+    of :data:`CAPACITY_GMA_SIZES` with the default routing and with the balance remedy (:data:`BALANCE_REMEDY`)."""
     arms = {"sdpa": Arm("sdpa"), "linear": Arm("linear"),
             **{f"performer_m{m}": Arm("performer", {"n_features": m}) for m in (64, 128, 512)}}
     for k in CAPACITY_GMA_SIZES:
         arms[f"gma_k{k}"] = Arm("gma", {"n_components": k})
-        arms[f"gma_k{k}_remedy"] = Arm("gma", {"n_components": k, **LM_ROUTING_REMEDY})
+        arms[f"gma_k{k}_remedy"] = Arm("gma", {"n_components": k, **BALANCE_REMEDY})
     return arms
 
 
@@ -609,9 +616,9 @@ and key projections read the key half with unit-variance entries; Performer has 
   evaluation loss <= 1e-3 or after more than 10 evaluations without a new best (theirs), or at 3,000 steps.
 * **Arms.** SDPA (softmax), linear attention (``elu + 1``, 64 features), Performer at 64, 128 and 512 features,
   GMA at K = 32, 64, 128 and 256, each with the default routing (to show the one-slot signature) and with
-  :data:`gma_teach.layer.LM_ROUTING_REMEDY`. The remedy arms read that constant by reference (this module imports
-  it and builds the arms from it): when the routing study sets it to the remedy it chooses, these arms follow,
-  and records made under the old options no longer match the design (the runner refuses to extend them).
+  the routing remedy the remedy study chose, the balance loss (:data:`BALANCE_REMEDY`, which
+  :data:`gma_teach.layer.LM_ROUTING_REMEDY` held when this study was declared and run). The remedy arms keep those
+  options by name, so their records match the design whatever the remedy is chosen to be later.
 * **State bytes.** Linear attention with 64 features and GMA with K = 64 keep the same state, 16,640 bytes (``64
   x 65`` float32 numbers, :func:`gma_teach.baselines.mixer_state_bytes`); Performer with 64 features keeps 4 bytes
   more (its stabilizer); GMA K and Performer m scale it by ``K/64`` and ``m/64``; SDPA's cache grows with ``S``
@@ -677,7 +684,7 @@ def _slot_routing_arms() -> dict:
             "gma_k64_assigned": Arm("gma", {**k64, **assigned}),
             "gma_k64_distilled_assigned": Arm("gma", {**k64, **distilled, **assigned}),
             "gma_k64": Arm("gma", k64),
-            "gma_k64_remedy": Arm("gma", {**k64, **LM_ROUTING_REMEDY}),
+            "gma_k64_remedy": Arm("gma", {**k64, **BALANCE_REMEDY}),
             "performer_m64": Arm("performer", {"n_features": 64}),
             "sdpa": Arm("sdpa")}
 
@@ -729,7 +736,7 @@ today's routing reaches the mixture through two projections that nothing asks to
   :data:`SLOT_DISTILL_WEIGHT`, for layers that keep two projections); the per-sequence assignment term
   (``assignment_weight`` = :data:`SLOT_ASSIGNMENT_WEIGHT`, :func:`gma_teach.layer.slot_assignment_loss`) alone, with
   tied routing and with distillation; the controls, GMA's default routing and the balance remedy
-  (:data:`gma_teach.layer.LM_ROUTING_REMEDY`, read by reference); the references linear attention (64 features),
+  (:data:`BALANCE_REMEDY`); the references linear attention (64 features),
   Performer (64 features) and SDPA. Every GMA arm has K = 64 and keeps linear attention's state, 16,640 bytes.
 * **Family and test.** Tied, distilled and tied + assignment, each against linear attention on retrieval
   accuracy at S = 40, 64, 80 and 120: 12 paired t-tests over seeds 0-11, two-sided, Holm at 5%.
@@ -789,7 +796,7 @@ the exploratory seed 0 of every arm had run and before any run of the confirmato
   winner's options).
 
   - *Language model*: the remedy study's setting (:data:`REMEDY_STUDY`: the small LM of :data:`LM_SETTING`, K =
-    64, seeds 0-5) with three arms, the default routing, the balance remedy (:data:`REMEDY`) and the winner; the
+    64, seeds 0-5) with three arms, the default routing, the balance remedy (:data:`BALANCE_REMEDY`) and the winner; the
     winner against each of the other two on validation bits per byte and on routing information, paired t, Holm
     over the 4 tests. Its cost is its bits per byte minus the balance remedy's, with its interval. If its routing
     information is told apart above the default's and its bits per byte are not told apart worse than the
@@ -926,7 +933,9 @@ def slot_follow_ons(routing: Mapping) -> dict:
         primary=[(SLOT_MEMORY_ARM, "balance"), (SLOT_MEMORY_ARM, "default")],
         test="paired t over seeds 0-5, two-sided, on routing information and on validation bits per byte; Holm over "
              "the 4 tests",
-        selection=None, exploratory=None, shared_with=REMEDY_STUDY, chapter=None, what=None)
+        selection=None, shared_with=REMEDY_STUDY, chapter=None, what=None,
+        exploratory={"pairs": "every comparison outside the primary family, the per-layer and per-head routing "
+                              "information and the curves over training"})
     recall = RECALL_STUDY.with_changes(
         name="slot_routing_recall",
         widths=(64,),
