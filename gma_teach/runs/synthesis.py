@@ -525,12 +525,18 @@ def _capacity_claim(folder: Path) -> list[dict]:
              "stopped, not what each holds at the end of training; GMA with K = 64 and the "
              f"routing remedy against linear attention's 64 features, both keeping {state:,} bytes of state"
              + key_routing_phrase(load_arm(CAPACITY_STUDY, arm, folder), sizes))
-    return [_claim_row(verdict_of(basis), "a better memory than linear attention at equal state (fast-weight "
-                       "capacity)", "linear attention, equal state", scope,
-                       "GMA minus linear attention: " + "; ".join(f"S={b['n_pairs']} {100 * b['difference']:+.1f} "
-                                                                  "points" for b in basis),
-                       "; ".join(f"S={b['n_pairs']}: {_verdict(b, 1, 100)}" for b in basis), CAPACITY_TABLES, 12,
-                       basis, "retrieval accuracy, points", 100.0)]
+    return [_capacity_row("a better memory than linear attention at equal state (fast-weight capacity)", scope, basis,
+                          CAPACITY_TABLES)]
+
+
+def _capacity_row(claim: str, scope: str, basis: list[dict], record: str) -> dict:
+    """A claims row of a fast-weight capacity family: GMA against linear attention at equal state, one comparison
+    per ``S`` in ``basis``, in points of retrieval accuracy, judged by the one rule."""
+    return _claim_row(verdict_of(basis), claim, "linear attention, equal state", scope,
+                      "GMA minus linear attention: " + "; ".join(f"S={b['n_pairs']} {100 * b['difference']:+.1f} "
+                                                                 "points" for b in basis),
+                      "; ".join(f"S={b['n_pairs']}: {_verdict(b, 1, 100)}" for b in basis), record, 12, basis,
+                      "retrieval accuracy, points", 100.0)
 
 
 SLOT_MEMORY_TABLES = f"{SLOT_BALANCED_STUDY.name}_tables.json"
@@ -574,12 +580,8 @@ def _slot_memory_claim(folder: Path) -> list[dict]:
              f"{' and '.join(map(str, SLOT_ROUTING_GOAL['sizes']))}, and at every S the lower end of the interval "
              f"no more than {SLOT_ROUTING_GOAL['margin']:g} below linear attention) "
              + ("reached" if reached else "not reached: " + "; ".join(goal["arms"][arm]["short"])))
-    return [_claim_row(verdict_of(basis), "a better memory than linear attention at equal state, each key in a slot "
-                       "of its own (fast-weight capacity)", "linear attention, equal state", scope,
-                       "GMA minus linear attention: " + "; ".join(f"S={b['n_pairs']} {100 * b['difference']:+.1f} "
-                                                                  "points" for b in basis),
-                       "; ".join(f"S={b['n_pairs']}: {_verdict(b, 1, 100)}" for b in basis), SLOT_MEMORY_TABLES, 12,
-                       basis, "retrieval accuracy, points", 100.0)]
+    return [_capacity_row("a better memory than linear attention at equal state, each key in a slot of its own "
+                          "(fast-weight capacity)", scope, basis, SLOT_MEMORY_TABLES)]
 
 
 def _lm_scope(seeds) -> str:
