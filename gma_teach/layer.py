@@ -72,17 +72,6 @@ ROUTING_OPTIONS = ("init_variance", "balance_weight", "tied_routing", "distill_w
 start, the weight of the balance loss (``balance_form`` says which loss, and counts only with a weight), one
 projection for queries and keys, and the weights of the distillation and slot-assignment losses."""
 
-LM_ROUTING_REMEDY = {"balance_weight": 0.01}
-"""Options of :class:`GaussianMixtureAttention` whose routing carries information in a causal language model: the
-balance loss (Switch form) at weight 0.01. Use them as ``GaussianMixtureAttention(..., causal=True,
-**LM_ROUTING_REMEDY)`` and add the model's ``auxiliary_loss()`` to the training loss (:func:`gma_teach.train.fit`
-does). The remedy study (``gma_teach.designs.REMEDY_STUDY``: the small LM of ``gma_teach.designs.LM_SETTING``, K=64,
-six routings, six seeds, ``routing_remedy_*.json``, chapter 11) chose it under the rule declared before it ran: of
-the routings whose information is told apart above the default's and whose bits per byte are not told apart worse,
-the one with the most information. The earlier value, the variance change with the balance loss
-(``gma_teach.designs.VARIANCE_AND_BALANCE``), was chosen on an argmax count and dissolves the routing."""
-
-
 SLOT_MEMORY_ROUTING = {"tied_routing": True, "assignment_weight": 0.2, "assignment_form": "balanced"}
 """Options of :class:`GaussianMixtureAttention` that make its K components a slot memory: one projection routes both
 queries and keys (``tied_routing``), and a balanced-assignment loss (``assignment_form="balanced"``, weight 0.2)
@@ -95,6 +84,20 @@ capacity test at K = 64, S = 40, 64, 80 and 120) chose it under the rule declare
 (``gma_teach.designs.SLOT_ROUTING_GOAL``, read by :func:`gma_teach.capacity.slot_winner`): it is the options of their
 winning arm, ``gma_k64_tied_balanced``, beyond K. What it costs and gives elsewhere (a causal language model, the
 recall study) is what the follow-ons of ``gma_teach.designs.slot_follow_ons`` measure; it is not the default."""
+
+LM_ROUTING_REMEDY = dict(SLOT_MEMORY_ROUTING)
+"""Options of :class:`GaussianMixtureAttention` whose routing carries information in a causal language model: the
+slot memory, :data:`SLOT_MEMORY_ROUTING` (tied routing with the balanced-assignment loss). Use them as
+``GaussianMixtureAttention(..., causal=True, **LM_ROUTING_REMEDY)`` and add the model's ``auxiliary_loss()`` to the
+training loss (:func:`gma_teach.train.fit` does). The remedy study (``gma_teach.designs.REMEDY_STUDY``: the small LM
+of ``gma_teach.designs.LM_SETTING``, K=64, six routings, six seeds, ``routing_remedy_*.json``, chapter 11) declared
+the rule before it ran: of the routings whose information is told apart above the default's and whose bits per
+byte are not told apart worse, the one with the most information. On its own six routings it picked the balance
+loss (``gma_teach.designs.BALANCE_REMEDY``). The slot memory's follow-on in the same setting
+(``gma_teach.designs.SLOT_FOLLOW_ONS["lm"]``) met the conditions its declaration set for reading the rule again with
+it as one more arm (:func:`gma_teach.study.follow_on_choice`), and the rule then picks it. The earlier value before
+both, the variance change with the balance loss (``gma_teach.designs.VARIANCE_AND_BALANCE``), was chosen on an
+argmax count and dissolves the routing."""
 
 
 def routing_balance_loss(gamma: torch.Tensor, *, form: str = "switch", mask: torch.Tensor | None = None):

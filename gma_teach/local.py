@@ -203,7 +203,8 @@ class LocalGMA(nn.Module):
         local_heads: how many heads are local (default ``n_heads // 2``; between 1 and ``n_heads - 1``).
         n_components: K of the GMA heads (default :data:`gma_teach.layer.DEFAULT_COMPONENTS`, GMA's one default).
         d_route, d_value, eps, min_variance, impl, chunk_size, init_variance, init_mean_std, balance_weight,
-            balance_form: passed to :class:`~gma_teach.GaussianMixtureAttention` (``**LM_ROUTING_REMEDY`` works).
+            balance_form, tied_routing, distill_weight, assignment_weight, assignment_form: passed to
+            :class:`~gma_teach.GaussianMixtureAttention` (``**LM_ROUTING_REMEDY`` works).
 
     ``local`` and ``gma`` are the two parts (``(B, N, d_model) -> (B, N, d_model)`` each); the output is their
     sum. A model's :func:`~gma_teach.models.auxiliary_loss` and :func:`~gma_teach.models.init_routing_means` find
@@ -213,7 +214,8 @@ class LocalGMA(nn.Module):
     def __init__(self, d_model, n_heads, *, causal=False, window=64, local_heads=None,
                  n_components=DEFAULT_COMPONENTS, d_route=None, d_value=None, eps=1e-6, min_variance=1e-3,
                  impl="auto", chunk_size=64, init_variance=1.0, init_mean_std=1.0, balance_weight=0.0,
-                 balance_form="switch"):
+                 balance_form="switch", tied_routing=False, distill_weight=0.0, assignment_weight=0.0,
+                 assignment_form="information"):
         super().__init__()
         d_model, n_heads = _checks.heads(d_model, n_heads)
         if n_heads < 2:
@@ -229,7 +231,9 @@ class LocalGMA(nn.Module):
             d_model, n_heads - local_heads, n_components, causal=causal,
             d_route=head_dim if d_route is None else d_route, d_value=head_dim if d_value is None else d_value,
             eps=eps, min_variance=min_variance, impl=impl, chunk_size=chunk_size, init_variance=init_variance,
-            init_mean_std=init_mean_std, balance_weight=balance_weight, balance_form=balance_form)
+            init_mean_std=init_mean_std, balance_weight=balance_weight, balance_form=balance_form,
+            tied_routing=tied_routing, distill_weight=distill_weight, assignment_weight=assignment_weight,
+            assignment_form=assignment_form)
 
     def forward(self, x, key_padding_mask=None):
         """``x (B, N, d_model)``, ``key_padding_mask (B, N)`` bool (``True`` = real) -> ``(B, N, d_model)``."""

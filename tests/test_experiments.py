@@ -98,9 +98,10 @@ def test_a_model_trained_with_gma_options_is_kept_apart_and_uses_them(monkeypatc
     again = experiments.load_or_train_lm("tiny", n_components=8, gma_options=LM_ROUTING_REMEDY)
     for run in (remedy, again):
         layers = diagnostics.gma_layers(run.model)
-        assert layers and all(layer.balance_weight == LM_ROUTING_REMEDY["balance_weight"]
+        assert layers and all(layer.tied_routing and layer.assignment_weight == LM_ROUTING_REMEDY["assignment_weight"]
                               for layer in layers)
-    assert all(layer.balance_weight == 0 for layer in diagnostics.gma_layers(default.model))
+    assert all(not layer.tied_routing and layer.assignment_weight == 0
+               for layer in diagnostics.gma_layers(default.model))
     for a, b in zip(remedy.model.state_dict().values(), again.model.state_dict().values()):
         assert torch.equal(a, b)
     with pytest.raises(ValueError, match="mixer 'gma' only"):

@@ -196,9 +196,10 @@ def test_default_decays_follow_retnet_and_the_options_reach_the_layers():
     mixer = make_mixer("decay_linear", 32, 4, causal=True)
     assert mixer.decay.tolist() == list(decays)
     layer = make_mixer("decay_gma", D_MODEL, N_HEADS, causal=True, n_components=7, d_route=5, decay=0.9,
-                       **{**gma_teach.LM_ROUTING_REMEDY, "init_variance": "d_route"})  # every routing option
+                       **{**gma_teach.LM_ROUTING_REMEDY, "balance_weight": 0.01, "init_variance": "d_route"})
     assert isinstance(layer, gma_teach.GaussianMixtureAttention)
     assert (layer.n_components, layer.d_route, layer.init_variance, layer.balance_weight) == (7, 5, 5.0, 0.01)
+    assert layer.k_proj is layer.q_proj and layer.assignment_weight == gma_teach.LM_ROUTING_REMEDY["assignment_weight"]
     assert layer.decay.tolist() == [0.9] * N_HEADS
     layer(torch.randn(2, 6, D_MODEL))
     assert layer.auxiliary_loss() > 0

@@ -40,7 +40,7 @@ def _rename(text: str) -> str:
 
 def test_size_and_routing_come_from_the_spec():
     assert capacity.gma_size("gma_small", Arm("gma", {"n_components": 16})) == (16, False)
-    remedy = {"mixer": "gma", "options": {"n_components": 16, **designs.REMEDY}}  # a record's "spec"
+    remedy = {"mixer": "gma", "options": {"n_components": 16, **designs.BALANCE_REMEDY}}  # a record's "spec"
     assert capacity.gma_size("anything", remedy) == (16, True)
     assert capacity.gma_routing("anything", remedy) == "the routing remedy"
     assert capacity.gma_routing("x", Arm("gma", {"n_components": 8, **designs.VARIANCE_AND_BALANCE})) == (
@@ -97,12 +97,12 @@ def test_the_recall_table_carries_the_options_each_arm_was_built_with(tmp_path):
     tiny = designs.RECALL_STUDY.with_changes(
         name="tiny_k", setting=dict(seq_len=16, vocab_size=32, kv_pairs=(2, 3), n_train=32, n_val=8, n_test=8,
                                     steps=2, warmup=1, batch_size=8, n_heads=1),
-        arms={"gma_small": Arm("gma", {"n_components": 16, **designs.REMEDY}), "linear": Arm("linear")},
+        arms={"gma_small": Arm("gma", {"n_components": 16, **designs.BALANCE_REMEDY}), "linear": Arm("linear")},
         primary=[("gma_small", "linear")], learning_rates=(1e-3,), seeds=(0, 1), widths=(16,), reruns=None)
     for arm in tiny.arms:
         study.run_arm(tiny, arm, width=16, folder=tmp_path, command="test")
     table = study.recall_table(tmp_path, tiny)
     entry = table["arms"]["gma_small"][16]
-    assert entry["options"] == {"n_components": 16, **designs.REMEDY}
+    assert entry["options"] == {"n_components": 16, **designs.BALANCE_REMEDY}
     assert capacity.gma_size("gma_small", entry) == (16, True)
     assert recall.arm_style("gma_small", entry)["color"] == recall.gma_k_color(16)

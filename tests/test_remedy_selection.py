@@ -50,15 +50,23 @@ def test_a_study_without_a_rule_is_refused():
         selected_arm(designs.LM_STUDY, {"comparisons": [], "family_size": 0}, {})
 
 
-def test_lm_routing_remedy_is_what_the_recorded_study_picks():
-    """Once every declared comparison of the remedy study is recorded, ``LM_ROUTING_REMEDY`` holds the routing
-    options of the arm its declared rule picks (the default routing: no option)."""
-    picked = study.study_selection(designs.REMEDY_STUDY)
-    if not picked["complete"]:
-        pytest.skip("the remedy study is not recorded in full")
-    options = dict(designs.REMEDY_STUDY.arms[picked["arm"]].options)
+def test_lm_routing_remedy_is_what_the_recorded_studies_pick():
+    """Once every declared comparison is recorded: on its own arms the remedy study's rule picks the balance loss
+    (``designs.BALANCE_REMEDY``); the slot memory's follow-on meets the conditions for reading the rule again with it
+    as one more arm, and ``LM_ROUTING_REMEDY`` holds the routing options of the arm it then picks."""
+    on_its_own = study.study_selection(designs.REMEDY_STUDY)
+    follow, arm = designs.SLOT_FOLLOW_ONS["lm"], designs.SLOT_MEMORY_ARM
+    choice = study.follow_on_choice(designs.REMEDY_STUDY, follow, arm, cost_against="balance")
+    if not (on_its_own["complete"] and choice["complete"]):
+        pytest.skip("the remedy study or its slot-memory follow-on is not recorded in full")
+    balance = dict(designs.REMEDY_STUDY.arms[on_its_own["arm"]].options)
+    balance.pop("n_components")
+    assert balance == designs.BALANCE_REMEDY
+    assert choice["carries"] and choice["not_worse"] and choice["selection"]["complete"]
+    picked = choice["selection"]["arm"]
+    options = dict((follow if picked == arm else designs.REMEDY_STUDY).arms[picked].options)
     options.pop("n_components")
-    assert gma_teach.LM_ROUTING_REMEDY == options == designs.REMEDY
+    assert gma_teach.LM_ROUTING_REMEDY == options == designs.REMEDY == gma_teach.SLOT_MEMORY_ROUTING
 
 
 def test_the_rule_read_again_with_one_more_arm_from_a_follow_on(tmp_path):

@@ -84,7 +84,7 @@ REMEDY = dict(LM_ROUTING_REMEDY)
 BALANCE_REMEDY = {"balance_weight": 0.01}
 """The balance loss alone (Switch form, weight 0.01): the remedy study's ``balance`` arm, the routing remedy it chose
 on 2026-12-04. The studies declared with that remedy carry it under this name, so that their arms keep the options
-their runs were recorded with if :data:`gma_teach.layer.LM_ROUTING_REMEDY` is chosen again: the capacity study's
+their runs were recorded with now that :data:`gma_teach.layer.LM_ROUTING_REMEDY` is chosen again: the capacity study's
 ``gma_k{K}_remedy`` arms, the slot-routing study's ``gma_k64_remedy`` control and the second recall design's
 ``..._remedy`` arms."""
 
@@ -233,7 +233,10 @@ LM's GMA a K-slot memory whose routing carries information, judged by that infor
   layers and heads) and on validation bits per byte: 10 paired t-tests over seeds 0-5, Holm at 5%.
 * **The rule, declared here** (``selection``): the remedy is the arm with the highest mean information among those
   whose information is told apart above the default's and whose bits per byte are not told apart above the
-  default's; if none qualifies, the default stays. :data:`gma_teach.layer.LM_ROUTING_REMEDY` is what it picks.
+  default's; if none qualifies, the default stays. On these six routings it picks the balance loss
+  (:data:`BALANCE_REMEDY`). Read again with the slot memory as one more arm (the language-model follow-on of
+  :data:`SLOT_ROUTING_GOAL`, :func:`gma_teach.study.follow_on_choice`), it picks the slot memory, which
+  :data:`gma_teach.layer.LM_ROUTING_REMEDY` holds.
 * **Sizing.** Six seeds. A remedy that costs 0.05 bits per byte (more than half of SDPA's gain over no mixing in
   the LM study) is told apart with 81% power at Holm's strictest step (0.05 / 10), with the per-seed differences'
   standard deviation at 0.020, the mean of the four remedies' in the collapse study (0.016-0.027). The information

@@ -23,7 +23,8 @@ Studies:
   on the same seeds. Read: the share of components that win a token by argmax (an argmax count, no measure of use),
   usage entropy, logit spread (at initialization and every evaluation) and validation loss / bits per byte.
 * ``remedy`` (:data:`REMEDY_STUDY`): the same LM with six routings, judged by the information the routing carries
-  (bits) and by bits per byte; its declared rule picks :data:`gma_teach.layer.LM_ROUTING_REMEDY`.
+  (bits) and by bits per byte; its declared rule, read again with the slot memory's follow-on (``slot-lm``), picks
+  :data:`gma_teach.layer.LM_ROUTING_REMEDY`.
 * ``cause`` (:data:`CAUSE_STUDY`): the default and balance arms again, evaluated every 50 steps with the spread of
   each term of the routing logits (prior, volume, distance), to see when the collapse happens and what drives it.
 * ``lm`` (:data:`LM_STUDY`): the same LM and steps with causal SDPA, GMA at K = 32, 64, 128 with the default routing

@@ -626,11 +626,15 @@ REMEDY_TABLES = "routing_remedy_tables.json"
 """The saved tables of the remedy study (:data:`gma_teach.designs.REMEDY_STUDY`) that the routing rows read."""
 
 
-def _remedy_arm() -> str:
-    """The remedy study's arm whose routing options are :data:`gma_teach.layer.LM_ROUTING_REMEDY`."""
-    study = STUDIES["remedy"]
-    return next(arm for arm, spec in study["arms"].items()
-                if {k: v for k, v in spec.options.items() if k != "n_components"} == LM_ROUTING_REMEDY)
+def _remedy_arm() -> tuple[str, str]:
+    """``(study name, arm)`` of the arm whose routing options are :data:`gma_teach.layer.LM_ROUTING_REMEDY`: an arm of
+    the remedy study, or of the slot memory's language-model follow-on (``slot-lm``), where the rule read again with
+    it as one more arm found it; ``("remedy", "default")`` when the rule kept the default."""
+    for name in ("remedy", "slot-lm"):
+        for arm, spec in STUDIES[name]["arms"].items():
+            if {k: v for k, v in spec.options.items() if k != "n_components"} == LM_ROUTING_REMEDY:
+                return name, arm
+    return "remedy", "default"
 
 
 def _routing_claims(folder: Path) -> list[dict]:
@@ -655,16 +659,18 @@ def _routing_claims(folder: Path) -> list[dict]:
                        f"default minus each change {min(b['difference'] for b in basis):+.4f} to "
                        f"{max(b['difference'] for b in basis):+.4f}", evidence, REMEDY_TABLES, 11, basis,
                        "bits per byte")]
-    remedy = _remedy_arm()
+    source, remedy = _remedy_arm()
     if remedy != "default":
-        c = _declared(saved, remedy, "default", metric="routing_information")
+        record = REMEDY_TABLES if source == "remedy" else tables_path(STUDIES[source], folder).name
+        from_study = saved if source == "remedy" else _read(folder, record)
+        c = _declared(from_study, remedy, "default", metric="routing_information")
         gain = [{**_basis(c, "default", c["metric"]), "arm": remedy}]  # remedy - default
-        k = STUDIES["remedy"].arms[remedy].options["n_components"]
+        k = STUDIES[source].arms[remedy].options["n_components"]
         rows.append(_claim_row(
             verdict_of(gain), f"a routing that carries information, with the routing remedy ({remedy})",
-            "the default routing", _lm_scope(seeds) + f", K = {k}",
+            "the default routing", _lm_scope(standing_family(from_study)["seeds"]) + f", K = {k}",
             f"remedy minus default {gain[0]['difference']:+.2f} bits (of log2 K = {np.log2(k):.0f})",
-            _verdict(gain[0], 2, subject="the remedy"), REMEDY_TABLES, 11, gain, "bits"))
+            _verdict(gain[0], 2, subject="the remedy"), record, 11, gain, "bits"))
     return rows
 
 
