@@ -523,7 +523,7 @@ def _capacity_claim(folder: Path) -> list[dict]:
              f"cap, {still} of them with the validation loss still falling over their last "
              f"{CAP_WINDOW * setting['eval_every']:,} steps, so the row compares memories still learning when they "
              "stopped, not what each holds at the end of training; GMA with K = 64 and the "
-             f"routing remedy against linear attention's 64 features, both keeping {state:,} bytes of state"
+             f"balance remedy against linear attention's 64 features, both keeping {state:,} bytes of state"
              + key_routing_phrase(load_arm(CAPACITY_STUDY, arm, folder), sizes))
     return [_capacity_row("a better memory than linear attention at equal state (fast-weight capacity)", scope, basis,
                           CAPACITY_TABLES)]
