@@ -82,11 +82,11 @@ REMEDY = dict(LM_ROUTING_REMEDY)
 (:data:`REMEDY_STUDY`) chose by the information the routing carries."""
 
 BALANCE_REMEDY = {"balance_weight": 0.01}
-"""The balance loss alone (Switch form, weight 0.01): the remedy study's ``balance`` arm, the routing remedy it chose
-on 2026-12-04. The studies declared with that remedy carry it under this name, so that their arms keep the options
-their runs were recorded with now that :data:`gma_teach.layer.LM_ROUTING_REMEDY` is chosen again: the capacity study's
-``gma_k{K}_remedy`` arms, the slot-routing study's ``gma_k64_remedy`` control and the second recall design's
-``..._remedy`` arms."""
+"""The options of the balance loss alone, in its Switch form at weight 0.01. They are the remedy study's ``balance``
+arm, the routing remedy it chose among its own arms on 2026-12-04. The studies declared with that remedy carry it
+under this name, so that their arms keep the options their runs were recorded with now that
+:data:`gma_teach.layer.LM_ROUTING_REMEDY` is chosen again: the capacity study's ``gma_k{K}_remedy`` arms, the
+slot-routing study's ``gma_k64_remedy`` control and the second recall design's ``..._remedy`` arms."""
 
 VARIANCE_AND_BALANCE = {"init_variance": "d_route", "balance_weight": 0.01}
 """Variances started at ``d_route`` with the balance loss at weight 0.01: the earlier routing remedy, chosen because
