@@ -900,7 +900,7 @@ BINDINGS: dict[str, list[Binding]] = {
                 Key(CAPACITY_LINEAR, "config/max_steps"), Key(CAPACITY, "declared/seeds/0"),
                 Key(CAPACITY, "declared/seeds/-1"), Key(CAPACITY_SDPA, "runs/0/seed")),
         Binding("At S = {}, {}, {} and {}, linear attention retrieves {}, {}, {} and {} of the pairs, and GMA with K "
-                "= {} and the routing remedy {}, {}, {} and {}, both keeping {} bytes of state",
+                "= {} and the balance remedy {}, {}, {} and {}, both keeping {} bytes of state",
                 *(Key(CAPACITY_LINEAR, f"config/n_pairs/{i}") for i in (3, 4, 5, 6)),
                 *(_capacity_accuracy(CAPACITY_LINEAR, n) for n in CAPACITY_PRIMARY),
                 Key(CAPACITY_GMA, "spec/options/n_components"),

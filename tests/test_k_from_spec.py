@@ -42,7 +42,7 @@ def test_size_and_routing_come_from_the_spec():
     assert capacity.gma_size("gma_small", Arm("gma", {"n_components": 16})) == (16, False)
     remedy = {"mixer": "gma", "options": {"n_components": 16, **designs.BALANCE_REMEDY}}  # a record's "spec"
     assert capacity.gma_size("anything", remedy) == (16, True)
-    assert capacity.gma_routing("anything", remedy) == "the routing remedy"
+    assert capacity.gma_routing("anything", remedy) == "the balance remedy"
     assert capacity.gma_routing("x", Arm("gma", {"n_components": 8, **designs.VARIANCE_AND_BALANCE})) == (
         "variance + balance")
     assert capacity.gma_routing("x", Arm("gma", {"n_components": 8, "balance_weight": 0.05})) == (

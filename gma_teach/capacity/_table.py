@@ -180,7 +180,7 @@ def mean_of(values) -> float:
     return sum(values) / len(values)
 
 
-ROUTING_SUFFIXES = {"_remedy": "the routing remedy", "_var_bal": "variance + balance"}
+ROUTING_SUFFIXES = {"_remedy": "the balance remedy", "_var_bal": "variance + balance"}
 """The endings of a GMA arm's name that say its routing is not the default, and what each routing is:
 ``gma_k{K}_remedy`` runs the balance remedy (:data:`gma_teach.designs.BALANCE_REMEDY`), ``gma_k{K}_var_bal`` the
 variance change with the balance loss (:data:`gma_teach.designs.VARIANCE_AND_BALANCE`)."""

@@ -490,7 +490,7 @@ the regime where the size of a state decides, not the speed of learning.
   fifth of its steps (within 0.01). Five learning rates, 1e-4 to 1e-2 (1e-3 among them, Mamba's), are swept on
   seed 0 and the one with the best validation mean is kept; an arm whose kept rate is at an edge of the grid is
   reported as such.
-* **Equal state.** For two, four and eight heads, GMA with the routing remedy and K = d_head (64, 32, 16) against
+* **Equal state.** For two, four and eight heads, GMA with the balance remedy and K = d_head (64, 32, 16) against
   linear attention with d_head features: byte-identical states. These three comparisons are the primary family.
 * **The rest, exploratory:** K below d_head; the default routing (whose queries all route to one component: the
   1/n signature); each half of the earlier variance + balance pair (the variance change alone, the balance loss
