@@ -19,7 +19,6 @@ binding is a *template*, a piece of the item's text with ``{}`` where each numbe
 Rewording a sentence of README breaks only its templates: the test names the template that no longer matches and
 the numbers left without a binding; copy the new wording into the template.
 """
-import json
 import math
 import re
 from collections.abc import Callable
@@ -35,7 +34,9 @@ NUMBER = re.compile(r"\d+(?:\.\d+)?")
 
 
 class Records:
-    """The JSON records of ``folder`` (default :func:`gma_teach.measure.results_folder`), each read once."""
+    """The JSON records of ``folder`` (default :func:`gma_teach.measure.results_folder`), each read once, as
+    the book reads them: an arm's record merged with the run files of its run folder
+    (:func:`gma_teach.study.read_record`)."""
 
     def __init__(self, folder: Path | None = None):
         self.folder = Path(folder) if folder is not None else measure.results_folder()
@@ -44,7 +45,10 @@ class Records:
 
     def __getitem__(self, name: str) -> dict:
         if name not in self._read:
-            self._read[name] = json.loads((self.folder / name).read_text())
+            record = study.read_record(self.folder / name)
+            if record is None:
+                raise FileNotFoundError(f"no record {name!r} in {self.folder}, as a file or a run folder")
+            self._read[name] = record
         return self._read[name]
 
     def names(self, files: str | tuple[str, ...]) -> list[str]:
