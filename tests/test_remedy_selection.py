@@ -45,6 +45,16 @@ def test_no_arm_qualifies_and_the_default_stays():
     assert set(partial["failed"].values()) == {"not recorded"}
 
 
+def test_a_family_short_of_a_declared_seed_is_not_complete():
+    rows = [(arm, metric, 0.1, False) for arm, _ in STUDY.primary for metric in (INFO, BPB)]
+    declared = {**_declared(rows), "seeds": [0, 1, 2]}
+    for comparison in declared["comparisons"]:
+        comparison["seeds"] = [0, 1, 2]
+    assert selected_arm(STUDY, declared, {arm: 1.0 for arm in STUDY.arms})["complete"]
+    declared["comparisons"][-1]["seeds"] = [0, 1]  # one comparison read over two of the three seeds
+    assert not selected_arm(STUDY, declared, {arm: 1.0 for arm in STUDY.arms})["complete"]
+
+
 def test_a_study_without_a_rule_is_refused():
     with pytest.raises(ValueError, match="selection"):
         selected_arm(designs.LM_STUDY, {"comparisons": [], "family_size": 0}, {})

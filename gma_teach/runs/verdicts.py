@@ -142,7 +142,7 @@ def selected_arm(study: dict, declared: dict, means: dict) -> dict:
 
     Returns:
         ``{"arm": the pick, "qualified": [arms that passed, best first], "failed": {arm: reason}, "rule": words,
-        "complete": whether every declared comparison is recorded}``.
+        "complete": whether every declared comparison is recorded, over every seed ``declared`` names}``.
     """
     rule = study.get("selection")
     if not rule:
@@ -166,7 +166,9 @@ def selected_arm(study: dict, declared: dict, means: dict) -> dict:
         else:
             qualified.append(arm)
     qualified.sort(key=lambda name: means[name], reverse=metric not in LOWER_IS_BETTER)
-    complete = len(declared["comparisons"]) == declared["family_size"]
+    every_seed = set(declared.get("seeds", ()))
+    complete = len(declared["comparisons"]) == declared["family_size"] and all(
+        every_seed <= set(c.get("seeds", every_seed)) for c in declared["comparisons"])
     return {"arm": qualified[0] if qualified else against, "qualified": qualified, "failed": failed,
             "rule": rule["rule"], "complete": complete}
 
