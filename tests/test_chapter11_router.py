@@ -35,7 +35,8 @@ def test_the_table_and_the_pictures_read_the_chosen_router():
     cells = _code_cells()
     start = _first(cells, 'ids, gamma_q, resp = chosen.read["ids"], chosen.read["gamma_q"], chosen.read["resp"]')
     assert "reading = picked_arm" in cells[start]  # chosen by the declared rule, not by what is read
-    rule = _first(cells, "selection = study.study_selection(designs.REMEDY_STUDY, extra=(slot_lm, slot_arm))")
+    rule = _first(cells, 'selection = choice.get("selection") or on_its_own')
+    assert "choice = study.follow_on_choice(designs.REMEDY_STUDY, slot_lm, slot_arm" in cells[rule]
     assert 'picked_arm = selection["arm"]' in cells[rule] and rule < start
     trained = [i for i, source in enumerate(cells) if "load_or_train_lm(lm_scale, gma_options=" in source]
     assert trained and all(i < start for i in trained), "every live router is read before one is chosen"
