@@ -19,6 +19,7 @@ from gma_teach.designs import (
     LM_SETTING,
     RECALL_STUDY,
     SLOT_BALANCED_STUDY,
+    SLOT_FOLLOW_ONS,
     SLOT_ROUTING_STUDY,
     TEXT_STUDY,
 )
@@ -154,3 +155,34 @@ def test_every_capacity_arm_is_alive_as_the_study_builds_it(name, arm):
     torch.manual_seed(0)
     mixer = make_mixer(config.arm.mixer, setting.d_model, 1, causal=True, **config.options)
     _assert_alive(mixer, _unit_variance_input(setting), f"capacity arm {arm}")
+
+
+FOLLOW_ON_ARMS = tuple((key, arm) for key, declared in SLOT_FOLLOW_ONS.items() for arm in declared.arms)
+
+
+@pytest.mark.parametrize("key, arm", FOLLOW_ON_ARMS, ids=[f"slot-{key}-{arm}" for key, arm in FOLLOW_ON_ARMS])
+def test_every_slot_follow_on_arm_is_alive_as_its_study_builds_it(key, arm):
+    """The slot memory's follow-ons (the language model and the recall study's width-64 arms): each arm's mixer,
+    with the options, width, heads and length its study resolves, alive as above."""
+    from gma_teach import study
+
+    declared = SLOT_FOLLOW_ONS[key]
+    widths = declared.get("widths")
+    config = study.resolve(declared, arm, **({"width": widths[0]} if widths else {}))
+    setting = SimpleNamespace(d_model=config.sizes["d_model"], seq_len=config.sizes["seq_len"])
+    torch.manual_seed(0)
+    mixer = make_mixer(config.arm.mixer, setting.d_model, config.sizes["n_heads"], causal=True, **config.options)
+    _assert_alive(mixer, _unit_variance_input(setting), f"slot-{key} arm {arm}")
+
+
+def test_the_hybrid_is_alive_with_the_routing_remedy_at_the_lm_study_s_size():
+    """``local_gma`` passes :data:`gma_teach.layer.LM_ROUTING_REMEDY` (the slot memory's options) to its GMA heads,
+    and the hybrid built so is alive at the LM study's width, heads and length."""
+    from gma_teach.layer import LM_ROUTING_REMEDY
+
+    setting = SETTINGS[0]
+    assert setting.name == "lm_study"
+    torch.manual_seed(0)
+    mixer = make_mixer("local_gma", setting.d_model, setting.n_heads, causal=True, **LM_ROUTING_REMEDY)
+    assert mixer.gma.tied_routing and mixer.gma.assignment_weight == LM_ROUTING_REMEDY["assignment_weight"]
+    _assert_alive(mixer, _unit_variance_input(setting), "local_gma with LM_ROUTING_REMEDY")
